@@ -1,0 +1,107 @@
+//! Shared mappings of a segment.
+#![allow(unsafe_code)]
+
+use std::io;
+use std::os::fd::AsFd;
+use std::ptr::NonNull;
+
+use rustix::mm::{self, MapFlags, ProtFlags};
+
+/// A `MAP_SHARED`, read-write mapping of a whole segment, unmapped on drop.
+///
+/// The mapped bytes may be written concurrently by the peer process at any
+/// time, so this type never hands out references to them: callers get a raw
+/// pointer and must only copy through it (or use atomics placed there).
+#[derive(Debug)]
+pub struct Mapping {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the mapping is plain memory owned by this value; moving it to another
+// thread does not invalidate it, and all accesses go through raw pointers or
+// atomics whose synchronisation is the callers' protocol.
+unsafe impl Send for Mapping {}
+// SAFETY: `&Mapping` only exposes the pointer and length; see `Send` above.
+unsafe impl Sync for Mapping {}
+
+impl Mapping {
+    /// Maps `len` bytes of `fd` shared and read-write. With `populate`, page
+    /// tables are filled at once (`MAP_POPULATE`) so the first accesses do not
+    /// fault one page at a time.
+    ///
+    /// # Errors
+    /// Fails when `len` is zero or the kernel refuses the mapping.
+    pub fn map_shared(fd: impl AsFd, len: usize, populate: bool) -> io::Result<Mapping> {
+        if len == 0 {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "cannot map an empty segment"));
+        }
+        let mut flags = MapFlags::SHARED;
+        if populate {
+            flags |= MapFlags::POPULATE;
+        }
+        // SAFETY: a fresh mapping at an address chosen by the kernel (null hint)
+        // aliases no Rust object; the result is checked before use.
+        let raw = unsafe {
+            mm::mmap(std::ptr::null_mut(), len, ProtFlags::READ | ProtFlags::WRITE, flags, fd, 0)?
+        };
+        let ptr = NonNull::new(raw.cast::<u8>())
+            .ok_or_else(|| io::Error::other("mmap returned a null mapping"))?;
+        Ok(Mapping { ptr, len })
+    }
+
+    /// Start of the mapping.
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+
+    /// Length of the mapping in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Always false: empty mappings cannot be created.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Touches every page so that later accesses do not take first-touch
+    /// faults (used for segments prepared off the critical path).
+    pub fn prefault(&self) {
+        let page = 4096;
+        let mut off = 0;
+        while off < self.len {
+            // SAFETY: `off < len`, so the byte is inside the mapping; a volatile
+            // read of one byte cannot race in a way that is UB for `u8` reads of
+            // shared memory we only observe.
+            unsafe { std::ptr::read_volatile(self.ptr.as_ptr().add(off)) };
+            off += page;
+        }
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: ptr/len describe exactly the mapping created in `map_shared`,
+        // unmapped only here, once.
+        let _ = unsafe { mm::munmap(self.ptr.as_ptr().cast(), self.len) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_mappings_see_the_same_bytes() {
+        let fd = crate::memfd::create_sealed("map-test", 4096).expect("memfd");
+        let a = Mapping::map_shared(&fd, 4096, false).expect("map a");
+        let b = Mapping::map_shared(&fd, 4096, true).expect("map b");
+        // SAFETY: both pointers are valid for 4096 bytes; single-threaded test.
+        unsafe {
+            a.as_ptr().add(100).write_volatile(42);
+            assert_eq!(b.as_ptr().add(100).read_volatile(), 42);
+        }
+        b.prefault();
+    }
+}

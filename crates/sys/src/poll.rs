@@ -1,0 +1,94 @@
+//! Waiting for descriptor readiness with a deadline.
+
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd};
+use std::time::{Duration, Instant};
+
+use rustix::event::{poll, PollFd, PollFlags};
+use rustix::io::Errno;
+use rustix::time::Timespec;
+
+/// What a poll on one descriptor found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ready {
+    /// The requested readiness.
+    Yes,
+    /// The deadline passed first.
+    TimedOut,
+    /// The peer hung up or the descriptor is in error.
+    HungUp,
+}
+
+fn to_timespec(d: Duration) -> Timespec {
+    Timespec { tv_sec: i64::try_from(d.as_secs()).unwrap_or(i64::MAX), tv_nsec: i64::from(d.subsec_nanos()) }
+}
+
+fn poll_one(fd: BorrowedFd<'_>, want: PollFlags, deadline: Option<Instant>) -> io::Result<Ready> {
+    loop {
+        let timeout = deadline.map(|d| to_timespec(d.saturating_duration_since(Instant::now())));
+        let mut fds = [PollFd::from_borrowed_fd(fd, want)];
+        match poll(&mut fds, timeout.as_ref()) {
+            Ok(0) => return Ok(Ready::TimedOut),
+            Ok(_) => {
+                let got = fds[0].revents();
+                if got.intersects(want) {
+                    return Ok(Ready::Yes);
+                }
+                return Ok(Ready::HungUp);
+            }
+            Err(Errno::INTR) => {
+                if deadline.is_some_and(|d| Instant::now() >= d) {
+                    return Ok(Ready::TimedOut);
+                }
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// Waits until `fd` is readable (or at end of stream), up to `deadline`.
+///
+/// # Errors
+/// Fails when `poll` itself fails.
+pub fn readable(fd: impl AsFd, deadline: Option<Instant>) -> io::Result<Ready> {
+    poll_one(fd.as_fd(), PollFlags::IN, deadline)
+}
+
+/// Waits until `fd` is writable, up to `deadline`.
+///
+/// # Errors
+/// Fails when `poll` itself fails.
+pub fn writable(fd: impl AsFd, deadline: Option<Instant>) -> io::Result<Ready> {
+    poll_one(fd.as_fd(), PollFlags::OUT, deadline)
+}
+
+/// Whether the peer of a control socket has gone (hang-up, error, or end of
+/// stream), checked without blocking. Any readable data also counts: after the
+/// handshake the peer sends nothing on the control socket but its goodbye.
+pub fn peer_gone(fd: impl AsFd) -> bool {
+    let mut fds = [PollFd::from_borrowed_fd(fd.as_fd(), PollFlags::IN | PollFlags::RDHUP)];
+    match poll(&mut fds, Some(&Timespec { tv_sec: 0, tv_nsec: 0 })) {
+        Ok(0) => false,
+        Ok(_) => true,
+        Err(Errno::INTR) => false,
+        Err(_) => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn sees_data_and_hangup() {
+        let (mut a, b) = std::os::unix::net::UnixStream::pair().expect("pair");
+        let soon = Some(Instant::now() + Duration::from_millis(5));
+        assert_eq!(readable(&b, soon).expect("poll"), Ready::TimedOut);
+        assert!(!peer_gone(&b));
+        a.write_all(b"x").expect("write");
+        assert_eq!(readable(&b, None).expect("poll"), Ready::Yes);
+        drop(a);
+        assert!(peer_gone(&b));
+    }
+}

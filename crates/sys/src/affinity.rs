@@ -10,7 +10,10 @@ use rustix::thread::{sched_setaffinity, CpuSet};
 /// Fails when the CPU does not exist or is not allowed for this process.
 pub fn pin_current_thread(cpu: usize) -> io::Result<()> {
     if cpu >= CpuSet::MAX_CPU {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("cpu {cpu} out of range")));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("cpu {cpu} out of range"),
+        ));
     }
     let mut set = CpuSet::new();
     set.set(cpu);
@@ -20,5 +23,8 @@ pub fn pin_current_thread(cpu: usize) -> io::Result<()> {
 /// CPU time (user + system) consumed so far by the whole calling process.
 pub fn process_cpu_time() -> std::time::Duration {
     let ts = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
-    std::time::Duration::new(u64::try_from(ts.tv_sec).unwrap_or(0), u32::try_from(ts.tv_nsec).unwrap_or(0))
+    std::time::Duration::new(
+        u64::try_from(ts.tv_sec).unwrap_or(0),
+        u32::try_from(ts.tv_nsec).unwrap_or(0),
+    )
 }

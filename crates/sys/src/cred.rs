@@ -21,7 +21,11 @@ pub struct PeerCred {
 /// Fails when the descriptor is not a connected Unix socket.
 pub fn peer_cred(sock: impl AsFd) -> io::Result<PeerCred> {
     let c = rustix::net::sockopt::socket_peercred(sock)?;
-    Ok(PeerCred { pid: c.pid.as_raw_nonzero().get(), uid: c.uid.as_raw(), gid: c.gid.as_raw() })
+    Ok(PeerCred {
+        pid: c.pid.as_raw_nonzero().get(),
+        uid: c.uid.as_raw(),
+        gid: c.gid.as_raw(),
+    })
 }
 
 /// This process's effective uid.
@@ -36,7 +40,9 @@ pub fn current_gid() -> u32 {
 
 /// This process's supplementary groups.
 pub fn current_groups() -> Vec<u32> {
-    rustix::process::getgroups().map(|g| g.iter().map(|g| g.as_raw()).collect()).unwrap_or_default()
+    rustix::process::getgroups()
+        .map(|g| g.iter().map(|g| g.as_raw()).collect())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

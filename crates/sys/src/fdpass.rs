@@ -18,14 +18,22 @@ pub const MAX_FDS: usize = 4;
 /// Fails on socket errors, or with `InvalidInput` for more than [`MAX_FDS`].
 pub fn send_with_fds(sock: impl AsFd, data: &[u8], fds: &[BorrowedFd<'_>]) -> io::Result<usize> {
     if fds.len() > MAX_FDS {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, "too many descriptors"));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "too many descriptors",
+        ));
     }
     let mut space = [MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(MAX_FDS))];
     let mut control = SendAncillaryBuffer::new(&mut space);
     if !fds.is_empty() && !control.push(SendAncillaryMessage::ScmRights(fds)) {
         return Err(io::Error::other("control buffer too small for descriptors"));
     }
-    Ok(sendmsg(sock, &[IoSlice::new(data)], &mut control, SendFlags::NOSIGNAL)?)
+    Ok(sendmsg(
+        sock,
+        &[IoSlice::new(data)],
+        &mut control,
+        SendFlags::NOSIGNAL,
+    )?)
 }
 
 /// Receives into `buf`, collecting any descriptors sent with the message.
@@ -39,7 +47,12 @@ pub fn send_with_fds(sock: impl AsFd, data: &[u8], fds: &[BorrowedFd<'_>]) -> io
 pub fn recv_with_fds(sock: impl AsFd, buf: &mut [u8]) -> io::Result<(usize, Vec<OwnedFd>)> {
     let mut space = [MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(MAX_FDS))];
     let mut control = RecvAncillaryBuffer::new(&mut space);
-    let msg = recvmsg(sock, &mut [IoSliceMut::new(buf)], &mut control, RecvFlags::CMSG_CLOEXEC)?;
+    let msg = recvmsg(
+        sock,
+        &mut [IoSliceMut::new(buf)],
+        &mut control,
+        RecvFlags::CMSG_CLOEXEC,
+    )?;
     let mut fds = Vec::new();
     for m in control.drain() {
         if let RecvAncillaryMessage::ScmRights(rights) = m {
@@ -47,7 +60,10 @@ pub fn recv_with_fds(sock: impl AsFd, buf: &mut [u8]) -> io::Result<(usize, Vec<
         }
     }
     if msg.flags.contains(ReturnFlags::CTRUNC) {
-        return Err(io::Error::new(io::ErrorKind::InvalidData, "descriptors truncated in transit"));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "descriptors truncated in transit",
+        ));
     }
     Ok((msg.bytes, fds))
 }

@@ -34,7 +34,10 @@ impl Mapping {
     /// Fails when `len` is zero or the kernel refuses the mapping.
     pub fn map_shared(fd: impl AsFd, len: usize, populate: bool) -> io::Result<Mapping> {
         if len == 0 {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "cannot map an empty segment"));
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "cannot map an empty segment",
+            ));
         }
         let mut flags = MapFlags::SHARED;
         if populate {
@@ -43,7 +46,14 @@ impl Mapping {
         // SAFETY: a fresh mapping at an address chosen by the kernel (null hint)
         // aliases no Rust object; the result is checked before use.
         let raw = unsafe {
-            mm::mmap(std::ptr::null_mut(), len, ProtFlags::READ | ProtFlags::WRITE, flags, fd, 0)?
+            mm::mmap(
+                std::ptr::null_mut(),
+                len,
+                ProtFlags::READ | ProtFlags::WRITE,
+                flags,
+                fd,
+                0,
+            )?
         };
         let ptr = NonNull::new(raw.cast::<u8>())
             .ok_or_else(|| io::Error::other("mmap returned a null mapping"))?;

@@ -12,7 +12,9 @@ use rustix::fs::{self, MemfdFlags, SealFlags};
 /// Seals every shmlink segment carries: it can neither shrink (a peer
 /// truncating it would make our accesses fault with `SIGBUS`) nor grow, and
 /// the seal set itself is frozen.
-pub const REQUIRED_SEALS: SealFlags = SealFlags::SHRINK.union(SealFlags::GROW).union(SealFlags::SEAL);
+pub const REQUIRED_SEALS: SealFlags = SealFlags::SHRINK
+    .union(SealFlags::GROW)
+    .union(SealFlags::SEAL);
 
 /// Creates a memfd of exactly `len` bytes and seals it against resizing.
 ///
@@ -45,7 +47,10 @@ pub fn inspect(fd: impl AsFd) -> io::Result<SegmentFacts> {
     let seals = fs::fcntl_get_seals(fd)?;
     let st = fs::fstat(fd)?;
     let len = u64::try_from(st.st_size).map_err(|_| io::Error::from(io::ErrorKind::InvalidData))?;
-    Ok(SegmentFacts { len, sealed: seals.contains(REQUIRED_SEALS) })
+    Ok(SegmentFacts {
+        len,
+        sealed: seals.contains(REQUIRED_SEALS),
+    })
 }
 
 #[cfg(test)]
@@ -56,7 +61,16 @@ mod tests {
     fn created_segment_is_sealed_and_sized() {
         let fd = create_sealed("shmlink-test", 8192).expect("memfd");
         let facts = inspect(&fd).expect("inspect");
-        assert_eq!(facts, SegmentFacts { len: 8192, sealed: true });
-        assert!(fs::ftruncate(&fd, 4096).is_err(), "shrinking a sealed segment must fail");
+        assert_eq!(
+            facts,
+            SegmentFacts {
+                len: 8192,
+                sealed: true
+            }
+        );
+        assert!(
+            fs::ftruncate(&fd, 4096).is_err(),
+            "shrinking a sealed segment must fail"
+        );
     }
 }

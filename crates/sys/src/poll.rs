@@ -20,7 +20,10 @@ pub enum Ready {
 }
 
 fn to_timespec(d: Duration) -> Timespec {
-    Timespec { tv_sec: i64::try_from(d.as_secs()).unwrap_or(i64::MAX), tv_nsec: i64::from(d.subsec_nanos()) }
+    Timespec {
+        tv_sec: i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+        tv_nsec: i64::from(d.subsec_nanos()),
+    }
 }
 
 fn poll_one(fd: BorrowedFd<'_>, want: PollFlags, deadline: Option<Instant>) -> io::Result<Ready> {
@@ -62,14 +65,22 @@ pub fn writable(fd: impl AsFd, deadline: Option<Instant>) -> io::Result<Ready> {
     poll_one(fd.as_fd(), PollFlags::OUT, deadline)
 }
 
-/// Whether the peer of a control socket has gone (hang-up, error, or end of
-/// stream), checked without blocking. Any readable data also counts: after the
-/// handshake the peer sends nothing on the control socket but its goodbye.
+/// Whether the peer of a socket has hung up (closed or shut down its writing
+/// side) or the socket is in error, checked without blocking. Unread data does
+/// not count.
 pub fn peer_gone(fd: impl AsFd) -> bool {
-    let mut fds = [PollFd::from_borrowed_fd(fd.as_fd(), PollFlags::IN | PollFlags::RDHUP)];
-    match poll(&mut fds, Some(&Timespec { tv_sec: 0, tv_nsec: 0 })) {
+    let mut fds = [PollFd::from_borrowed_fd(fd.as_fd(), PollFlags::RDHUP)];
+    match poll(
+        &mut fds,
+        Some(&Timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        }),
+    ) {
         Ok(0) => false,
-        Ok(_) => true,
+        Ok(_) => fds[0]
+            .revents()
+            .intersects(PollFlags::RDHUP | PollFlags::HUP | PollFlags::ERR),
         Err(Errno::INTR) => false,
         Err(_) => true,
     }

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Model-checks the ring and doorbell protocol with loom (including the canary
+# that must fail, proving loom really checks).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
+  cargo test -p shmlink-ring --release --test loom -- --test-threads=2

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs everything the build and the tests need on a fresh Debian 12 machine.
+# Idempotent: quick when everything is already there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+
+need_apt=()
+for pkg in build-essential pkg-config util-linux procps; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
+done
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "setup: apt-get install ${need_apt[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "setup: installing Rust with rustup is required (https://rustup.rs); cargo not found" >&2
+  exit 1
+fi
+rustup component add clippy rustfmt >/dev/null 2>&1 || true
+if ! rustup toolchain list | grep -q '^nightly'; then
+  echo "setup: installing the nightly toolchain (for cargo fuzz)"
+  rustup toolchain install nightly --profile minimal >/dev/null
+fi
+echo "setup: ok"

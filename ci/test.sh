@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The README's test command: every test suite of the project, from a fresh clone.
+#   ci/test.sh            everything (CI runs this through .ci/run)
+# Environment: FUZZ_SECONDS (per fuzz target, default 15).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+start=$(date +%s)
+step() { echo; echo "=== $* ($(( $(date +%s) - start )) s)"; }
+
+step "setup"
+ci/setup.sh
+
+step "format and lints"
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --release -- -D warnings
+
+step "unit, integration and multi-process tests"
+cargo test --workspace --release
+
+step "loom model checks of the ring and doorbell"
+ci/loom.sh
+
+step "fuzz targets, bounded run"
+ci/fuzz.sh "${FUZZ_SECONDS:-15}"
+
+step "benchmark smoke run (numbers not checked)"
+target/release/shmlink bench --quick --quiet --json target/bench-smoke.json >/dev/null
+test -s target/bench-smoke.json
+
+step "done in $(( $(date +%s) - start )) s"

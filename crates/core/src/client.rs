@@ -1,0 +1,249 @@
+//! The client: calls, pipelining, one-way messages, timeouts.
+
+use std::collections::{HashSet, VecDeque};
+use std::time::{Duration, Instant};
+
+use crate::address::Address;
+use crate::connect;
+use crate::error::{Error, RemoteError, Result};
+use crate::frame::{Kind, Message};
+use crate::options::ClientOptions;
+use crate::session::Session;
+
+/// Identifies a call sent with [`Client::send`].
+pub type CallId = u64;
+
+/// A response received with [`Client::recv`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reply {
+    /// The call it answers.
+    pub id: CallId,
+    /// The response bytes, or the handler's error.
+    pub result: std::result::Result<Vec<u8>, RemoteError>,
+}
+
+/// A session with a server. Not thread-safe by design (`&mut self`): use one
+/// client per thread; moving it between threads is fine (`Send`).
+///
+/// # Examples
+/// ```no_run
+/// let mut client = shmlink::Client::connect("shm:/run/app.sock", Default::default())?;
+/// let answer = client.call(b"hello")?;
+/// # Ok::<(), shmlink::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct Client {
+    session: Session,
+    options: ClientOptions,
+    address: Address,
+    next_id: CallId,
+    in_flight: HashSet<CallId>,
+    abandoned: HashSet<CallId>,
+    ready: VecDeque<Reply>,
+}
+
+impl Client {
+    /// Connects and performs the handshake.
+    ///
+    /// # Errors
+    /// Invalid address or options, connection failures, refusals by the
+    /// server's policy, handshake timeouts, protocol errors.
+    pub fn connect(address: &str, options: ClientOptions) -> Result<Client> {
+        let addr: Address = address.parse()?;
+        Self::connect_to(&addr, options)
+    }
+
+    /// Connects to a parsed address.
+    ///
+    /// # Errors
+    /// As [`Client::connect`].
+    pub fn connect_to(address: &Address, options: ClientOptions) -> Result<Client> {
+        options.validate()?;
+        let session = connect::connect(address, &options)?;
+        Ok(Client {
+            session,
+            options,
+            address: address.clone(),
+            next_id: 1,
+            in_flight: HashSet::new(),
+            abandoned: HashSet::new(),
+            ready: VecDeque::new(),
+        })
+    }
+
+    /// The server's address.
+    pub fn address(&self) -> &Address {
+        &self.address
+    }
+
+    /// The options in force.
+    pub fn options(&self) -> &ClientOptions {
+        &self.options
+    }
+
+    /// Largest request the server accepts.
+    pub fn max_request(&self) -> usize {
+        self.session.peer_max()
+    }
+
+    /// Whether the session is usable and the server alive (non-blocking check).
+    pub fn is_connected(&self) -> bool {
+        self.session.is_usable()
+    }
+
+    /// Calls with the default timeout.
+    ///
+    /// # Errors
+    /// [`Error::Remote`] when the handler failed; timeouts, size limits, peer
+    /// gone, protocol errors.
+    pub fn call(&mut self, request: &[u8]) -> Result<Vec<u8>> {
+        self.call_timeout(request, self.options.timeout)
+    }
+
+    /// Calls with an explicit timeout. A response arriving after the timeout
+    /// is discarded when it comes, never returned for another call.
+    ///
+    /// # Errors
+    /// As [`Client::call`].
+    pub fn call_timeout(&mut self, request: &[u8], timeout: Duration) -> Result<Vec<u8>> {
+        let deadline = Instant::now() + timeout;
+        let id = self.send_deadline(request, deadline)?;
+        match self.wait_for(id, deadline) {
+            Err(e @ Error::Timeout { .. }) => {
+                self.in_flight.remove(&id);
+                self.abandoned.insert(id);
+                Err(e)
+            }
+            r => r,
+        }
+    }
+
+    /// Sends a request without waiting (pipelining); returns its id.
+    ///
+    /// # Errors
+    /// Size limit (nothing sent), timeout waiting for ring space, peer gone.
+    pub fn send(&mut self, request: &[u8]) -> Result<CallId> {
+        self.send_deadline(request, Instant::now() + self.options.timeout)
+    }
+
+    fn send_deadline(&mut self, request: &[u8], deadline: Instant) -> Result<CallId> {
+        let id = self.next_id;
+        self.session
+            .send(Kind::Request, id, request, Some(deadline))?;
+        self.next_id += 1;
+        self.in_flight.insert(id);
+        Ok(id)
+    }
+
+    /// Sends a one-way message: no response, no id.
+    ///
+    /// # Errors
+    /// As [`Client::send`].
+    pub fn notify(&mut self, message: &[u8]) -> Result<()> {
+        let deadline = Instant::now() + self.options.timeout;
+        self.session.send(Kind::OneWay, 0, message, Some(deadline))
+    }
+
+    /// Number of calls sent and not yet received.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.len() + self.ready.len()
+    }
+
+    /// Receives the next response of a pipelined call, in arrival order.
+    ///
+    /// # Errors
+    /// [`Error::InvalidOption`] when no call is in flight; timeouts, peer gone.
+    pub fn recv(&mut self) -> Result<Reply> {
+        self.recv_timeout(self.options.timeout)
+    }
+
+    /// [`Client::recv`] with an explicit timeout.
+    ///
+    /// # Errors
+    /// As [`Client::recv`].
+    pub fn recv_timeout(&mut self, timeout: Duration) -> Result<Reply> {
+        if let Some(r) = self.ready.pop_front() {
+            return Ok(r);
+        }
+        if self.in_flight.is_empty() {
+            return Err(Error::InvalidOption {
+                name: "recv",
+                reason: "no call is in flight".into(),
+            });
+        }
+        let deadline = Instant::now() + timeout;
+        loop {
+            let m = self.session.recv(Some(deadline))?;
+            if let Some(reply) = self.accept(m)? {
+                return Ok(reply);
+            }
+        }
+    }
+
+    fn wait_for(&mut self, id: CallId, deadline: Instant) -> Result<Vec<u8>> {
+        loop {
+            let m = self.session.recv(Some(deadline))?;
+            if m.id == id && matches!(m.kind, Kind::Response | Kind::Error) {
+                self.in_flight.remove(&id);
+                return into_result(m).map_err(|e| self.protocol_or_remote(e));
+            }
+            if let Some(reply) = self.accept(m)? {
+                self.ready.push_back(reply);
+            }
+        }
+    }
+
+    fn protocol_or_remote(&mut self, e: Error) -> Error {
+        if e.is_fatal() {
+            self.session.break_with(e.to_string());
+        }
+        e
+    }
+
+    /// Files a response: `None` when it answers an abandoned call.
+    fn accept(&mut self, m: Message) -> Result<Option<Reply>> {
+        if !matches!(m.kind, Kind::Response | Kind::Error) {
+            let e = Error::Protocol {
+                peer: self.session.address().to_string(),
+                detail: format!(
+                    "server sent a {:?} frame; only responses are expected",
+                    m.kind
+                ),
+            };
+            return Err(self.protocol_or_remote(e));
+        }
+        if self.abandoned.remove(&m.id) {
+            return Ok(None);
+        }
+        if !self.in_flight.remove(&m.id) {
+            let e = Error::Protocol {
+                peer: self.session.address().to_string(),
+                detail: format!("response for call {} which is not in flight", m.id),
+            };
+            return Err(self.protocol_or_remote(e));
+        }
+        let id = m.id;
+        let result = match into_result(m) {
+            Ok(body) => Ok(body),
+            Err(Error::Remote(r)) => Err(r),
+            Err(e) => return Err(self.protocol_or_remote(e)),
+        };
+        Ok(Some(Reply { id, result }))
+    }
+
+    /// Closes the session (also done on drop).
+    pub fn close(self) {}
+}
+
+fn into_result(m: Message) -> Result<Vec<u8>> {
+    match m.kind {
+        Kind::Response => Ok(m.body),
+        _ => match Message::decode_error(&m.body) {
+            Ok(r) => Err(Error::Remote(r)),
+            Err(e) => Err(Error::Protocol {
+                peer: String::new(),
+                detail: e.0,
+            }),
+        },
+    }
+}

@@ -1,0 +1,215 @@
+//! The client side of the handshake.
+
+use std::io;
+use std::net::{TcpStream, ToSocketAddrs};
+use std::os::fd::OwnedFd;
+use std::os::unix::net::UnixStream;
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::address::Address;
+use crate::error::{Error, Result};
+use crate::handshake::{self, Hello, Welcome, Wire, WELCOME_LEN};
+use crate::link::shm::ShmLink;
+use crate::link::stream::{Stream, StreamLink};
+use crate::link::Link;
+use crate::options::ClientOptions;
+use crate::segment::{Endpoints, Segment};
+use crate::session::Session;
+use crate::watch::{Spinner, Watch};
+
+/// Connects to `address` and returns an established session.
+pub(crate) fn connect(address: &Address, opts: &ClientOptions) -> Result<Session> {
+    let deadline = Instant::now() + opts.timeout;
+    let name = address.to_string();
+    let conn_err = |source: io::Error| Error::Connect {
+        address: name.clone(),
+        source,
+    };
+    let stream = match address {
+        Address::Shm(p) | Address::Unix(p) => {
+            Stream::Unix(UnixStream::connect(p).map_err(conn_err)?)
+        }
+        Address::Tcp(hp) => Stream::Tcp(connect_tcp(hp, deadline).map_err(conn_err)?),
+    };
+    stream.set_timeouts(Some(opts.timeout)).map_err(conn_err)?;
+    let wire = if matches!(address, Address::Shm(_)) {
+        Wire::Shm
+    } else {
+        Wire::Stream
+    };
+    let ring = opts.ring_size as u32;
+    let hello = Hello {
+        version_min: handshake::PROTOCOL_MIN,
+        version_max: handshake::PROTOCOL_MAX,
+        wire,
+        caps: handshake::CAPS,
+        ring_c2s: ring,
+        ring_s2c: ring,
+        max_message: opts.max_message_size as u64,
+    };
+    stream
+        .write_all(&hello.encode())
+        .map_err(|e| handshake_io(&name, "sending hello", e))?;
+    let (welcome, fds) = read_welcome(&stream, &name)?;
+    let (ring_c2s, ring_s2c, server_max) = match welcome {
+        Welcome::Refused { code, message } => {
+            return Err(Error::Refused {
+                address: name,
+                code,
+                message,
+            })
+        }
+        Welcome::Accepted {
+            version,
+            caps,
+            ring_c2s,
+            ring_s2c,
+            max_message,
+            ..
+        } => {
+            let proto = |detail: String| Error::Protocol {
+                peer: name.clone(),
+                detail,
+            };
+            if !(handshake::PROTOCOL_MIN..=handshake::PROTOCOL_MAX).contains(&version) {
+                return Err(proto(format!(
+                    "server chose protocol version {version}, which this client does not speak"
+                )));
+            }
+            if caps & !handshake::CAPS != 0 {
+                return Err(proto(format!(
+                    "server enabled capabilities {caps:#x} this client did not offer"
+                )));
+            }
+            if wire == Wire::Shm && (ring_c2s != ring || ring_s2c != ring) {
+                return Err(proto(format!(
+                    "server chose ring sizes {ring_c2s}/{ring_s2c}, client asked for {ring}"
+                )));
+            }
+            (
+                ring_c2s as usize,
+                ring_s2c as usize,
+                usize::try_from(max_message).unwrap_or(usize::MAX),
+            )
+        }
+    };
+    let local_max = opts.max_message_size;
+    let link = match (wire, stream) {
+        (Wire::Shm, Stream::Unix(ctrl)) => {
+            let [fd]: [OwnedFd; 1] = fds.try_into().map_err(|v: Vec<OwnedFd>| Error::Protocol {
+                peer: name.clone(),
+                detail: format!(
+                    "welcome carried {} descriptors, expected 1 segment",
+                    v.len()
+                ),
+            })?;
+            let segment =
+                Segment::open(&fd, ring_c2s, ring_s2c).map_err(|detail| Error::Protocol {
+                    peer: name.clone(),
+                    detail,
+                })?;
+            let ends = Endpoints::new(Arc::new(segment), false).map_err(|e| Error::Protocol {
+                peer: name.clone(),
+                detail: e.to_string(),
+            })?;
+            Link::Shm(ShmLink::new(
+                ends,
+                Spinner::new(opts.wait),
+                Watch::Socket(ctrl),
+                name.clone(),
+            ))
+        }
+        (_, stream) => {
+            if !fds.is_empty() {
+                return Err(Error::Protocol {
+                    peer: name,
+                    detail: "unexpected descriptors in welcome".into(),
+                });
+            }
+            Link::Stream(StreamLink::new(Arc::new(stream), None, name.clone())?)
+        }
+    };
+    Ok(Session::new(link, local_max, server_max, name))
+}
+
+fn connect_tcp(hostport: &str, deadline: Instant) -> io::Result<TcpStream> {
+    let mut last = io::Error::new(
+        io::ErrorKind::NotFound,
+        format!("{hostport} resolves to no address"),
+    );
+    for sa in hostport.to_socket_addrs()? {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::Error::new(io::ErrorKind::TimedOut, "connect timed out"));
+        }
+        match TcpStream::connect_timeout(&sa, left) {
+            Ok(s) => {
+                s.set_nodelay(true)?;
+                return Ok(s);
+            }
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
+}
+
+fn handshake_io(address: &str, what: &str, e: io::Error) -> Error {
+    match e.kind() {
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => Error::Protocol {
+            peer: address.to_string(),
+            detail: format!("handshake timed out while {what}"),
+        },
+        io::ErrorKind::UnexpectedEof
+        | io::ErrorKind::ConnectionReset
+        | io::ErrorKind::BrokenPipe => Error::PeerGone {
+            address: address.to_string(),
+            detail: format!("connection closed while {what}"),
+        },
+        _ => Error::io(format!("handshake with {address} ({what})"), e),
+    }
+}
+
+/// Reads the welcome (and the descriptors that come with it).
+fn read_welcome(stream: &Stream, name: &str) -> Result<(Welcome, Vec<OwnedFd>)> {
+    let mut buf = [0u8; WELCOME_LEN + handshake::MAX_REFUSAL_TEXT];
+    let mut have = 0;
+    let mut fds = Vec::new();
+    while have < WELCOME_LEN {
+        let n = match stream {
+            Stream::Unix(s) => {
+                let (n, mut got) = shmlink_sys::fdpass::recv_with_fds(s, &mut buf[have..])
+                    .map_err(|e| handshake_io(name, "reading the welcome", e))?;
+                fds.append(&mut got);
+                n
+            }
+            Stream::Tcp(_) => stream
+                .read_some(&mut buf[have..WELCOME_LEN])
+                .map_err(|e| handshake_io(name, "reading the welcome", e))?,
+        };
+        if n == 0 {
+            return Err(Error::PeerGone {
+                address: name.to_string(),
+                detail: "connection closed during handshake".into(),
+            });
+        }
+        have += n;
+    }
+    let (fixed, text_len) =
+        Welcome::decode_fixed(&buf[..WELCOME_LEN]).map_err(|e| Error::Protocol {
+            peer: name.to_string(),
+            detail: e.0,
+        })?;
+    let end = WELCOME_LEN + text_len;
+    if have < end {
+        stream
+            .read_exact(&mut buf[have..end])
+            .map_err(|e| handshake_io(name, "reading the refusal", e))?;
+    } else if have > end {
+        return Err(Error::Protocol {
+            peer: name.to_string(),
+            detail: "server sent data after its welcome".into(),
+        });
+    }
+    Ok((fixed.with_text(&buf[WELCOME_LEN..end]), fds))
+}

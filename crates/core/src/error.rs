@@ -1,0 +1,226 @@
+//! The one error type of the core layer.
+
+use std::fmt;
+use std::io;
+use std::time::Duration;
+
+/// An error reported by the handler on the other side of a call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteError {
+    /// Application-defined code (non-zero by convention).
+    pub code: u32,
+    /// Human-readable message.
+    pub message: String,
+}
+
+impl RemoteError {
+    /// A remote error with a code and a message.
+    pub fn new(code: u32, message: impl Into<String>) -> Self {
+        RemoteError {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for RemoteError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "remote error {}: {}", self.code, self.message)
+    }
+}
+
+impl std::error::Error for RemoteError {}
+
+/// Why a server refused a session. Sent over the wire as a number; numbers are
+/// only ever appended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RefusalCode {
+    /// The peer's uid/gid is not allowed by the server's policy.
+    NotAllowed,
+    /// No common protocol version.
+    Version,
+    /// The server has reached its maximum number of sessions.
+    TooManySessions,
+    /// The hello was malformed or asked for something unsupported.
+    BadRequest,
+    /// The server is shutting down.
+    ShuttingDown,
+    /// The server could not set up the session (out of memory, fds…).
+    ServerFailure,
+    /// A code this version does not know.
+    Other(u16),
+}
+
+impl RefusalCode {
+    /// Wire value.
+    pub fn to_wire(self) -> u16 {
+        match self {
+            RefusalCode::NotAllowed => 1,
+            RefusalCode::Version => 2,
+            RefusalCode::TooManySessions => 3,
+            RefusalCode::BadRequest => 4,
+            RefusalCode::ShuttingDown => 5,
+            RefusalCode::ServerFailure => 6,
+            RefusalCode::Other(n) => n,
+        }
+    }
+
+    /// From the wire value.
+    pub fn from_wire(n: u16) -> Self {
+        match n {
+            1 => RefusalCode::NotAllowed,
+            2 => RefusalCode::Version,
+            3 => RefusalCode::TooManySessions,
+            4 => RefusalCode::BadRequest,
+            5 => RefusalCode::ShuttingDown,
+            6 => RefusalCode::ServerFailure,
+            n => RefusalCode::Other(n),
+        }
+    }
+}
+
+impl fmt::Display for RefusalCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = match self {
+            RefusalCode::NotAllowed => "not allowed",
+            RefusalCode::Version => "version mismatch",
+            RefusalCode::TooManySessions => "too many sessions",
+            RefusalCode::BadRequest => "bad request",
+            RefusalCode::ShuttingDown => "shutting down",
+            RefusalCode::ServerFailure => "server failure",
+            RefusalCode::Other(n) => return write!(f, "code {n}"),
+        };
+        f.write_str(s)
+    }
+}
+
+/// Everything that can go wrong in the core layer. Messages name the object,
+/// the cause and the offending value.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The address string cannot be parsed.
+    #[error(
+        "invalid address {address:?}: {reason} (expected shm:PATH, unix:PATH or tcp:HOST:PORT)"
+    )]
+    InvalidAddress {
+        /// The address as given.
+        address: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// An option is out of range.
+    #[error("invalid option {name}: {reason}")]
+    InvalidOption {
+        /// The option's name.
+        name: &'static str,
+        /// What is wrong with the value.
+        reason: String,
+    },
+    /// The connection itself failed (no server, no permission on the socket file…).
+    #[error("cannot connect to {address}: {source}")]
+    Connect {
+        /// Server address.
+        address: String,
+        /// The underlying error.
+        source: io::Error,
+    },
+    /// The server refused the session; `message` carries its evidence.
+    #[error("server at {address} refused the session ({code}): {message}")]
+    Refused {
+        /// Server address.
+        address: String,
+        /// Why, as a number.
+        code: RefusalCode,
+        /// The server's explanation.
+        message: String,
+    },
+    /// The peer broke the protocol (malformed frame, corrupted ring, bad handshake).
+    #[error("protocol error on session with {peer}: {detail}")]
+    Protocol {
+        /// Who the peer is (address or session description).
+        peer: String,
+        /// What was wrong.
+        detail: String,
+    },
+    /// An operation did not complete in time.
+    #[error("{op} on {address} timed out after {after:?}")]
+    Timeout {
+        /// Session address.
+        address: String,
+        /// What was being done.
+        op: &'static str,
+        /// The timeout that elapsed.
+        after: Duration,
+    },
+    /// The peer process died or closed the session.
+    #[error("peer of session {address} is gone: {detail}")]
+    PeerGone {
+        /// Session address.
+        address: String,
+        /// How it was noticed.
+        detail: String,
+    },
+    /// The session was closed locally (or broken by an earlier error) and cannot be used.
+    #[error("session with {address} is closed: {reason}")]
+    Closed {
+        /// Session address.
+        address: String,
+        /// Why it is closed.
+        reason: String,
+    },
+    /// A message is larger than the maximum message size; nothing was sent.
+    #[error("message of {size} bytes exceeds the maximum message size of {max} bytes ({side})")]
+    MessageTooLarge {
+        /// Size of the message.
+        size: usize,
+        /// The limit.
+        max: usize,
+        /// Whose limit it is.
+        side: &'static str,
+    },
+    /// The handler on the other side returned an error.
+    #[error(transparent)]
+    Remote(#[from] RemoteError),
+    /// A server could not listen on an address.
+    #[error("cannot listen on {address}: {reason}")]
+    Bind {
+        /// The address.
+        address: String,
+        /// What went wrong, with the evidence.
+        reason: String,
+    },
+    /// An I/O error with context.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done.
+        context: String,
+        /// The underlying error.
+        source: io::Error,
+    },
+}
+
+impl Error {
+    /// Wraps an I/O error with what was being done.
+    pub(crate) fn io(context: impl Into<String>, source: io::Error) -> Self {
+        Error::Io {
+            context: context.into(),
+            source,
+        }
+    }
+
+    /// Whether the session that produced this error can no longer be used.
+    pub fn is_fatal(&self) -> bool {
+        matches!(
+            self,
+            Error::Protocol { .. }
+                | Error::PeerGone { .. }
+                | Error::Closed { .. }
+                | Error::Io { .. }
+        )
+    }
+}
+
+/// Result alias of the core layer.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

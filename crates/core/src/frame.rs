@@ -1,0 +1,330 @@
+//! Frames: the unit both the shared-memory rings and the stream sockets carry.
+//!
+//! ```text
+//! offset size field
+//!  0     4    len    payload bytes in this frame (u32 LE)
+//!  4     1    kind   Kind
+//!  5     1    flags  bit 0 MORE: further chunks of the same message follow
+//!  6     2    reserved, zero
+//!  8     8    id     call id (u64 LE)
+//! 16     8    total  length of the whole message (u64 LE), the same in every chunk
+//! ```
+//! A message larger than one frame is sent as consecutive chunks; a sender
+//! never interleaves two messages, so chunks of one message are contiguous.
+
+use crate::error::RemoteError;
+
+/// Encoded size of a frame header.
+pub const HEADER_LEN: usize = 24;
+
+/// Flag: more chunks of this message follow.
+pub const FLAG_MORE: u8 = 1;
+
+/// What a frame carries. Values are only ever appended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A call that expects a response.
+    Request = 1,
+    /// A successful response.
+    Response = 2,
+    /// An error response: `code: u32 LE` then a UTF-8 message.
+    Error = 3,
+    /// A one-way message: no response.
+    OneWay = 4,
+    /// Reserved for zero-copy descriptors (segment, offset, length); refused
+    /// until negotiated.
+    Descriptor = 5,
+    /// The sender is closing the session cleanly.
+    Goodbye = 6,
+}
+
+impl Kind {
+    fn from_u8(v: u8) -> Option<Kind> {
+        Some(match v {
+            1 => Kind::Request,
+            2 => Kind::Response,
+            3 => Kind::Error,
+            4 => Kind::OneWay,
+            5 => Kind::Descriptor,
+            6 => Kind::Goodbye,
+            _ => return None,
+        })
+    }
+}
+
+/// A decoded frame header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FrameHeader {
+    /// Payload bytes in this frame.
+    pub len: u32,
+    /// What the frame carries.
+    pub kind: Kind,
+    /// Flag bits.
+    pub flags: u8,
+    /// Call id.
+    pub id: u64,
+    /// Length of the whole message.
+    pub total: u64,
+}
+
+/// Why a frame header or a frame sequence is invalid.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct FrameError(pub String);
+
+impl FrameHeader {
+    /// Encodes the header.
+    pub fn encode(&self) -> [u8; HEADER_LEN] {
+        let mut b = [0u8; HEADER_LEN];
+        b[0..4].copy_from_slice(&self.len.to_le_bytes());
+        b[4] = self.kind as u8;
+        b[5] = self.flags;
+        b[8..16].copy_from_slice(&self.id.to_le_bytes());
+        b[16..24].copy_from_slice(&self.total.to_le_bytes());
+        b
+    }
+
+    /// Decodes and validates a header: known kind and flags, zero reserved
+    /// bytes, and `len <= total`.
+    ///
+    /// # Errors
+    /// [`FrameError`] naming the bad field and its value.
+    pub fn decode(b: &[u8]) -> Result<FrameHeader, FrameError> {
+        let b: &[u8; HEADER_LEN] = b
+            .get(..HEADER_LEN)
+            .and_then(|s| s.try_into().ok())
+            .ok_or_else(|| {
+                FrameError(format!(
+                    "frame header truncated: {} of {HEADER_LEN} bytes",
+                    b.len()
+                ))
+            })?;
+        let word = |r: std::ops::Range<usize>| {
+            let mut a = [0u8; 8];
+            a[..r.len()].copy_from_slice(&b[r]);
+            u64::from_le_bytes(a)
+        };
+        let len = word(0..4) as u32;
+        let kind = Kind::from_u8(b[4])
+            .ok_or_else(|| FrameError(format!("unknown frame kind {}", b[4])))?;
+        let flags = b[5];
+        if flags & !FLAG_MORE != 0 {
+            return Err(FrameError(format!("unknown frame flags {flags:#04x}")));
+        }
+        if b[6] != 0 || b[7] != 0 {
+            return Err(FrameError(
+                "reserved frame header bytes are not zero".into(),
+            ));
+        }
+        let id = word(8..16);
+        let total = word(16..24);
+        if u64::from(len) > total {
+            return Err(FrameError(format!(
+                "frame carries {len} bytes of a message of {total} bytes"
+            )));
+        }
+        Ok(FrameHeader {
+            len,
+            kind,
+            flags,
+            id,
+            total,
+        })
+    }
+
+    /// Whether more chunks follow.
+    pub fn more(&self) -> bool {
+        self.flags & FLAG_MORE != 0
+    }
+}
+
+/// A whole message, reassembled from its chunks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Message {
+    /// What it is.
+    pub kind: Kind,
+    /// Call id.
+    pub id: u64,
+    /// The bytes.
+    pub body: Vec<u8>,
+}
+
+impl Message {
+    /// Encodes the body of an error response.
+    pub fn error_body(e: &RemoteError) -> Vec<u8> {
+        let mut v = Vec::with_capacity(4 + e.message.len());
+        v.extend_from_slice(&e.code.to_le_bytes());
+        v.extend_from_slice(e.message.as_bytes());
+        v
+    }
+
+    /// Decodes the body of an error response.
+    ///
+    /// # Errors
+    /// When the body is shorter than the 4-byte code.
+    pub fn decode_error(body: &[u8]) -> Result<RemoteError, FrameError> {
+        let code = body
+            .get(..4)
+            .and_then(|c| c.try_into().ok())
+            .map(u32::from_le_bytes)
+            .ok_or_else(|| {
+                FrameError(format!(
+                    "error response of {} bytes has no code",
+                    body.len()
+                ))
+            })?;
+        Ok(RemoteError {
+            code,
+            message: String::from_utf8_lossy(&body[4..]).into_owned(),
+        })
+    }
+}
+
+/// Reassembles chunked messages, checking that chunks are consistent and the
+/// total stays within the limit before any byte is copied.
+#[derive(Debug)]
+pub struct Assembler {
+    max_message: u64,
+    current: Option<(FrameHeader, Vec<u8>)>,
+}
+
+/// Most bytes preallocated for a message before its chunks arrive, so a peer
+/// announcing a huge total cannot make us allocate it up front.
+const PREALLOC_LIMIT: u64 = 1 << 20;
+
+impl Assembler {
+    /// An assembler accepting messages up to `max_message` bytes.
+    pub fn new(max_message: usize) -> Self {
+        Assembler {
+            max_message: max_message as u64,
+            current: None,
+        }
+    }
+
+    /// Whether a message is partly received.
+    pub fn in_progress(&self) -> bool {
+        self.current.is_some()
+    }
+
+    /// Accepts a chunk header; returns the buffer to append its payload to.
+    /// Call [`Assembler::finish`] after appending.
+    ///
+    /// # Errors
+    /// Inconsistent chunks or a message over the limit.
+    pub fn begin_chunk(&mut self, h: &FrameHeader) -> Result<&mut Vec<u8>, FrameError> {
+        if h.total > self.max_message {
+            return Err(FrameError(format!(
+                "incoming message of {} bytes exceeds the maximum message size of {} bytes",
+                h.total, self.max_message
+            )));
+        }
+        if let Some((first, _)) = &self.current {
+            if first.kind != h.kind || first.id != h.id || first.total != h.total {
+                return Err(FrameError(format!(
+                    "chunk of {:?} #{} (total {}) interleaved into {:?} #{} (total {})",
+                    h.kind, h.id, h.total, first.kind, first.id, first.total
+                )));
+            }
+        }
+        let (_, buf) = self
+            .current
+            .get_or_insert_with(|| (*h, Vec::with_capacity(h.total.min(PREALLOC_LIMIT) as usize)));
+        let have = buf.len() as u64;
+        if have + u64::from(h.len) > h.total {
+            return Err(FrameError(format!(
+                "chunks of message #{} add up to more than its total of {} bytes",
+                h.id, h.total
+            )));
+        }
+        Ok(buf)
+    }
+
+    /// Ends the chunk whose header is `h`: returns the whole message when it
+    /// was the last one.
+    ///
+    /// # Errors
+    /// When the last chunk leaves the message short of its total.
+    pub fn finish(&mut self, h: &FrameHeader) -> Result<Option<Message>, FrameError> {
+        if h.more() {
+            return Ok(None);
+        }
+        let Some((first, body)) = self.current.take() else {
+            return Err(FrameError(
+                "chunk finished with no message in progress".into(),
+            ));
+        };
+        if body.len() as u64 != first.total {
+            return Err(FrameError(format!(
+                "message #{} ended after {} of its {} bytes",
+                first.id,
+                body.len(),
+                first.total
+            )));
+        }
+        Ok(Some(Message {
+            kind: first.kind,
+            id: first.id,
+            body,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hdr(len: u32, flags: u8, id: u64, total: u64) -> FrameHeader {
+        FrameHeader {
+            len,
+            kind: Kind::Request,
+            flags,
+            id,
+            total,
+        }
+    }
+
+    #[test]
+    fn header_round_trips() {
+        let h = hdr(10, FLAG_MORE, u64::MAX, 1 << 40);
+        assert_eq!(FrameHeader::decode(&h.encode()), Ok(h));
+    }
+
+    #[test]
+    fn bad_headers_are_refused() {
+        let mut b = hdr(1, 0, 1, 1).encode();
+        b[4] = 99;
+        assert!(FrameHeader::decode(&b).is_err());
+        let mut b = hdr(1, 0, 1, 1).encode();
+        b[5] = 0x80;
+        assert!(FrameHeader::decode(&b).is_err());
+        assert!(FrameHeader::decode(&hdr(5, 0, 1, 4).encode()).is_err());
+        assert!(FrameHeader::decode(&[0u8; 10]).is_err());
+    }
+
+    #[test]
+    fn assembles_chunks_and_checks_them() {
+        let mut a = Assembler::new(100);
+        let h1 = hdr(3, FLAG_MORE, 7, 5);
+        a.begin_chunk(&h1).expect("c1").extend_from_slice(b"abc");
+        assert_eq!(a.finish(&h1), Ok(None));
+        let h2 = hdr(2, 0, 7, 5);
+        a.begin_chunk(&h2).expect("c2").extend_from_slice(b"de");
+        let m = a.finish(&h2).expect("finish").expect("message");
+        assert_eq!(m.body, b"abcde");
+
+        let mut a = Assembler::new(100);
+        assert!(a.begin_chunk(&hdr(1, 0, 1, 101)).is_err(), "over the limit");
+        a.begin_chunk(&hdr(3, FLAG_MORE, 1, 5))
+            .expect("c1")
+            .extend_from_slice(b"abc");
+        assert!(a.begin_chunk(&hdr(1, 0, 2, 5)).is_err(), "interleaved id");
+        assert!(a.begin_chunk(&hdr(3, 0, 1, 5)).is_err(), "overflow");
+    }
+
+    #[test]
+    fn error_bodies_round_trip() {
+        let e = RemoteError::new(42, "no such key");
+        assert_eq!(Message::decode_error(&Message::error_body(&e)), Ok(e));
+        assert!(Message::decode_error(b"ab").is_err());
+    }
+}

@@ -1,0 +1,43 @@
+//! shmlink: request/response calls between processes on one host, over
+//! shared memory (`shm:`), Unix sockets (`unix:`) or TCP (`tcp:`), behind one
+//! API.
+//!
+//! - [`Client`]: connect to an address, [`Client::call`], pipeline with
+//!   [`Client::send`]/[`Client::recv`], one-way [`Client::notify`].
+//! - [`Server`]: bind to several addresses, serve a [`Handler`].
+//!
+//! Layers below: `shmlink-sys` (syscalls), `shmlink-ring` (the lock-free ring
+//! and doorbell protocol). See `docs/design.md` and `docs/protocol.md`.
+//!
+//! # Examples
+//! ```no_run
+//! use shmlink::{Client, Server};
+//! let server = Server::bind(&["shm:/tmp/demo.sock"], Default::default())?
+//!     .spawn(|req: &[u8], resp: &mut Vec<u8>| { resp.extend_from_slice(&req[..req.len() / 8]); Ok(()) })?;
+//! let mut client = Client::connect("shm:/tmp/demo.sock", Default::default())?;
+//! assert_eq!(client.call(&[7u8; 64])?, vec![7u8; 8]);
+//! server.stop()?;
+//! # Ok::<(), shmlink::Error>(())
+//! ```
+
+pub mod address;
+mod client;
+mod connect;
+pub mod error;
+pub mod frame;
+pub mod handshake;
+pub mod link;
+pub mod options;
+pub mod segment;
+mod server;
+pub mod session;
+pub mod watch;
+
+pub use address::{Address, Transport};
+pub use client::{CallId, Client, Reply};
+pub use error::{Error, RefusalCode, RemoteError, Result};
+pub use options::{ClientOptions, ServerOptions, WaitStrategy};
+pub use server::{
+    Handler, RunningServer, Server, Stats, StopHandle, CODE_HANDLER_PANICKED,
+    CODE_RESPONSE_TOO_LARGE,
+};

@@ -1,0 +1,81 @@
+//! Links: one side's end of a session's data path, frame by frame.
+//!
+//! [`ShmLink`](shm::ShmLink) moves frames through the shared-memory rings;
+//! [`StreamLink`](stream::StreamLink) moves the same frames over a Unix or TCP
+//! stream. The session layer above chunks messages into frames.
+
+pub mod shm;
+pub mod stream;
+
+use std::time::Instant;
+
+use crate::error::Result;
+use crate::frame::{Assembler, FrameHeader, Message};
+
+/// A session's data path.
+#[derive(Debug)]
+pub enum Link {
+    /// Shared-memory rings.
+    Shm(shm::ShmLink),
+    /// A Unix or TCP stream.
+    Stream(stream::StreamLink),
+}
+
+impl Link {
+    /// Largest payload of one frame.
+    pub fn max_chunk(&self) -> usize {
+        match self {
+            Link::Shm(l) => l.max_chunk(),
+            Link::Stream(_) => stream::MAX_CHUNK,
+        }
+    }
+
+    /// Largest message sent as a single frame.
+    pub fn max_single(&self) -> usize {
+        match self {
+            Link::Shm(l) => l.max_single(),
+            Link::Stream(_) => stream::MAX_CHUNK,
+        }
+    }
+
+    /// Sends one frame, waiting for room until `deadline`.
+    ///
+    /// # Errors
+    /// Timeout, peer gone, corrupted ring, socket errors.
+    #[inline]
+    pub fn send_frame(
+        &mut self,
+        h: &FrameHeader,
+        payload: &[u8],
+        deadline: Option<Instant>,
+    ) -> Result<()> {
+        match self {
+            Link::Shm(l) => l.send_frame(h, payload, deadline),
+            Link::Stream(l) => l.send_frame(h, payload, deadline),
+        }
+    }
+
+    /// Receives frames into `asm` until a whole message is there or `deadline`.
+    ///
+    /// # Errors
+    /// Timeout, peer gone, server stopping, protocol errors.
+    #[inline]
+    pub fn recv_message(
+        &mut self,
+        asm: &mut Assembler,
+        deadline: Option<Instant>,
+    ) -> Result<Message> {
+        match self {
+            Link::Shm(l) => l.recv_message(asm, deadline),
+            Link::Stream(l) => l.recv_message(asm, deadline),
+        }
+    }
+
+    /// Whether the peer still looks alive (non-blocking check).
+    pub fn peer_alive(&self) -> bool {
+        match self {
+            Link::Shm(l) => l.peer_alive(),
+            Link::Stream(l) => l.peer_alive(),
+        }
+    }
+}

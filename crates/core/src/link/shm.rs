@@ -1,0 +1,289 @@
+//! Frames through the shared-memory rings, with the futex doorbell.
+
+use std::time::{Duration, Instant};
+
+use shmlink_ring::{Pop, Push, RingError, SLEEPING};
+use shmlink_sys::futex;
+
+use crate::error::{Error, Result};
+use crate::frame::{Assembler, FrameHeader, Message, HEADER_LEN};
+use crate::segment::Endpoints;
+use crate::watch::{remaining, verdict_error, Spinner, Verdict, Watch};
+
+/// Spin iterations between clock reads.
+const SPINS_PER_CHECK: u32 = 64;
+/// Busy-waiting checks liveness and deadlines this often.
+const BUSY_CHECK_EVERY: Duration = Duration::from_millis(1);
+
+/// One side of a shared-memory session.
+#[derive(Debug)]
+pub struct ShmLink {
+    ends: EndpointsDebug,
+    spinner: Spinner,
+    watch: Watch,
+    address: String,
+}
+
+/// `Endpoints` without a derived Debug (ring ends hold raw memory).
+struct EndpointsDebug(Endpoints);
+
+impl std::fmt::Debug for EndpointsDebug {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoints")
+            .field("layout", self.0.segment.layout())
+            .finish()
+    }
+}
+
+impl ShmLink {
+    /// A link over the given ring ends.
+    pub fn new(ends: Endpoints, spinner: Spinner, watch: Watch, address: String) -> Self {
+        ShmLink {
+            ends: EndpointsDebug(ends),
+            spinner,
+            watch,
+            address,
+        }
+    }
+
+    /// Largest payload of a chunk of a streamed message: a quarter of the ring,
+    /// so the producer fills one chunk while the consumer copies another.
+    pub fn max_chunk(&self) -> usize {
+        (self.ends.0.producer.capacity() / 4)
+            .saturating_sub(HEADER_LEN + 8)
+            .max(1)
+    }
+
+    /// Largest message sent as one frame.
+    pub fn max_single(&self) -> usize {
+        self.ends.0.producer.max_record() - HEADER_LEN
+    }
+
+    /// The segment this link uses (the server's monitor wakes it on stop).
+    pub fn segment(&self) -> &std::sync::Arc<crate::segment::Segment> {
+        &self.ends.0.segment
+    }
+
+    fn corrupt(&self, e: RingError) -> Error {
+        Error::Protocol {
+            peer: self.address.clone(),
+            detail: e.to_string(),
+        }
+    }
+
+    fn timeout(&self, op: &'static str, started: Instant) -> Error {
+        Error::Timeout {
+            address: self.address.clone(),
+            op,
+            after: started.elapsed(),
+        }
+    }
+
+    /// Whether the peer still looks alive.
+    pub fn peer_alive(&self) -> bool {
+        self.watch.check() == Verdict::Alive
+    }
+
+    fn check_watch(&self, stop_is_error: bool) -> Result<()> {
+        match self.watch.check() {
+            Verdict::Stopping if !stop_is_error => Ok(()),
+            v => verdict_error(v, &self.address).map_or(Ok(()), Err),
+        }
+    }
+
+    /// Sends one frame.
+    pub fn send_frame(
+        &mut self,
+        h: &FrameHeader,
+        payload: &[u8],
+        deadline: Option<Instant>,
+    ) -> Result<()> {
+        let head = h.encode();
+        let need = HEADER_LEN + payload.len();
+        let mut started = None;
+        loop {
+            match self.ends.0.producer.try_push(&[&head, payload]) {
+                Ok(Push::Done { wake }) => {
+                    if wake {
+                        futex::wake(&self.ends.0.producer.header().data_bell, 1);
+                    }
+                    return Ok(());
+                }
+                Ok(Push::Full) => {
+                    let t0 = *started.get_or_insert_with(Instant::now);
+                    self.wait_space(need, deadline, t0)?;
+                }
+                Err(e) => return Err(self.corrupt(e)),
+            }
+        }
+    }
+
+    #[cold]
+    fn wait_space(&mut self, need: usize, deadline: Option<Instant>, t0: Instant) -> Result<()> {
+        // Spin first (the consumer is usually copying out right now).
+        let spin = self.spinner.budget().unwrap_or(Duration::MAX);
+        let mut n = 0u32;
+        loop {
+            if self
+                .ends
+                .0
+                .producer
+                .has_space(need)
+                .map_err(|e| self.corrupt(e))?
+            {
+                return Ok(());
+            }
+            std::hint::spin_loop();
+            n += 1;
+            if n % SPINS_PER_CHECK == 0 {
+                let waited = t0.elapsed();
+                if deadline.is_some_and(|d| Instant::now() >= d) {
+                    return Err(self.timeout("waiting for ring space", t0));
+                }
+                if waited >= spin {
+                    break;
+                }
+                if n % (SPINS_PER_CHECK * 256) == 0 {
+                    self.check_watch(false)?;
+                }
+            }
+        }
+        loop {
+            self.check_watch(false)?;
+            let prod = &mut self.ends.0.producer;
+            if !prod.prepare_sleep(need).map_err(|e| Error::Protocol {
+                peer: self.address.clone(),
+                detail: e.to_string(),
+            })? {
+                return Ok(());
+            }
+            let slice = min_opt(remaining(deadline), self.watch.slice());
+            if slice == Some(Duration::ZERO) {
+                prod.finish_sleep();
+                return Err(self.timeout("waiting for ring space", t0));
+            }
+            futex::wait(&prod.header().space_bell, SLEEPING, slice);
+            prod.finish_sleep();
+        }
+    }
+
+    /// Receives until a whole message is assembled.
+    pub fn recv_message(
+        &mut self,
+        asm: &mut Assembler,
+        deadline: Option<Instant>,
+    ) -> Result<Message> {
+        loop {
+            let addr = &self.address;
+            let popped = self
+                .ends
+                .0
+                .consumer
+                .try_pop(|rec| -> Result<Option<Message>> {
+                    let proto = |detail: String| Error::Protocol {
+                        peer: addr.clone(),
+                        detail,
+                    };
+                    let mut hb = [0u8; HEADER_LEN];
+                    rec.read(0, &mut hb).map_err(|e| proto(e.to_string()))?;
+                    let h = FrameHeader::decode(&hb).map_err(|e| proto(e.0))?;
+                    if rec.len() != HEADER_LEN + h.len as usize {
+                        return Err(proto(format!(
+                            "ring record of {} bytes holds a frame claiming {} payload bytes",
+                            rec.len(),
+                            h.len
+                        )));
+                    }
+                    let buf = asm.begin_chunk(&h).map_err(|e| proto(e.0))?;
+                    let start = buf.len();
+                    buf.resize(start + h.len as usize, 0);
+                    rec.read(HEADER_LEN, &mut buf[start..])
+                        .map_err(|e| proto(e.to_string()))?;
+                    asm.finish(&h).map_err(|e| proto(e.0))
+                });
+            match popped {
+                Ok(Pop::Done { value, wake }) => {
+                    if wake {
+                        futex::wake(&self.ends.0.consumer.header().space_bell, 1);
+                    }
+                    if let Some(m) = value? {
+                        return Ok(m);
+                    }
+                }
+                Ok(Pop::Empty) => self.wait_data(deadline, asm.in_progress())?,
+                Err(e) => return Err(self.corrupt(e)),
+            }
+        }
+    }
+
+    #[cold]
+    fn wait_data(&mut self, deadline: Option<Instant>, mid_message: bool) -> Result<()> {
+        let t0 = Instant::now();
+        let result = self.wait_data_inner(deadline, mid_message, t0);
+        self.spinner.record(t0.elapsed());
+        result
+    }
+
+    fn wait_data_inner(
+        &mut self,
+        deadline: Option<Instant>,
+        mid_message: bool,
+        t0: Instant,
+    ) -> Result<()> {
+        let has_data = |l: &mut ShmLink| l.ends.0.consumer.has_data().map_err(|e| l.corrupt(e));
+        let budget = self.spinner.budget();
+        let mut n = 0u32;
+        let mut next_check = t0 + BUSY_CHECK_EVERY;
+        if budget != Some(Duration::ZERO) {
+            loop {
+                if has_data(self)? {
+                    return Ok(());
+                }
+                std::hint::spin_loop();
+                n = n.wrapping_add(1);
+                if n % SPINS_PER_CHECK != 0 {
+                    continue;
+                }
+                let now = Instant::now();
+                if deadline.is_some_and(|d| now >= d) {
+                    return Err(self.timeout("waiting for a response", t0));
+                }
+                if now >= next_check {
+                    next_check = now + BUSY_CHECK_EVERY;
+                    self.check_watch(!mid_message)?;
+                }
+                if budget.is_some_and(|b| now - t0 >= b) {
+                    break;
+                }
+            }
+        }
+        loop {
+            self.check_watch(!mid_message)?;
+            let cons = &mut self.ends.0.consumer;
+            if !cons.prepare_sleep().map_err(|e| Error::Protocol {
+                peer: self.address.clone(),
+                detail: e.to_string(),
+            })? {
+                return Ok(());
+            }
+            let slice = min_opt(remaining(deadline), self.watch.slice());
+            if slice == Some(Duration::ZERO) {
+                cons.finish_sleep();
+                return Err(self.timeout("waiting for a response", t0));
+            }
+            futex::wait(&cons.header().data_bell, SLEEPING, slice);
+            cons.finish_sleep();
+            if has_data(self)? {
+                return Ok(());
+            }
+        }
+    }
+}
+
+fn min_opt(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, None) => a,
+        (None, b) => b,
+    }
+}

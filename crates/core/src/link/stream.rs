@@ -1,0 +1,322 @@
+//! Frames over a Unix or TCP stream socket: the frame header is the length
+//! prefix; reads are buffered and always complete frames; writes gather the
+//! header and payload into one `writev`.
+
+use std::io::{self, IoSlice, Read, Write};
+use std::net::TcpStream;
+use std::os::fd::{AsFd, BorrowedFd};
+use std::os::unix::net::UnixStream;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use shmlink_sys::poll::{self, Ready};
+
+use crate::error::{Error, Result};
+use crate::frame::{Assembler, FrameHeader, Message, HEADER_LEN};
+use crate::watch::{verdict_error, Verdict, Watch};
+
+/// Largest payload of one frame on a stream.
+pub const MAX_CHUNK: usize = 1 << 20;
+/// Read buffer size.
+const READ_BUF: usize = 64 * 1024;
+
+/// A connected Unix or TCP stream.
+#[derive(Debug)]
+pub enum Stream {
+    /// Unix stream socket.
+    Unix(UnixStream),
+    /// TCP socket (with `TCP_NODELAY`).
+    Tcp(TcpStream),
+}
+
+impl Stream {
+    /// Switches blocking mode.
+    ///
+    /// # Errors
+    /// Socket errors.
+    pub fn set_nonblocking(&self, on: bool) -> io::Result<()> {
+        match self {
+            Stream::Unix(s) => s.set_nonblocking(on),
+            Stream::Tcp(s) => s.set_nonblocking(on),
+        }
+    }
+
+    /// Shuts down the reading side (used by the server to stop a session).
+    pub fn shutdown_read(&self) {
+        let _ = match self {
+            Stream::Unix(s) => s.shutdown(std::net::Shutdown::Read),
+            Stream::Tcp(s) => s.shutdown(std::net::Shutdown::Read),
+        };
+    }
+
+    /// Sets read and write timeouts (handshake only; the data path is non-blocking).
+    ///
+    /// # Errors
+    /// Socket errors.
+    pub fn set_timeouts(&self, t: Option<Duration>) -> io::Result<()> {
+        match self {
+            Stream::Unix(s) => {
+                s.set_read_timeout(t)?;
+                s.set_write_timeout(t)
+            }
+            Stream::Tcp(s) => {
+                s.set_read_timeout(t)?;
+                s.set_write_timeout(t)
+            }
+        }
+    }
+
+    /// Reads some bytes.
+    ///
+    /// # Errors
+    /// Socket errors.
+    pub fn read_some(&self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Unix(s) => (&*s).read(buf),
+            Stream::Tcp(s) => (&*s).read(buf),
+        }
+    }
+
+    /// Writes some bytes from the slices.
+    ///
+    /// # Errors
+    /// Socket errors.
+    pub fn write_some(&self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        match self {
+            Stream::Unix(s) => (&*s).write_vectored(bufs),
+            Stream::Tcp(s) => (&*s).write_vectored(bufs),
+        }
+    }
+
+    /// Reads exactly `buf.len()` bytes (blocking mode).
+    ///
+    /// # Errors
+    /// Socket errors, or `UnexpectedEof`.
+    pub fn read_exact(&self, buf: &mut [u8]) -> io::Result<()> {
+        match self {
+            Stream::Unix(s) => (&*s).read_exact(buf),
+            Stream::Tcp(s) => (&*s).read_exact(buf),
+        }
+    }
+
+    /// Writes all of `buf` (blocking mode).
+    ///
+    /// # Errors
+    /// Socket errors.
+    pub fn write_all(&self, buf: &[u8]) -> io::Result<()> {
+        match self {
+            Stream::Unix(s) => (&*s).write_all(buf),
+            Stream::Tcp(s) => (&*s).write_all(buf),
+        }
+    }
+}
+
+impl AsFd for Stream {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        match self {
+            Stream::Unix(s) => s.as_fd(),
+            Stream::Tcp(s) => s.as_fd(),
+        }
+    }
+}
+
+/// One side of a stream session.
+#[derive(Debug)]
+pub struct StreamLink {
+    sock: Arc<Stream>,
+    rbuf: Box<[u8]>,
+    rpos: usize,
+    rend: usize,
+    flags: Option<Watch>,
+    address: String,
+}
+
+impl StreamLink {
+    /// A link over a connected socket (switched to non-blocking). `flags` is
+    /// the server's stop/gone watch, `None` on clients.
+    ///
+    /// # Errors
+    /// When the socket cannot be made non-blocking.
+    pub fn new(sock: Arc<Stream>, flags: Option<Watch>, address: String) -> Result<Self> {
+        sock.set_nonblocking(true)
+            .map_err(|e| Error::io(format!("configuring socket of {address}"), e))?;
+        Ok(StreamLink {
+            sock,
+            rbuf: vec![0u8; READ_BUF].into_boxed_slice(),
+            rpos: 0,
+            rend: 0,
+            flags,
+            address,
+        })
+    }
+
+    /// Whether the peer still looks alive.
+    pub fn peer_alive(&self) -> bool {
+        !poll::peer_gone(&*self.sock)
+    }
+
+    fn gone(&self, detail: impl Into<String>) -> Error {
+        Error::PeerGone {
+            address: self.address.clone(),
+            detail: detail.into(),
+        }
+    }
+
+    fn io_error(&self, e: io::Error) -> Error {
+        match e.kind() {
+            io::ErrorKind::ConnectionReset
+            | io::ErrorKind::BrokenPipe
+            | io::ErrorKind::ConnectionAborted => self.gone(e.to_string()),
+            _ => Error::io(format!("socket of session {}", self.address), e),
+        }
+    }
+
+    /// Sends one frame.
+    pub fn send_frame(
+        &mut self,
+        h: &FrameHeader,
+        payload: &[u8],
+        deadline: Option<Instant>,
+    ) -> Result<()> {
+        let head = h.encode();
+        let mut bufs = [IoSlice::new(&head), IoSlice::new(payload)];
+        let mut slices: &mut [IoSlice<'_>] = &mut bufs;
+        let t0 = Instant::now();
+        while !slices.is_empty() {
+            match self.sock.write_some(slices) {
+                Ok(0) => return Err(self.gone("socket accepted no bytes")),
+                Ok(n) => IoSlice::advance_slices(&mut slices, n),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    match poll::writable(&*self.sock, deadline).map_err(|e| self.io_error(e))? {
+                        Ready::Yes => {}
+                        Ready::TimedOut => {
+                            return Err(Error::Timeout {
+                                address: self.address.clone(),
+                                op: "sending on the socket",
+                                after: t0.elapsed(),
+                            })
+                        }
+                        Ready::HungUp => return Err(self.gone("socket hung up")),
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(self.io_error(e)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Makes at least one more byte available in the read buffer.
+    fn fill(&mut self, deadline: Option<Instant>, mid_message: bool, t0: Instant) -> Result<()> {
+        if self.rpos == self.rend {
+            self.rpos = 0;
+            self.rend = 0;
+        } else if self.rend == self.rbuf.len() {
+            self.rbuf.copy_within(self.rpos..self.rend, 0);
+            self.rend -= self.rpos;
+            self.rpos = 0;
+        }
+        loop {
+            match self.sock.read_some(&mut self.rbuf[self.rend..]) {
+                Ok(0) => return Err(self.eof(mid_message)),
+                Ok(n) => {
+                    self.rend += n;
+                    return Ok(());
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.wait_readable(deadline, t0)?
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(self.io_error(e)),
+            }
+        }
+    }
+
+    fn eof(&self, mid_message: bool) -> Error {
+        if let Some(w) = &self.flags {
+            if !mid_message && w.check() == Verdict::Stopping {
+                return verdict_error(Verdict::Stopping, &self.address)
+                    .unwrap_or_else(|| self.gone("closed"));
+            }
+        }
+        self.gone("connection closed by peer")
+    }
+
+    fn wait_readable(&self, deadline: Option<Instant>, t0: Instant) -> Result<()> {
+        match poll::readable(&*self.sock, deadline).map_err(|e| self.io_error(e))? {
+            Ready::Yes | Ready::HungUp => Ok(()),
+            Ready::TimedOut => Err(Error::Timeout {
+                address: self.address.clone(),
+                op: "waiting for a response",
+                after: t0.elapsed(),
+            }),
+        }
+    }
+
+    /// Receives until a whole message is assembled.
+    pub fn recv_message(
+        &mut self,
+        asm: &mut Assembler,
+        deadline: Option<Instant>,
+    ) -> Result<Message> {
+        let t0 = Instant::now();
+        loop {
+            while self.rend - self.rpos < HEADER_LEN {
+                self.fill(deadline, asm.in_progress() || self.rend > self.rpos, t0)?;
+            }
+            let proto = |detail: String| Error::Protocol {
+                peer: self.address.clone(),
+                detail,
+            };
+            let h = FrameHeader::decode(&self.rbuf[self.rpos..self.rpos + HEADER_LEN])
+                .map_err(|e| proto(e.0))?;
+            if h.len as usize > MAX_CHUNK {
+                return Err(proto(format!(
+                    "frame of {} bytes exceeds the stream chunk limit of {MAX_CHUNK}",
+                    h.len
+                )));
+            }
+            self.rpos += HEADER_LEN;
+            let buf = asm.begin_chunk(&h).map_err(|e| proto(e.0))?;
+            let mut want = h.len as usize;
+            let start = buf.len();
+            buf.resize(start + want, 0);
+            let mut at = start;
+            // Take what is buffered, then read the rest straight into the message.
+            let have = (self.rend - self.rpos).min(want);
+            buf[at..at + have].copy_from_slice(&self.rbuf[self.rpos..self.rpos + have]);
+            self.rpos += have;
+            at += have;
+            want -= have;
+            while want > 0 {
+                match self.sock.read_some(&mut buf[at..at + want]) {
+                    Ok(0) => return Err(self.gone("connection closed in the middle of a frame")),
+                    Ok(n) => {
+                        at += n;
+                        want -= n;
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        match poll::readable(&*self.sock, deadline).map_err(|e| self.io_error(e))? {
+                            Ready::TimedOut => {
+                                return Err(Error::Timeout {
+                                    address: self.address.clone(),
+                                    op: "receiving a frame",
+                                    after: t0.elapsed(),
+                                })
+                            }
+                            _ => {}
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(self.io_error(e)),
+                }
+            }
+            if let Some(m) = asm.finish(&h).map_err(|e| Error::Protocol {
+                peer: self.address.clone(),
+                detail: e.0,
+            })? {
+                return Ok(m);
+            }
+        }
+    }
+}

@@ -1,0 +1,253 @@
+//! Client and server options, with their defaults and validation.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use crate::error::Error;
+
+/// How a side waits for its peer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WaitStrategy {
+    /// Announce sleep and `FUTEX_WAIT` at once: lowest CPU, highest latency.
+    Sleep,
+    /// Spin for up to the given time, then sleep. The spin adapts: after waits
+    /// much longer than the bound it shrinks (an idle peer costs almost no
+    /// CPU), and grows back once answers come within the bound. The default.
+    Spin(Duration),
+    /// Never sleep: lowest latency, a full core while waiting.
+    Busy,
+}
+
+impl WaitStrategy {
+    /// The default spin bound.
+    pub const DEFAULT_SPIN: Duration = Duration::from_micros(50);
+
+    /// Short name, as parsed by [`FromStr`].
+    pub fn name(self) -> &'static str {
+        match self {
+            WaitStrategy::Sleep => "sleep",
+            WaitStrategy::Spin(_) => "spin",
+            WaitStrategy::Busy => "busy",
+        }
+    }
+}
+
+impl Default for WaitStrategy {
+    fn default() -> Self {
+        WaitStrategy::Spin(Self::DEFAULT_SPIN)
+    }
+}
+
+impl FromStr for WaitStrategy {
+    type Err = Error;
+
+    /// `sleep`, `busy`, `spin` (default bound) or `spin:MICROS`.
+    fn from_str(s: &str) -> Result<Self, Error> {
+        match s {
+            "sleep" => Ok(WaitStrategy::Sleep),
+            "busy" => Ok(WaitStrategy::Busy),
+            "spin" => Ok(WaitStrategy::default()),
+            _ => match s
+                .strip_prefix("spin:")
+                .and_then(|us| us.parse::<u64>().ok())
+            {
+                Some(us) => Ok(WaitStrategy::Spin(Duration::from_micros(us))),
+                None => Err(Error::InvalidOption {
+                    name: "wait",
+                    reason: format!("{s:?} is not one of sleep, spin, spin:MICROS, busy"),
+                }),
+            },
+        }
+    }
+}
+
+impl fmt::Display for WaitStrategy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WaitStrategy::Spin(d) if *d != Self::DEFAULT_SPIN => {
+                write!(f, "spin:{}", d.as_micros())
+            }
+            w => f.write_str(w.name()),
+        }
+    }
+}
+
+/// Smallest ring a session may use.
+pub const MIN_RING_SIZE: usize = 4096;
+/// Largest ring a session may use.
+pub const MAX_RING_SIZE: usize = 1 << 28;
+/// Default ring size per direction: 64 KiB keeps a session cheap (16 pages per
+/// direction, touched only as used) while a 2 KiB call and a 32-deep pipeline
+/// of small calls fit without waiting; larger messages stream through it.
+pub const DEFAULT_RING_SIZE: usize = 64 * 1024;
+/// Default maximum message size: 64 MiB.
+pub const DEFAULT_MAX_MESSAGE: usize = 64 << 20;
+
+pub(crate) fn check_ring_size(name: &'static str, n: usize) -> Result<(), Error> {
+    if !n.is_power_of_two() || !(MIN_RING_SIZE..=MAX_RING_SIZE).contains(&n) {
+        return Err(Error::InvalidOption {
+            name,
+            reason: format!(
+                "{n} is not a power of two between {MIN_RING_SIZE} and {MAX_RING_SIZE}"
+            ),
+        });
+    }
+    Ok(())
+}
+
+pub(crate) fn check_max_message(n: usize) -> Result<(), Error> {
+    if n == 0 || n > u32::MAX as usize * 16 {
+        return Err(Error::InvalidOption {
+            name: "max_message_size",
+            reason: format!("{n} is out of range"),
+        });
+    }
+    Ok(())
+}
+
+/// Options of a [`Client`](crate::Client).
+#[derive(Debug, Clone)]
+pub struct ClientOptions {
+    /// Default timeout of each call (also used for connecting). Default 5 s.
+    pub timeout: Duration,
+    /// How to wait for responses. Default: adaptive spin, then sleep.
+    pub wait: WaitStrategy,
+    /// Ring size per direction for `shm:` sessions (power of two). Default 64 KiB.
+    pub ring_size: usize,
+    /// Largest message this client sends or accepts. Default 64 MiB.
+    pub max_message_size: usize,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions {
+            timeout: Duration::from_secs(5),
+            wait: WaitStrategy::default(),
+            ring_size: DEFAULT_RING_SIZE,
+            max_message_size: DEFAULT_MAX_MESSAGE,
+        }
+    }
+}
+
+impl ClientOptions {
+    /// Checks every field.
+    ///
+    /// # Errors
+    /// [`Error::InvalidOption`] naming the field and the value.
+    pub fn validate(&self) -> Result<(), Error> {
+        if self.timeout.is_zero() {
+            return Err(Error::InvalidOption {
+                name: "timeout",
+                reason: "must be greater than zero".into(),
+            });
+        }
+        check_ring_size("ring_size", self.ring_size)?;
+        check_max_message(self.max_message_size)
+    }
+}
+
+/// Options of a [`Server`](crate::Server).
+#[derive(Debug, Clone)]
+pub struct ServerOptions {
+    /// Uids allowed besides the server's own.
+    pub allowed_uids: Vec<u32>,
+    /// Gids allowed (the peer's primary gid).
+    pub allowed_gids: Vec<u32>,
+    /// Permission bits of socket files. Default 0600, or 0660 when `socket_group` is set.
+    pub socket_mode: Option<u32>,
+    /// Group owning the socket files.
+    pub socket_group: Option<u32>,
+    /// Most sessions at once; more are refused. Default 4096.
+    pub max_sessions: usize,
+    /// How session threads wait for requests. Default: adaptive spin, then sleep.
+    pub wait: WaitStrategy,
+    /// Largest message the server sends or accepts. Default 64 MiB.
+    pub max_message_size: usize,
+    /// How long a connecting client may take to send its hello. Default 2 s.
+    pub handshake_timeout: Duration,
+    /// How long writing a response may wait for ring space. Default 5 s.
+    pub send_timeout: Duration,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        ServerOptions {
+            allowed_uids: Vec::new(),
+            allowed_gids: Vec::new(),
+            socket_mode: None,
+            socket_group: None,
+            max_sessions: 4096,
+            wait: WaitStrategy::default(),
+            max_message_size: DEFAULT_MAX_MESSAGE,
+            handshake_timeout: Duration::from_secs(2),
+            send_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+impl ServerOptions {
+    /// The socket file mode in force.
+    pub fn effective_socket_mode(&self) -> u32 {
+        self.socket_mode.unwrap_or(if self.socket_group.is_some() {
+            0o660
+        } else {
+            0o600
+        })
+    }
+
+    /// Checks every field.
+    ///
+    /// # Errors
+    /// [`Error::InvalidOption`] naming the field and the value.
+    pub fn validate(&self) -> Result<(), Error> {
+        if let Some(m) = self.socket_mode {
+            if m & !0o777 != 0 {
+                return Err(Error::InvalidOption {
+                    name: "socket_mode",
+                    reason: format!("{m:#o} has bits outside 0777"),
+                });
+            }
+        }
+        if self.max_sessions == 0 {
+            return Err(Error::InvalidOption {
+                name: "max_sessions",
+                reason: "must be at least 1".into(),
+            });
+        }
+        if self.handshake_timeout.is_zero() || self.send_timeout.is_zero() {
+            return Err(Error::InvalidOption {
+                name: "timeout",
+                reason: "timeouts must be greater than zero".into(),
+            });
+        }
+        check_max_message(self.max_message_size)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wait_strategies_parse_and_print() {
+        for s in ["sleep", "spin", "busy", "spin:10"] {
+            assert_eq!(s.parse::<WaitStrategy>().expect(s).to_string(), s);
+        }
+        assert!("nap".parse::<WaitStrategy>().is_err());
+    }
+
+    #[test]
+    fn ring_size_is_checked() {
+        let o = ClientOptions {
+            ring_size: 100_000,
+            ..Default::default()
+        };
+        assert!(o
+            .validate()
+            .expect_err("odd size")
+            .to_string()
+            .contains("power of two"));
+        assert!(ClientOptions::default().validate().is_ok());
+    }
+}

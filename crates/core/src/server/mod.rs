@@ -1,0 +1,225 @@
+//! The server: listens on several addresses, runs a thread per session, and
+//! watches every session for its peer's death and for shutdown.
+
+mod listener;
+mod monitor;
+mod policy;
+mod session;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use crate::address::Address;
+use crate::error::{Error, RemoteError, Result};
+use crate::options::ServerOptions;
+
+pub use monitor::StopHandle;
+
+/// Remote error code the server sends when a handler panicked.
+pub const CODE_HANDLER_PANICKED: u32 = 0xFFFF_0001;
+/// Remote error code the server sends when a response exceeds the client's limit.
+pub const CODE_RESPONSE_TOO_LARGE: u32 = 0xFFFF_0002;
+
+/// What serves requests: a function from request bytes to response bytes (or
+/// an error the caller receives as [`Error::Remote`]). Called from one thread
+/// per session, so it must be `Sync`.
+pub trait Handler: Send + Sync + 'static {
+    /// Handles a request by writing the response into `response` (empty on entry).
+    ///
+    /// # Errors
+    /// A [`RemoteError`] is sent to the caller instead of a response.
+    fn handle(
+        &self,
+        request: &[u8],
+        response: &mut Vec<u8>,
+    ) -> std::result::Result<(), RemoteError>;
+
+    /// Handles a one-way message (default: `handle`, response discarded).
+    fn notify(&self, message: &[u8]) {
+        let mut sink = Vec::new();
+        let _ = self.handle(message, &mut sink);
+    }
+}
+
+impl<F> Handler for F
+where
+    F: Fn(&[u8], &mut Vec<u8>) -> std::result::Result<(), RemoteError> + Send + Sync + 'static,
+{
+    fn handle(
+        &self,
+        request: &[u8],
+        response: &mut Vec<u8>,
+    ) -> std::result::Result<(), RemoteError> {
+        self(request, response)
+    }
+}
+
+/// Counters of a server, readable while it runs.
+#[derive(Debug, Default)]
+pub struct Stats {
+    /// Sessions accepted (handshake completed).
+    pub sessions_opened: AtomicU64,
+    /// Sessions ended.
+    pub sessions_closed: AtomicU64,
+    /// Connections refused (policy, limits, bad handshakes).
+    pub refused: AtomicU64,
+    /// Requests answered (successfully or with an error).
+    pub calls: AtomicU64,
+    /// Requests answered with an error.
+    pub errors: AtomicU64,
+}
+
+impl Stats {
+    /// Sessions open right now.
+    pub fn active_sessions(&self) -> u64 {
+        self.sessions_opened
+            .load(Ordering::Acquire)
+            .saturating_sub(self.sessions_closed.load(Ordering::Acquire))
+    }
+}
+
+/// A bound server, not yet serving.
+///
+/// # Examples
+/// ```no_run
+/// let server = shmlink::Server::bind(&["shm:/tmp/echo.sock", "tcp:127.0.0.1:7000"], Default::default())?;
+/// server.serve(|req: &[u8], resp: &mut Vec<u8>| { resp.extend_from_slice(req); Ok(()) })?;
+/// # Ok::<(), shmlink::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct Server {
+    core: monitor::Monitor,
+}
+
+impl Server {
+    /// Binds every address. Socket files get the configured mode; stale ones
+    /// are replaced, live ones refused.
+    ///
+    /// # Errors
+    /// Invalid addresses or options, or any address that cannot be bound (the
+    /// ones already bound are released).
+    pub fn bind<A: AsRef<str>>(addresses: &[A], options: ServerOptions) -> Result<Server> {
+        let addrs = addresses
+            .iter()
+            .map(|a| a.as_ref().parse())
+            .collect::<Result<Vec<Address>>>()?;
+        Self::bind_to(&addrs, options)
+    }
+
+    /// Binds parsed addresses.
+    ///
+    /// # Errors
+    /// As [`Server::bind`].
+    pub fn bind_to(addresses: &[Address], options: ServerOptions) -> Result<Server> {
+        options.validate()?;
+        if addresses.is_empty() {
+            return Err(Error::InvalidOption {
+                name: "addresses",
+                reason: "at least one address is needed".into(),
+            });
+        }
+        Ok(Server {
+            core: monitor::Monitor::new(addresses, options)?,
+        })
+    }
+
+    /// The bound addresses (TCP ports resolved when 0 was asked for).
+    pub fn addresses(&self) -> Vec<Address> {
+        self.core.addresses()
+    }
+
+    /// A handle that stops the server from any thread.
+    pub fn stop_handle(&self) -> StopHandle {
+        self.core.stop_handle()
+    }
+
+    /// The server's counters.
+    pub fn stats(&self) -> Arc<Stats> {
+        self.core.stats()
+    }
+
+    /// Serves until stopped: accepts sessions, runs `handler` for each request,
+    /// and on stop finishes requests already received, closes every session,
+    /// removes its socket files, and returns.
+    ///
+    /// # Errors
+    /// When the accept loop itself fails.
+    pub fn serve<H: Handler>(self, handler: H) -> Result<()> {
+        self.core.run(Arc::new(handler))
+    }
+
+    /// Serves on a new thread.
+    ///
+    /// # Errors
+    /// When the thread cannot be started.
+    pub fn spawn<H: Handler>(self, handler: H) -> Result<RunningServer> {
+        let stop = self.stop_handle();
+        let stats = self.stats();
+        let addresses = self.addresses();
+        let thread = std::thread::Builder::new()
+            .name("shmlink-server".into())
+            .spawn(move || self.serve(handler))
+            .map_err(|e| Error::io("starting server thread", e))?;
+        Ok(RunningServer {
+            stop,
+            stats,
+            addresses,
+            thread: Some(thread),
+        })
+    }
+}
+
+/// A server running on its own thread; stopped and joined on drop.
+#[derive(Debug)]
+pub struct RunningServer {
+    stop: StopHandle,
+    stats: Arc<Stats>,
+    addresses: Vec<Address>,
+    thread: Option<JoinHandle<Result<()>>>,
+}
+
+impl RunningServer {
+    /// The bound addresses.
+    pub fn addresses(&self) -> &[Address] {
+        &self.addresses
+    }
+
+    /// The server's counters.
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    /// A stop handle.
+    pub fn stop_handle(&self) -> StopHandle {
+        self.stop.clone()
+    }
+
+    /// Stops gracefully and waits for the server thread.
+    ///
+    /// # Errors
+    /// The accept loop's error, if it failed.
+    pub fn stop(mut self) -> Result<()> {
+        self.stop.stop();
+        self.join_thread()
+    }
+
+    fn join_thread(&mut self) -> Result<()> {
+        match self.thread.take() {
+            Some(t) => t.join().unwrap_or_else(|_| {
+                Err(Error::io(
+                    "server thread",
+                    std::io::Error::other("panicked"),
+                ))
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for RunningServer {
+    fn drop(&mut self) {
+        self.stop.stop();
+        let _ = self.join_thread();
+    }
+}

@@ -1,0 +1,265 @@
+//! The accept loop, which is also the monitor: one epoll set holds the
+//! listeners, the stop eventfd and the control socket of every `shm:`
+//! session. When a client's control socket hangs up, the monitor flags the
+//! session and wakes its thread, so idle sessions sleep without timeouts and
+//! cost no CPU, yet a dead client is noticed at once.
+
+use std::collections::HashMap;
+use std::io;
+use std::os::fd::{AsFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+use rustix::event::epoll::{self, EventData, EventFlags};
+use rustix::event::{eventfd, EventfdFlags};
+
+use super::listener::Listener;
+use super::policy::Policy;
+use super::session::{self, Conn, Entry};
+use super::{Handler, Stats};
+use crate::address::Address;
+use crate::error::{Error, Result};
+use crate::options::ServerOptions;
+
+const STOP_TOKEN: u64 = u64::MAX;
+const LISTENER_TOKEN: u64 = 1 << 62;
+
+/// State shared by the monitor and the session threads.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) opts: ServerOptions,
+    pub(crate) policy: Policy,
+    pub(crate) stats: Arc<Stats>,
+    pub(crate) epoll: OwnedFd,
+    stop_evt: OwnedFd,
+    pub(crate) stopping: AtomicBool,
+    sessions: Mutex<HashMap<u64, Arc<Entry>>>,
+    live: Mutex<usize>,
+    all_done: Condvar,
+    next_id: std::sync::atomic::AtomicU64,
+}
+
+impl Shared {
+    fn lock_sessions(&self) -> MutexGuard<'_, HashMap<u64, Arc<Entry>>> {
+        self.sessions.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn lock_live(&self) -> MutexGuard<'_, usize> {
+        self.live.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn next_session_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Registers an established session so the monitor can wake it; returns
+    /// false (and registers nothing) when the server is already stopping.
+    pub(crate) fn register(&self, id: u64, entry: Arc<Entry>, ctrl: Option<&impl AsFd>) -> bool {
+        self.lock_sessions().insert(id, Arc::clone(&entry));
+        if let Some(fd) = ctrl {
+            let flags = EventFlags::RDHUP | EventFlags::IN | EventFlags::ET;
+            if epoll::add(&self.epoll, fd, EventData::new_u64(id), flags).is_err() {
+                // Without a watch the session could not notice its client's
+                // death: treat as gone.
+                entry.flags.gone.store(true, Ordering::Release);
+            }
+        }
+        if self.stopping.load(Ordering::Acquire) {
+            entry.flags.stop.store(true, Ordering::Release);
+        }
+        true
+    }
+
+    pub(crate) fn unregister(&self, id: u64, ctrl: Option<&impl AsFd>) {
+        if let Some(fd) = ctrl {
+            let _ = epoll::delete(&self.epoll, fd);
+        }
+        self.lock_sessions().remove(&id);
+    }
+
+    /// Counts a session thread out (used by its guard).
+    pub(crate) fn thread_done(&self) {
+        let mut n = self.lock_live();
+        *n -= 1;
+        if *n == 0 {
+            self.all_done.notify_all();
+        }
+    }
+
+    fn request_stop(&self) {
+        self.stopping.store(true, Ordering::Release);
+        let _ = rustix::io::write(&self.stop_evt, &1u64.to_ne_bytes());
+    }
+}
+
+/// Stops a server from any thread (or from a signal handler: it only stores a
+/// flag and writes to an eventfd).
+#[derive(Debug, Clone)]
+pub struct StopHandle(Arc<Shared>);
+
+impl StopHandle {
+    /// Asks the server to stop: no new sessions; queued requests are answered;
+    /// then sessions close and `serve` returns.
+    pub fn stop(&self) {
+        self.0.request_stop();
+    }
+
+    /// Whether stop was requested.
+    pub fn is_stopping(&self) -> bool {
+        self.0.stopping.load(Ordering::Acquire)
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct Monitor {
+    listeners: Vec<Listener>,
+    shared: Arc<Shared>,
+}
+
+impl Monitor {
+    pub(crate) fn new(addrs: &[Address], opts: ServerOptions) -> Result<Monitor> {
+        let listeners = addrs
+            .iter()
+            .map(|a| Listener::bind(a, &opts))
+            .collect::<Result<Vec<_>>>()?;
+        let io_err = |what: &str, e: io::Error| Error::io(format!("creating server {what}"), e);
+        let epoll =
+            epoll::create(epoll::CreateFlags::CLOEXEC).map_err(|e| io_err("epoll", e.into()))?;
+        let stop_evt = eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)
+            .map_err(|e| io_err("eventfd", e.into()))?;
+        epoll::add(
+            &epoll,
+            &stop_evt,
+            EventData::new_u64(STOP_TOKEN),
+            EventFlags::IN,
+        )
+        .map_err(|e| io_err("epoll set", e.into()))?;
+        for (i, l) in listeners.iter().enumerate() {
+            let fd = match l {
+                Listener::Unix { sock, .. } => sock.as_fd(),
+                Listener::Tcp { sock, .. } => sock.as_fd(),
+            };
+            epoll::add(
+                &epoll,
+                fd,
+                EventData::new_u64(LISTENER_TOKEN + i as u64),
+                EventFlags::IN,
+            )
+            .map_err(|e| io_err("epoll set", e.into()))?;
+        }
+        let shared = Arc::new(Shared {
+            policy: Policy::new(&opts),
+            opts,
+            stats: Arc::new(Stats::default()),
+            epoll,
+            stop_evt,
+            stopping: AtomicBool::new(false),
+            sessions: Mutex::new(HashMap::new()),
+            live: Mutex::new(0),
+            all_done: Condvar::new(),
+            next_id: std::sync::atomic::AtomicU64::new(1),
+        });
+        Ok(Monitor { listeners, shared })
+    }
+
+    pub(crate) fn addresses(&self) -> Vec<Address> {
+        self.listeners.iter().map(|l| l.address().clone()).collect()
+    }
+
+    pub(crate) fn stop_handle(&self) -> StopHandle {
+        StopHandle(Arc::clone(&self.shared))
+    }
+
+    pub(crate) fn stats(&self) -> Arc<Stats> {
+        Arc::clone(&self.shared.stats)
+    }
+
+    pub(crate) fn run(self, handler: Arc<dyn Handler>) -> Result<()> {
+        let result = self.event_loop(&handler);
+        // Stop accepting: close the listeners (removing socket files) first.
+        drop(self.listeners);
+        let sh = &self.shared;
+        sh.stopping.store(true, Ordering::Release);
+        for entry in sh.lock_sessions().values() {
+            entry.stop();
+        }
+        let mut live = sh.lock_live();
+        while *live > 0 {
+            live = sh.all_done.wait(live).unwrap_or_else(|p| p.into_inner());
+        }
+        result
+    }
+
+    fn event_loop(&self, handler: &Arc<dyn Handler>) -> Result<()> {
+        let sh = &self.shared;
+        let mut events = Vec::with_capacity(64);
+        loop {
+            events.clear();
+            match epoll::wait(&sh.epoll, rustix::buffer::spare_capacity(&mut events), None) {
+                Ok(_) => {}
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(e) => return Err(Error::io("waiting for server events", e.into())),
+            }
+            for ev in &events {
+                let token = ev.data.u64();
+                if token == STOP_TOKEN {
+                    return Ok(());
+                } else if token >= LISTENER_TOKEN {
+                    let i = (token - LISTENER_TOKEN) as usize;
+                    if let Some(l) = self.listeners.get(i) {
+                        self.accept_all(l, handler);
+                    }
+                } else if let Some(entry) = sh.lock_sessions().get(&token) {
+                    entry.peer_gone();
+                }
+            }
+            if sh.stopping.load(Ordering::Acquire) {
+                return Ok(());
+            }
+        }
+    }
+
+    fn accept_all(&self, l: &Listener, handler: &Arc<dyn Handler>) {
+        loop {
+            let conn = match l {
+                Listener::Unix { sock, .. } => sock.accept().map(|(s, _)| Conn::Unix(s)),
+                Listener::Tcp { sock, .. } => sock.accept().map(|(s, _)| Conn::Tcp(s)),
+            };
+            match conn {
+                Ok(c) => self.start_session(c, l, handler),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // Out of descriptors or memory: leave the rest queued; the
+                // level-triggered listener fires again.
+                Err(_) => return,
+            }
+        }
+    }
+
+    fn start_session(&self, conn: Conn, l: &Listener, handler: &Arc<dyn Handler>) {
+        let sh = &self.shared;
+        let address = l.address().to_string();
+        {
+            let mut live = sh.lock_live();
+            if *live >= sh.opts.max_sessions {
+                drop(live);
+                sh.stats.refused.fetch_add(1, Ordering::Relaxed);
+                session::refuse_busy(conn, &address, sh.opts.max_sessions);
+                return;
+            }
+            *live += 1;
+        }
+        let shared = Arc::clone(sh);
+        let transport = l.transport();
+        let handler = Arc::clone(handler);
+        let spawned = std::thread::Builder::new()
+            .name("shmlink-session".into())
+            .spawn(move || {
+                let _guard = session::LiveGuard(&shared);
+                session::run(&shared, conn, transport, address, &*handler);
+            });
+        if spawned.is_err() {
+            sh.thread_done();
+        }
+    }
+}

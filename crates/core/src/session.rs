@@ -1,0 +1,170 @@
+//! Messages over a link: chunking on send, reassembly on receive, size limits
+//! checked before anything is sent, and the broken state after a fatal error.
+
+use std::time::Instant;
+
+use crate::error::{Error, Result};
+use crate::frame::{Assembler, FrameHeader, Kind, Message, FLAG_MORE};
+use crate::link::Link;
+
+/// One side of an established session.
+#[derive(Debug)]
+pub struct Session {
+    link: Link,
+    asm: Assembler,
+    /// Largest message the peer accepts.
+    peer_max: usize,
+    /// Largest message we accept.
+    local_max: usize,
+    broken: Option<String>,
+    address: String,
+}
+
+impl Session {
+    /// A session over an established link.
+    pub fn new(link: Link, local_max: usize, peer_max: usize, address: String) -> Self {
+        Session {
+            link,
+            asm: Assembler::new(local_max),
+            peer_max,
+            local_max,
+            broken: None,
+            address,
+        }
+    }
+
+    /// The peer's address (for messages).
+    pub fn address(&self) -> &str {
+        &self.address
+    }
+
+    /// Largest message the peer accepts.
+    pub fn peer_max(&self) -> usize {
+        self.peer_max
+    }
+
+    /// Largest message we accept.
+    pub fn local_max(&self) -> usize {
+        self.local_max
+    }
+
+    /// The link (the server's monitor needs the segment).
+    pub fn link(&self) -> &Link {
+        &self.link
+    }
+
+    /// Whether the session can still be used.
+    pub fn is_usable(&self) -> bool {
+        self.broken.is_none() && self.link.peer_alive()
+    }
+
+    /// Marks the session unusable.
+    pub fn break_with(&mut self, reason: impl Into<String>) {
+        if self.broken.is_none() {
+            self.broken = Some(reason.into());
+        }
+    }
+
+    fn check_usable(&self) -> Result<()> {
+        match &self.broken {
+            None => Ok(()),
+            Some(reason) => Err(Error::Closed {
+                address: self.address.clone(),
+                reason: reason.clone(),
+            }),
+        }
+    }
+
+    /// Checks a message against the peer's limit without sending anything.
+    ///
+    /// # Errors
+    /// [`Error::MessageTooLarge`].
+    pub fn check_size(&self, len: usize) -> Result<()> {
+        if len > self.peer_max {
+            return Err(Error::MessageTooLarge {
+                size: len,
+                max: self.peer_max,
+                side: "the peer's limit",
+            });
+        }
+        Ok(())
+    }
+
+    /// Sends a whole message, chunked if needed.
+    ///
+    /// # Errors
+    /// Too large (nothing sent, session usable); timeout before the first chunk
+    /// (nothing sent, usable); timeout or failure after it (session broken).
+    pub fn send(
+        &mut self,
+        kind: Kind,
+        id: u64,
+        body: &[u8],
+        deadline: Option<Instant>,
+    ) -> Result<()> {
+        self.check_usable()?;
+        self.check_size(body.len())?;
+        let total = body.len() as u64;
+        if body.len() <= self.link.max_single() {
+            let h = FrameHeader {
+                len: body.len() as u32,
+                kind,
+                flags: 0,
+                id,
+                total,
+            };
+            return self
+                .link
+                .send_frame(&h, body, deadline)
+                .inspect_err(|e| self.note_fatal(e));
+        }
+        let chunk = self.link.max_chunk();
+        let mut sent_any = false;
+        for (i, part) in body.chunks(chunk).enumerate() {
+            let last = (i + 1) * chunk >= body.len();
+            let h = FrameHeader {
+                len: part.len() as u32,
+                kind,
+                flags: if last { 0 } else { FLAG_MORE },
+                id,
+                total,
+            };
+            if let Err(e) = self.link.send_frame(&h, part, deadline) {
+                if sent_any {
+                    self.break_with(format!("a message was cut off after its first chunk: {e}"));
+                } else {
+                    self.note_fatal(&e);
+                }
+                return Err(e);
+            }
+            sent_any = true;
+        }
+        Ok(())
+    }
+
+    /// Receives the next whole message.
+    ///
+    /// # Errors
+    /// Timeout (session stays usable unless a message was partly received),
+    /// peer gone, protocol errors (session broken).
+    pub fn recv(&mut self, deadline: Option<Instant>) -> Result<Message> {
+        self.check_usable()?;
+        match self.link.recv_message(&mut self.asm, deadline) {
+            Ok(m) => Ok(m),
+            Err(e) => {
+                if matches!(e, Error::Timeout { .. }) && self.asm.in_progress() {
+                    self.break_with(format!("a message was cut off by a timeout: {e}"));
+                } else {
+                    self.note_fatal(&e);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    fn note_fatal(&mut self, e: &Error) {
+        if e.is_fatal() {
+            self.break_with(e.to_string());
+        }
+    }
+}

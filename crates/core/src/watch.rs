@@ -1,0 +1,141 @@
+//! Liveness and stop signals seen by a waiting side, and the adaptive spin.
+
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::error::Error;
+use crate::options::WaitStrategy;
+
+/// How often a client waiting on a shared-memory ring checks that the server
+/// is still alive (the futex wait is cut into slices this long).
+pub const LIVENESS_SLICE: Duration = Duration::from_millis(10);
+
+/// Flags the server's monitor sets for one session, before waking it.
+#[derive(Debug, Default)]
+pub struct SessionFlags {
+    /// The client's control socket hung up.
+    pub gone: AtomicBool,
+    /// The server is shutting down: finish what is queued, then close.
+    pub stop: AtomicBool,
+}
+
+/// What tells a waiting side that waiting is pointless.
+#[derive(Debug)]
+pub enum Watch {
+    /// Client side: the control socket, polled between sleep slices.
+    Socket(UnixStream),
+    /// Server side: flags set by the monitor, which also wakes the futexes.
+    Flags(Arc<SessionFlags>),
+}
+
+/// What a check found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Keep waiting.
+    Alive,
+    /// The peer is gone.
+    Gone,
+    /// The server is stopping.
+    Stopping,
+}
+
+impl Watch {
+    /// Checks without blocking.
+    pub fn check(&self) -> Verdict {
+        match self {
+            Watch::Socket(s) => {
+                if shmlink_sys::poll::peer_gone(s) {
+                    Verdict::Gone
+                } else {
+                    Verdict::Alive
+                }
+            }
+            Watch::Flags(f) => {
+                if f.gone.load(Ordering::Acquire) {
+                    Verdict::Gone
+                } else if f.stop.load(Ordering::Acquire) {
+                    Verdict::Stopping
+                } else {
+                    Verdict::Alive
+                }
+            }
+        }
+    }
+
+    /// The longest single futex sleep: clients poll their socket every
+    /// [`LIVENESS_SLICE`]; servers are woken by the monitor and sleep until then.
+    pub fn slice(&self) -> Option<Duration> {
+        match self {
+            Watch::Socket(_) => Some(LIVENESS_SLICE),
+            Watch::Flags(_) => None,
+        }
+    }
+}
+
+/// The spin part of a wait strategy, adapting its bound to recent waits.
+#[derive(Debug, Clone)]
+pub struct Spinner {
+    strategy: WaitStrategy,
+    current: Duration,
+}
+
+/// Least spin of the adaptive strategy after long waits.
+const MIN_ADAPTIVE_SPIN: Duration = Duration::from_micros(2);
+
+impl Spinner {
+    /// A spinner for a strategy.
+    pub fn new(strategy: WaitStrategy) -> Self {
+        let current = match strategy {
+            WaitStrategy::Spin(d) => d,
+            _ => Duration::ZERO,
+        };
+        Spinner { strategy, current }
+    }
+
+    /// The strategy.
+    pub fn strategy(&self) -> WaitStrategy {
+        self.strategy
+    }
+
+    /// Spin budget of the next wait (`None` = forever).
+    pub fn budget(&self) -> Option<Duration> {
+        match self.strategy {
+            WaitStrategy::Busy => None,
+            _ => Some(self.current),
+        }
+    }
+
+    /// Records how long the last wait took: a wait that the full bound would
+    /// have caught restores it; a longer one halves it.
+    pub fn record(&mut self, waited: Duration) {
+        if let WaitStrategy::Spin(max) = self.strategy {
+            self.current = if waited <= max {
+                max
+            } else {
+                (self.current / 2).max(MIN_ADAPTIVE_SPIN.min(max))
+            };
+        }
+    }
+}
+
+/// Turns a verdict into the error a waiting side returns.
+pub fn verdict_error(v: Verdict, address: &str) -> Option<Error> {
+    match v {
+        Verdict::Alive => None,
+        Verdict::Gone => Some(Error::PeerGone {
+            address: address.to_string(),
+            detail: "control socket closed".into(),
+        }),
+        Verdict::Stopping => Some(Error::Closed {
+            address: address.to_string(),
+            reason: "server is shutting down".into(),
+        }),
+    }
+}
+
+/// Time left until a deadline, or `None` for no deadline.
+pub fn remaining(deadline: Option<Instant>) -> Option<Duration> {
+    deadline.map(|d| d.saturating_duration_since(Instant::now()))
+}

@@ -1,0 +1,87 @@
+//! The ring header as it lies in shared memory, and the record format.
+
+use std::ops::Deref;
+
+use crate::sync::{AtomicU32, AtomicU64};
+
+/// Pads and aligns a value to 128 bytes (two cache lines on x86-64, which the
+/// adjacent-line prefetcher pulls in pairs), so fields written by different
+/// processes never share a line.
+#[repr(C, align(128))]
+#[derive(Debug, Default)]
+pub struct CachePadded<T>(pub T);
+
+impl<T> Deref for CachePadded<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+/// Bell value: the waiter is running.
+pub const AWAKE: u32 = 0;
+/// Bell value: the waiter announced it sleeps (or is about to) on this word.
+pub const SLEEPING: u32 = 1;
+
+/// Control block of one ring, shared by producer and consumer.
+#[repr(C)]
+#[derive(Debug, Default)]
+pub struct RingHeader {
+    /// Bytes ever published by the producer (monotonic, multiple of 8).
+    pub tail: CachePadded<AtomicU64>,
+    /// Bytes ever consumed by the consumer (monotonic, multiple of 8).
+    pub head: CachePadded<AtomicU64>,
+    /// The consumer sleeps on this word waiting for data.
+    pub data_bell: CachePadded<AtomicU32>,
+    /// The producer sleeps on this word waiting for space.
+    pub space_bell: CachePadded<AtomicU32>,
+}
+
+impl RingHeader {
+    /// Size of the header in shared memory.
+    pub const SIZE: usize = 512;
+
+    /// A header for an empty ring (all zero, as in a fresh memfd).
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+#[cfg(not(loom))]
+const _: () = {
+    assert!(std::mem::size_of::<RingHeader>() == RingHeader::SIZE);
+    assert!(std::mem::offset_of!(RingHeader, tail) == 0);
+    assert!(std::mem::offset_of!(RingHeader, head) == 128);
+    assert!(std::mem::offset_of!(RingHeader, data_bell) == 256);
+    assert!(std::mem::offset_of!(RingHeader, space_bell) == 384);
+};
+
+/// Size of a record header: `len: u32`, `tag: u32`.
+pub const RECORD_HEADER: usize = 8;
+/// Tag of a record carrying data.
+pub const TAG_DATA: u32 = 0x4441_5441;
+/// Tag of a padding record filling the rest of the buffer before a wrap.
+pub const TAG_PAD: u32 = 0x5041_4444;
+/// Smallest ring.
+pub const MIN_CAPACITY: usize = 64;
+/// Largest ring.
+pub const MAX_CAPACITY: usize = 1 << 30;
+
+/// Rounds up to a multiple of 8.
+pub(crate) const fn align8(n: u64) -> u64 {
+    (n + 7) & !7
+}
+
+pub(crate) fn encode_record_header(len: u32, tag: u32) -> [u8; RECORD_HEADER] {
+    let mut b = [0u8; RECORD_HEADER];
+    b[..4].copy_from_slice(&len.to_le_bytes());
+    b[4..].copy_from_slice(&tag.to_le_bytes());
+    b
+}
+
+pub(crate) fn decode_record_header(b: &[u8; RECORD_HEADER]) -> (u32, u32) {
+    (
+        u32::from_le_bytes([b[0], b[1], b[2], b[3]]),
+        u32::from_le_bytes([b[4], b[5], b[6], b[7]]),
+    )
+}

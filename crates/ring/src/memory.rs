@@ -1,0 +1,16 @@
+//! The ring's data area, accessed only by copying.
+
+/// A ring's data area. The ring never forms references into it: the peer may
+/// write it at any time, so bytes are only ever copied in and out.
+pub trait Memory {
+    /// Length in bytes.
+    fn len(&self) -> usize;
+    /// Whether the area is empty.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Copies `src` to `[off, off + src.len())`. The ring guarantees the range is in bounds.
+    fn write(&self, off: usize, src: &[u8]);
+    /// Copies `[off, off + dst.len())` into `dst`. The ring guarantees the range is in bounds.
+    fn read(&self, off: usize, dst: &mut [u8]);
+}

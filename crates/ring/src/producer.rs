@@ -1,0 +1,207 @@
+//! The producing end of a ring.
+
+use crate::error::{corrupt, RingError};
+use crate::layout::{
+    align8, encode_record_header, RingHeader, AWAKE, MAX_CAPACITY, MIN_CAPACITY, RECORD_HEADER,
+    SLEEPING, TAG_DATA, TAG_PAD,
+};
+use crate::memory::Memory;
+use crate::sync::Ordering;
+
+/// Outcome of [`Producer::try_push`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Push {
+    /// Not enough free space right now; nothing was written.
+    Full,
+    /// Published. `wake`: the consumer had announced sleep; the caller must
+    /// `FUTEX_WAKE` the header's `data_bell`.
+    Done {
+        /// Whether a wake-up is owed.
+        wake: bool,
+    },
+}
+
+pub(crate) fn check_capacity(cap: usize) -> Result<(), RingError> {
+    if !cap.is_power_of_two() || !(MIN_CAPACITY..=MAX_CAPACITY).contains(&cap) {
+        return Err(RingError::BadCapacity {
+            capacity: cap,
+            min: MIN_CAPACITY,
+            max: MAX_CAPACITY,
+        });
+    }
+    Ok(())
+}
+
+/// Writes records into a ring. One producer per ring.
+#[derive(Debug)]
+pub struct Producer<'a, M: Memory> {
+    hdr: &'a RingHeader,
+    mem: M,
+    cap: u64,
+    /// Our tail: the only writer of `hdr.tail` is us.
+    tail: u64,
+    /// Last validated head read from the consumer.
+    head: u64,
+}
+
+impl<'a, M: Memory> Producer<'a, M> {
+    /// A producer over `hdr` and `mem` (whose length is the capacity).
+    ///
+    /// # Errors
+    /// A capacity that is not a power of two in range, or header values the
+    /// ring cannot start from.
+    pub fn new(hdr: &'a RingHeader, mem: M) -> Result<Self, RingError> {
+        check_capacity(mem.len())?;
+        let cap = mem.len() as u64;
+        let tail = hdr.tail.load(Ordering::Acquire);
+        let head = hdr.head.load(Ordering::Acquire);
+        if tail % 8 != 0 || head % 8 != 0 || head > tail || tail - head > cap {
+            return Err(corrupt("initial head/tail", head, tail));
+        }
+        Ok(Producer {
+            hdr,
+            mem,
+            cap,
+            tail,
+            head,
+        })
+    }
+
+    /// The ring's capacity in bytes.
+    pub fn capacity(&self) -> usize {
+        self.cap as usize
+    }
+
+    /// Largest payload one record may carry: half the ring less the record
+    /// header, so a record always fits once the ring drains, even after a pad.
+    pub fn max_record(&self) -> usize {
+        (self.cap / 2) as usize - RECORD_HEADER
+    }
+
+    /// The shared header.
+    pub fn header(&self) -> &'a RingHeader {
+        self.hdr
+    }
+
+    /// Bytes of ring needed for a payload of `len` at the current tail:
+    /// (padding to the end of the buffer, the record itself).
+    fn need(&self, len: usize) -> (u64, u64) {
+        let rec = RECORD_HEADER as u64 + align8(len as u64);
+        let pos = self.tail & (self.cap - 1);
+        let to_end = self.cap - pos;
+        if rec <= to_end {
+            (0, rec)
+        } else {
+            (to_end, rec)
+        }
+    }
+
+    fn free(&self) -> u64 {
+        self.cap - (self.tail - self.head)
+    }
+
+    fn validate_head(&mut self, h: u64) -> Result<(), RingError> {
+        if h < self.head {
+            return Err(corrupt("head moved backwards", h, self.head));
+        }
+        if h > self.tail {
+            return Err(corrupt("head is ahead of tail", h, self.tail));
+        }
+        if h % 8 != 0 {
+            return Err(corrupt("head is not a multiple of 8", h, 8));
+        }
+        self.head = h;
+        Ok(())
+    }
+
+    fn refresh_head(&mut self) -> Result<(), RingError> {
+        // Acquire pairs with the consumer's `head.swap` (Release) after it
+        // copied the record out: the space is really free once we see it.
+        let h = self.hdr.head.load(Ordering::Acquire);
+        self.validate_head(h)
+    }
+
+    /// Whether a record of `len` payload bytes fits now.
+    ///
+    /// # Errors
+    /// A corrupted head.
+    pub fn has_space(&mut self, len: usize) -> Result<bool, RingError> {
+        let (pad, rec) = self.need(len);
+        if self.free() >= pad + rec {
+            return Ok(true);
+        }
+        self.refresh_head()?;
+        Ok(self.free() >= pad + rec)
+    }
+
+    /// Appends one record whose payload is the concatenation of `parts`.
+    ///
+    /// # Errors
+    /// [`RingError::TooLarge`] over [`Producer::max_record`]; a corrupted head.
+    pub fn try_push(&mut self, parts: &[&[u8]]) -> Result<Push, RingError> {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        if len > self.max_record() {
+            return Err(RingError::TooLarge {
+                len,
+                max: self.max_record(),
+            });
+        }
+        let (pad, rec) = self.need(len);
+        if self.free() < pad + rec {
+            self.refresh_head()?;
+            if self.free() < pad + rec {
+                return Ok(Push::Full);
+            }
+        }
+        let mask = self.cap - 1;
+        let mut pos = (self.tail & mask) as usize;
+        if pad > 0 {
+            self.mem.write(
+                pos,
+                &encode_record_header((pad - RECORD_HEADER as u64) as u32, TAG_PAD),
+            );
+            pos = 0;
+        }
+        self.mem
+            .write(pos, &encode_record_header(len as u32, TAG_DATA));
+        let mut at = pos + RECORD_HEADER;
+        for p in parts {
+            self.mem.write(at, p);
+            at += p.len();
+        }
+        self.tail += pad + rec;
+        // Release pairs with the consumer's Acquire load of `tail`: the bytes
+        // written above are visible before the new tail. An RMW (not a store)
+        // so that, if the consumer's `fetch_add(0)` in `prepare_sleep` came
+        // first, this reads from it and its SLEEPING store is visible below.
+        self.hdr.tail.swap(self.tail, Ordering::AcqRel);
+        let wake = self.hdr.data_bell.load(Ordering::Acquire) == SLEEPING
+            && self.hdr.data_bell.swap(AWAKE, Ordering::AcqRel) == SLEEPING;
+        Ok(Push::Done { wake })
+    }
+
+    /// Announces that the producer is about to sleep waiting for room for
+    /// `len` payload bytes, then re-checks. `Ok(true)`: sleep on `space_bell`
+    /// expecting [`SLEEPING`]; `Ok(false)`: room appeared, do not sleep.
+    ///
+    /// # Errors
+    /// A corrupted head.
+    pub fn prepare_sleep(&mut self, len: usize) -> Result<bool, RingError> {
+        // Release pairs with the consumer's Acquire load of `space_bell`.
+        self.hdr.space_bell.store(SLEEPING, Ordering::Release);
+        // RMW: reads the latest head in modification order; see try_push.
+        let h = self.hdr.head.fetch_add(0, Ordering::AcqRel);
+        self.validate_head(h)?;
+        let (pad, rec) = self.need(len);
+        if self.free() >= pad + rec {
+            self.hdr.space_bell.store(AWAKE, Ordering::Relaxed);
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    /// Marks the producer awake after a futex wait.
+    pub fn finish_sleep(&self) {
+        self.hdr.space_bell.store(AWAKE, Ordering::Relaxed);
+    }
+}

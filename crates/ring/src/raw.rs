@@ -1,0 +1,59 @@
+//! [`Memory`] over a raw mapped region.
+#![allow(unsafe_code)]
+
+use crate::memory::Memory;
+
+/// A data area at a raw pointer (a shared mapping).
+#[derive(Debug)]
+pub struct RawMemory {
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the region is shared memory accessed only by copying; which thread
+// copies does not matter, and the ring protocol orders the copies.
+unsafe impl Send for RawMemory {}
+// SAFETY: as for Send; `&RawMemory` only allows the same copies.
+unsafe impl Sync for RawMemory {}
+
+impl RawMemory {
+    /// Wraps `len` bytes at `ptr`.
+    ///
+    /// # Safety
+    /// `ptr` must be valid for reads and writes of `len` bytes for as long as
+    /// this value (and any ring built on it) lives, and must not be accessed
+    /// through Rust references while it is (only other raw copies or the peer
+    /// process may touch it).
+    pub unsafe fn new(ptr: *mut u8, len: usize) -> Self {
+        debug_assert!(!ptr.is_null());
+        RawMemory { ptr, len }
+    }
+}
+
+impl Memory for RawMemory {
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn write(&self, off: usize, src: &[u8]) {
+        assert!(
+            off <= self.len && src.len() <= self.len - off,
+            "ring write out of bounds"
+        );
+        // SAFETY: the range is inside the region (asserted above), which the
+        // constructor's contract keeps valid; `src` is ordinary memory and
+        // cannot overlap the shared region.
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), self.ptr.add(off), src.len()) }
+    }
+
+    fn read(&self, off: usize, dst: &mut [u8]) {
+        assert!(
+            off <= self.len && dst.len() <= self.len - off,
+            "ring read out of bounds"
+        );
+        // SAFETY: as in `write`; the bytes are copied out, never referenced,
+        // so a racing peer can at worst make us copy garbage, which the
+        // caller validates.
+        unsafe { std::ptr::copy_nonoverlapping(self.ptr.add(off), dst.as_mut_ptr(), dst.len()) }
+    }
+}

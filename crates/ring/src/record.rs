@@ -1,0 +1,53 @@
+//! A record being consumed: bounds-checked copies out of the ring.
+
+use crate::error::{corrupt, RingError};
+use crate::memory::Memory;
+
+/// The payload of the record being consumed. Only copies are handed out.
+#[derive(Debug)]
+pub struct Record<'r, M: Memory> {
+    mem: &'r M,
+    off: usize,
+    len: usize,
+}
+
+impl<'r, M: Memory> Record<'r, M> {
+    pub(crate) fn new(mem: &'r M, off: usize, len: usize) -> Self {
+        Record { mem, off, len }
+    }
+
+    /// Payload length.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the payload is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Copies `dst.len()` payload bytes starting at `off` into `dst`.
+    ///
+    /// # Errors
+    /// When the range is outside the payload.
+    pub fn read(&self, off: usize, dst: &mut [u8]) -> Result<(), RingError> {
+        match off.checked_add(dst.len()) {
+            Some(end) if end <= self.len => {
+                self.mem.read(self.off + off, dst);
+                Ok(())
+            }
+            _ => Err(corrupt(
+                "read past the end of a record",
+                off as u64 + dst.len() as u64,
+                self.len as u64,
+            )),
+        }
+    }
+
+    /// Appends the whole payload to `out`.
+    pub fn read_to_vec(&self, out: &mut Vec<u8>) {
+        let start = out.len();
+        out.resize(start + self.len, 0);
+        self.mem.read(self.off, &mut out[start..]);
+    }
+}

@@ -177,9 +177,16 @@ impl Segment {
         unsafe { RawMemory::new(self.map.as_ptr().add(off as usize), len as usize) }
     }
 
-    /// Pre-touches the first pages both sides use, off the critical path.
-    pub fn prefault(&self) {
-        self.map.prefault();
+    /// Faults in the pages a session's first calls touch (the header page is
+    /// written by `create`; this touches the first page of each ring), so that neither side pays for
+    /// allocating them on its critical path.
+    pub fn prefault_first_pages(&self) {
+        for off in [self.layout.c2s_data, self.layout.s2c_data] {
+            // SAFETY: each offset is inside the mapping (layout invariant); the
+            // segment is not shared yet, and writing zero over zero changes
+            // nothing a peer could observe.
+            unsafe { self.map.as_ptr().add(off as usize).write_volatile(0) };
+        }
     }
 }
 

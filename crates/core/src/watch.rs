@@ -64,6 +64,11 @@ impl Watch {
         }
     }
 
+    /// Whether a check is cheap enough (an atomic load) to do on every spin check.
+    pub fn is_cheap(&self) -> bool {
+        matches!(self, Watch::Flags(_))
+    }
+
     /// The longest single futex sleep: clients poll their socket every
     /// [`LIVENESS_SLICE`]; servers are woken by the monitor and sleep until then.
     pub fn slice(&self) -> Option<Duration> {

@@ -46,7 +46,7 @@ impl<'a, M: Memory> Consumer<'a, M> {
         check_capacity(mem.len())?;
         let cap = mem.len() as u64;
         let head = hdr.head.load(Ordering::Acquire);
-        if head % 8 != 0 {
+        if !head.is_multiple_of(8) {
             return Err(corrupt("initial head is not a multiple of 8", head, 8));
         }
         let mut c = Consumer {
@@ -81,7 +81,7 @@ impl<'a, M: Memory> Consumer<'a, M> {
                 self.cap,
             ));
         }
-        if t % 8 != 0 {
+        if !t.is_multiple_of(8) {
             return Err(corrupt("tail is not a multiple of 8", t, 8));
         }
         self.tail = t;

@@ -55,7 +55,7 @@ impl<'a, M: Memory> Producer<'a, M> {
         let cap = mem.len() as u64;
         let tail = hdr.tail.load(Ordering::Acquire);
         let head = hdr.head.load(Ordering::Acquire);
-        if tail % 8 != 0 || head % 8 != 0 || head > tail || tail - head > cap {
+        if !tail.is_multiple_of(8) || !head.is_multiple_of(8) || head > tail || tail - head > cap {
             return Err(corrupt("initial head/tail", head, tail));
         }
         Ok(Producer {
@@ -107,7 +107,7 @@ impl<'a, M: Memory> Producer<'a, M> {
         if h > self.tail {
             return Err(corrupt("head is ahead of tail", h, self.tail));
         }
-        if h % 8 != 0 {
+        if !h.is_multiple_of(8) {
             return Err(corrupt("head is not a multiple of 8", h, 8));
         }
         self.head = h;

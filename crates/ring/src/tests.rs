@@ -101,7 +101,7 @@ fn randomized_sizes_across_many_wraps() {
     let mut rng = Xorshift(0x9e37_79b9_7f4a_7c15);
     let mut expect = std::collections::VecDeque::new();
     for i in 0..20_000u32 {
-        if rng.next() % 3 != 0 {
+        if !rng.next().is_multiple_of(3) {
             let len = (rng.next() % (p.max_record() as u64 + 1)) as usize;
             let data: Vec<u8> = (0..len).map(|j| (i as usize + j) as u8).collect();
             if let Push::Done { .. } = p.try_push(&[&data]).expect("push") {
@@ -131,7 +131,8 @@ fn corrupted<F: FnOnce(&RingHeader, &VecMem)>(f: F) -> RingError {
 
 #[test]
 fn every_corruption_is_refused() {
-    let cases: Vec<Box<dyn Fn(&RingHeader, &VecMem)>> = vec![
+    type Corruption = Box<dyn Fn(&RingHeader, &VecMem)>;
+    let cases: Vec<Corruption> = vec![
         Box::new(|h, _| h.tail.store(1000, Ordering::Relaxed)),
         Box::new(|h, _| h.tail.store(12, Ordering::Relaxed)),
         Box::new(|_, m| m.0.borrow_mut()[4..8].copy_from_slice(&0xdead_beefu32.to_le_bytes())),
@@ -173,8 +174,10 @@ fn random_garbage_never_panics() {
             *b = rng.next() as u8;
         }
         let r = rng.next();
-        hdr.tail
-            .store(if r % 2 == 0 { r % 80 } else { r }, Ordering::Relaxed);
+        hdr.tail.store(
+            if r.is_multiple_of(2) { r % 80 } else { r },
+            Ordering::Relaxed,
+        );
         if let Ok(mut c) = Consumer::new(&hdr, &mem) {
             for _ in 0..4 {
                 if pop_vec(&mut c).is_err() {

@@ -135,7 +135,7 @@ impl ShmLink {
             }
             std::hint::spin_loop();
             n += 1;
-            if n % SPINS_PER_CHECK == 0 {
+            if n.is_multiple_of(SPINS_PER_CHECK) {
                 let waited = t0.elapsed();
                 if deadline.is_some_and(|d| Instant::now() >= d) {
                     return Err(self.timeout("waiting for ring space", t0));
@@ -143,7 +143,7 @@ impl ShmLink {
                 if waited >= spin {
                     break;
                 }
-                if n % (SPINS_PER_CHECK * 256) == 0 {
+                if n.is_multiple_of(SPINS_PER_CHECK * 256) {
                     self.check_watch(false)?;
                 }
             }
@@ -232,6 +232,7 @@ impl ShmLink {
     ) -> Result<()> {
         let has_data = |l: &mut ShmLink| l.ends.0.consumer.has_data().map_err(|e| l.corrupt(e));
         let budget = self.spinner.budget();
+        let cheap_watch = self.watch.is_cheap();
         let mut n = 0u32;
         let mut next_check = t0 + BUSY_CHECK_EVERY;
         if budget != Some(Duration::ZERO) {
@@ -241,14 +242,14 @@ impl ShmLink {
                 }
                 std::hint::spin_loop();
                 n = n.wrapping_add(1);
-                if n % SPINS_PER_CHECK != 0 {
+                if !n.is_multiple_of(SPINS_PER_CHECK) {
                     continue;
                 }
                 let now = Instant::now();
                 if deadline.is_some_and(|d| now >= d) {
                     return Err(self.timeout("waiting for a response", t0));
                 }
-                if now >= next_check {
+                if cheap_watch || now >= next_check {
                     next_check = now + BUSY_CHECK_EVERY;
                     self.check_watch(!mid_message)?;
                 }

@@ -296,16 +296,7 @@ impl StreamLink {
                         want -= n;
                     }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                        match poll::readable(&*self.sock, deadline).map_err(|e| self.io_error(e))? {
-                            Ready::TimedOut => {
-                                return Err(Error::Timeout {
-                                    address: self.address.clone(),
-                                    op: "receiving a frame",
-                                    after: t0.elapsed(),
-                                })
-                            }
-                            _ => {}
-                        }
+                        self.wait_readable(deadline, t0)?;
                     }
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                     Err(e) => return Err(self.io_error(e)),

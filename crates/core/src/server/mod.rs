@@ -4,6 +4,8 @@
 mod listener;
 mod monitor;
 mod policy;
+mod pool;
+mod prepare;
 mod session;
 
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -15,11 +15,13 @@ use rustix::event::{eventfd, EventfdFlags};
 
 use super::listener::Listener;
 use super::policy::Policy;
+use super::pool::Pool;
+use super::prepare::Preparer;
 use super::session::{self, Conn, Entry};
 use super::{Handler, Stats};
 use crate::address::Address;
 use crate::error::{Error, Result};
-use crate::options::ServerOptions;
+use crate::options::{ServerOptions, DEFAULT_RING_SIZE};
 
 const STOP_TOKEN: u64 = u64::MAX;
 const LISTENER_TOKEN: u64 = 1 << 62;
@@ -33,6 +35,8 @@ pub(crate) struct Shared {
     pub(crate) epoll: OwnedFd,
     stop_evt: OwnedFd,
     pub(crate) stopping: AtomicBool,
+    pub(crate) segments: Arc<Preparer>,
+    pool: Arc<Pool>,
     sessions: Mutex<HashMap<u64, Arc<Entry>>>,
     live: Mutex<usize>,
     all_done: Condvar,
@@ -154,6 +158,8 @@ impl Monitor {
             epoll,
             stop_evt,
             stopping: AtomicBool::new(false),
+            segments: Preparer::start((DEFAULT_RING_SIZE, DEFAULT_RING_SIZE)),
+            pool: Arc::new(Pool::default()),
             sessions: Mutex::new(HashMap::new()),
             live: Mutex::new(0),
             all_done: Condvar::new(),
@@ -187,6 +193,9 @@ impl Monitor {
         while *live > 0 {
             live = sh.all_done.wait(live).unwrap_or_else(|p| p.into_inner());
         }
+        drop(live);
+        sh.pool.close();
+        sh.segments.close();
         result
     }
 
@@ -252,13 +261,27 @@ impl Monitor {
         let shared = Arc::clone(sh);
         let transport = l.transport();
         let handler = Arc::clone(handler);
-        let spawned = std::thread::Builder::new()
-            .name("shmlink-session".into())
-            .spawn(move || {
+        // Fast path: the hello is already there (clients send it right after
+        // connecting), so the handshake cannot block: do it here and hand
+        // only the established session to a thread. Slow clients go to a
+        // thread that waits for their hello with the handshake timeout.
+        let job: Box<dyn FnOnce() + Send> = if session::hello_queued(&conn) {
+            let Some(est) = session::handshake(sh, conn, transport, &address) else {
+                sh.thread_done();
+                return;
+            };
+            Box::new(move || {
+                let _guard = session::LiveGuard(&shared);
+                session::serve(&shared, est, &*handler);
+            })
+        } else {
+            Box::new(move || {
                 let _guard = session::LiveGuard(&shared);
                 session::run(&shared, conn, transport, address, &*handler);
-            });
-        if spawned.is_err() {
+            })
+        };
+        let submitted = sh.pool.submit(job);
+        if submitted.is_err() {
             sh.thread_done();
         }
     }

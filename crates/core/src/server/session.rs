@@ -24,6 +24,7 @@ use crate::link::stream::{Stream, StreamLink};
 use crate::link::Link;
 use crate::options::check_ring_size;
 use crate::segment::{Direction, Endpoints, Segment};
+
 use crate::session::Session;
 use crate::watch::{SessionFlags, Spinner, Watch};
 
@@ -126,7 +127,7 @@ pub(crate) fn refuse_busy(conn: Conn, address: &str, max: usize) {
     );
 }
 
-/// Runs one session to its end.
+/// Runs one session to its end (handshake included).
 pub(crate) fn run(
     shared: &Shared,
     conn: Conn,
@@ -134,16 +135,41 @@ pub(crate) fn run(
     address: String,
     handler: &dyn Handler,
 ) {
-    let conn = conn.into_stream();
-    let Some(Established {
+    if let Some(est) = establish(shared, conn.into_stream(), transport, &address) {
+        serve(shared, est, handler);
+    }
+}
+
+/// Whether the client's whole hello is already queued on the socket, so the
+/// handshake can run without blocking (on the accept thread).
+pub(crate) fn hello_queued(conn: &Conn) -> bool {
+    let mut peek = [0u8; HELLO_LEN];
+    let fd = match conn {
+        Conn::Unix(s) => s.as_fd(),
+        Conn::Tcp(s) => s.as_fd(),
+    };
+    let flags = rustix::net::RecvFlags::PEEK | rustix::net::RecvFlags::DONTWAIT;
+    matches!(rustix::net::recv(fd, &mut peek, flags), Ok((n, _)) if n == HELLO_LEN)
+}
+
+/// Handshake only; `None` when refused or the connection ended.
+pub(crate) fn handshake(
+    shared: &Shared,
+    conn: Conn,
+    transport: Transport,
+    address: &str,
+) -> Option<Established> {
+    establish(shared, conn.into_stream(), transport, address)
+}
+
+/// Serves an established session until it ends, then frees it.
+pub(crate) fn serve(shared: &Shared, est: Established, handler: &dyn Handler) {
+    let Established {
         mut session,
         id,
         sock,
         flags,
-    }) = establish(shared, conn, transport, &address)
-    else {
-        return;
-    };
+    } = est;
     let (wake, watch_fd) = match session.link() {
         Link::Shm(l) => (Wake::Shm(Arc::clone(l.segment())), Some(sock)),
         Link::Stream(_) => (Wake::Stream(sock), None),
@@ -156,7 +182,8 @@ pub(crate) fn run(
     shared.stats.sessions_closed.fetch_add(1, Ordering::AcqRel);
 }
 
-struct Established {
+/// A session whose handshake succeeded.
+pub(crate) struct Established {
     session: Session,
     id: u64,
     /// The socket: the control socket of a `shm:` session, the data socket otherwise.
@@ -287,7 +314,9 @@ fn establish(
     let flags = Arc::new(SessionFlags::default());
     let peer = format!("{address} session {id}");
     let (link, ctrl) = if want == Wire::Shm {
-        let made = Segment::create(hello.ring_c2s as usize, hello.ring_s2c as usize)
+        let made = shared
+            .segments
+            .take(hello.ring_c2s as usize, hello.ring_s2c as usize)
             .map_err(|e| e.to_string())
             .and_then(|(seg, fd)| {
                 let seg = Arc::new(seg);

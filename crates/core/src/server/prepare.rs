@@ -1,0 +1,114 @@
+//! Segments made ahead of time: a background thread keeps a few segments of
+//! the most recently requested ring sizes created, mapped, and with the pages
+//! a first call touches already faulted in, so accepting an `shm:` session
+//! does no memfd or mmap work on its critical path. A segment is used by one
+//! session only and never reused (a client may keep writing into its old
+//! segment; reuse would let it disturb another session).
+
+use std::os::fd::OwnedFd;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+use crate::segment::Segment;
+
+/// Segments kept ready.
+const READY: usize = 4;
+
+#[derive(Default)]
+struct State {
+    ready: Vec<(Segment, OwnedFd)>,
+    sizes: (usize, usize),
+    closed: bool,
+}
+
+/// The stock of prepared segments.
+#[derive(Default)]
+pub(crate) struct Preparer {
+    state: Mutex<State>,
+    wanted: Condvar,
+}
+
+impl std::fmt::Debug for Preparer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Preparer")
+    }
+}
+
+fn make(sizes: (usize, usize)) -> std::io::Result<(Segment, OwnedFd)> {
+    let (seg, fd) = Segment::create(sizes.0, sizes.1)?;
+    seg.prefault_first_pages();
+    Ok((seg, fd))
+}
+
+impl Preparer {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Starts the background thread preparing segments of `sizes`.
+    pub(crate) fn start(sizes: (usize, usize)) -> Arc<Preparer> {
+        let p = Arc::new(Preparer::default());
+        p.lock().sizes = sizes;
+        let bg = Arc::clone(&p);
+        let spawned = std::thread::Builder::new()
+            .name("shmlink-prepare".into())
+            .spawn(move || bg.refill_loop());
+        if spawned.is_err() {
+            // Without the thread every session creates its own segment.
+            p.lock().closed = true;
+        }
+        p
+    }
+
+    fn refill_loop(&self) {
+        let mut st = self.lock();
+        loop {
+            while !st.closed && st.ready.len() >= READY {
+                st = self.wanted.wait(st).unwrap_or_else(|p| p.into_inner());
+            }
+            if st.closed {
+                return;
+            }
+            let sizes = st.sizes;
+            drop(st);
+            let made = make(sizes);
+            st = self.lock();
+            match made {
+                Ok(s) if st.sizes == sizes => st.ready.push(s),
+                Ok(_) => {}
+                // Out of memory or descriptors: let sessions try themselves.
+                Err(_) => st = self.wanted.wait(st).unwrap_or_else(|p| p.into_inner()),
+            }
+        }
+    }
+
+    /// A segment for the given ring sizes: a prepared one when the sizes
+    /// match, else a new one (and future ones are prepared at these sizes).
+    ///
+    /// # Errors
+    /// When a segment has to be created here and the kernel refuses.
+    pub(crate) fn take(&self, c2s: usize, s2c: usize) -> std::io::Result<(Segment, OwnedFd)> {
+        let mut st = self.lock();
+        let got = if st.sizes == (c2s, s2c) {
+            st.ready.pop()
+        } else {
+            st.sizes = (c2s, s2c);
+            st.ready.clear();
+            None
+        };
+        drop(st);
+        self.wanted.notify_one();
+        match got {
+            Some(s) => Ok(s),
+            None => make((c2s, s2c)),
+        }
+    }
+
+    /// Stops the background thread and frees the stock.
+    pub(crate) fn close(&self) {
+        let mut st = self.lock();
+        st.closed = true;
+        st.ready.clear();
+        drop(st);
+        self.wanted.notify_all();
+    }
+}

@@ -240,9 +240,10 @@ mod tests {
     fn client_accepts_what_the_server_made_and_nothing_else() {
         let (_seg, fd) = Segment::create(4096, 8192).expect("create");
         assert!(Segment::open(&fd, 4096, 8192).is_ok());
-        assert!(Segment::open(&fd, 8192, 4096)
-            .expect_err("wrong sizes")
-            .contains("expected"));
+        let swapped = Segment::open(&fd, 8192, 4096).expect_err("swapped sizes");
+        assert!(swapped.contains("does not match"), "{swapped}");
+        let wrong = Segment::open(&fd, 8192, 8192).expect_err("wrong size");
+        assert!(wrong.contains("expected"), "{wrong}");
         let plain = memfd::create_sealed("x", 4096 + 4096 + 8192).expect("memfd");
         assert!(Segment::open(&plain, 4096, 8192)
             .expect_err("no header")

@@ -1,9 +1,9 @@
 //! The shared segment: one memfd holding a header and two rings.
 //!
 //! ```text
-//! 0      SegmentHeader (128 bytes)
-//! 512    RingHeader, client -> server  (512 bytes)
-//! 1024   RingHeader, server -> client  (512 bytes)
+//! 0      SegmentHeader (72 bytes)
+//! 512    RingHeader, client -> server  (768 bytes)
+//! 1280   RingHeader, server -> client  (768 bytes)
 //! 4096   data of the client -> server ring (c2s bytes)
 //! 4096+c2s  data of the server -> client ring (s2c bytes)
 //! ```
@@ -53,9 +53,10 @@ pub struct SegmentHeader {
 }
 
 const _: () = assert!(std::mem::size_of::<SegmentHeader>() == 72);
-const _: () = assert!(std::mem::size_of::<RingHeader>() == 512);
+const _: () = assert!(std::mem::size_of::<RingHeader>() == RingHeader::SIZE);
 const _: () = assert!(RING_HEADERS_AT + 2 * std::mem::size_of::<RingHeader>() <= DATA_AT);
-const _: () = assert!(std::mem::align_of::<RingHeader>() <= RING_HEADERS_AT);
+const _: () = assert!(RING_HEADERS_AT.is_multiple_of(std::mem::align_of::<RingHeader>()));
+const _: () = assert!(RingHeader::SIZE.is_multiple_of(std::mem::align_of::<RingHeader>()));
 
 impl SegmentHeader {
     /// The layout for the given ring sizes.
@@ -156,8 +157,9 @@ impl Segment {
             Direction::ClientToServer => self.layout.c2s_header,
             Direction::ServerToClient => self.layout.s2c_header,
         } as usize;
-        // SAFETY: `off` is RING_HEADERS_AT or RING_HEADERS_AT + 512, inside the
-        // first page of a mapping of at least DATA_AT bytes and aligned to 512
+        // SAFETY: `off` is RING_HEADERS_AT or RING_HEADERS_AT + RingHeader::SIZE,
+        // so the header lies inside the first page of a mapping of at least
+        // DATA_AT bytes (asserted above), aligned to 128 as RingHeader needs
         // (the mapping is page aligned). RingHeader consists only of atomics,
         // for which every bit pattern is valid and concurrent access from the
         // peer is well defined; the reference lives no longer than `self`,

@@ -2,7 +2,7 @@
 
 use crate::error::{corrupt, RingError};
 use crate::layout::{
-    align8, decode_record_header, RingHeader, AWAKE, RECORD_HEADER, SLEEPING, TAG_DATA, TAG_PAD,
+    align8, decode_record_header, RingHeader, Sleeper, AWAKE, RECORD_HEADER, TAG_DATA, TAG_PAD,
 };
 use crate::memory::Memory;
 use crate::producer::check_capacity;
@@ -18,8 +18,8 @@ pub enum Pop<R> {
     Done {
         /// What the closure returned.
         value: R,
-        /// The producer had announced sleep waiting for space: the caller
-        /// must `FUTEX_WAKE` the header's `space_bell`.
+        /// The producer had announced sleep waiting for space, so
+        /// `space_bell` was incremented: the caller must `FUTEX_WAKE` it.
         wake: bool,
     },
 }
@@ -34,6 +34,7 @@ pub struct Consumer<'a, M: Memory> {
     head: u64,
     /// Last validated tail read from the producer.
     tail: u64,
+    sleeper: Sleeper,
 }
 
 impl<'a, M: Memory> Consumer<'a, M> {
@@ -55,6 +56,7 @@ impl<'a, M: Memory> Consumer<'a, M> {
             cap,
             head,
             tail: head,
+            sleeper: Sleeper::default(),
         };
         c.refresh_tail()?;
         Ok(c)
@@ -177,8 +179,14 @@ impl<'a, M: Memory> Consumer<'a, M> {
                     // our copies out are done before the space is reused. An
                     // RMW for the same reason as the producer's tail swap.
                     self.hdr.head.swap(self.head, Ordering::AcqRel);
-                    let wake = self.hdr.space_bell.load(Ordering::Acquire) == SLEEPING
-                        && self.hdr.space_bell.swap(AWAKE, Ordering::AcqRel) == SLEEPING;
+                    // Acquire pairs with the producer's Release store of its epoch.
+                    let wake = self
+                        .sleeper
+                        .owes_wake(self.hdr.space_sleep.load(Ordering::Acquire));
+                    if wake {
+                        // Release pairs with the bell load in the producer's `prepare_sleep`.
+                        self.hdr.space_bell.fetch_add(1, Ordering::AcqRel);
+                    }
                     return Ok(Pop::Done { value, wake });
                 }
                 other => return Err(corrupt("unknown record tag", u64::from(other), 0)),
@@ -188,27 +196,31 @@ impl<'a, M: Memory> Consumer<'a, M> {
     }
 
     /// Announces that the consumer is about to sleep waiting for data, then
-    /// re-checks. `Ok(true)`: sleep on `data_bell` expecting [`SLEEPING`];
-    /// `Ok(false)`: data arrived, do not sleep.
+    /// re-checks. `Ok(Some(seen))`: sleep with `FUTEX_WAIT(data_bell, seen)`;
+    /// `Ok(None)`: data arrived, do not sleep. Either way call
+    /// [`Consumer::finish_sleep`] afterwards.
     ///
     /// # Errors
     /// A corrupted tail.
-    pub fn prepare_sleep(&mut self) -> Result<bool, RingError> {
-        // Release pairs with the producer's Acquire load of `data_bell`.
-        self.hdr.data_bell.store(SLEEPING, Ordering::Release);
+    pub fn prepare_sleep(&mut self) -> Result<Option<u32>, RingError> {
+        // Read the bell before announcing: a wake-up after this read changes
+        // the bell, so the futex wait on `seen` cannot sleep through it.
+        let seen = self.hdr.data_bell.load(Ordering::Acquire);
+        let epoch = self.sleeper.next_epoch();
+        // Release pairs with the producer's Acquire load of `data_sleep`.
+        self.hdr.data_sleep.store(epoch, Ordering::Release);
         // RMW: whichever of this and the producer's tail swap comes second
         // reads from the first (see the crate docs).
         let t = self.hdr.tail.fetch_add(0, Ordering::AcqRel);
         self.validate_tail(t)?;
         if self.tail != self.head {
-            self.hdr.data_bell.store(AWAKE, Ordering::Relaxed);
-            return Ok(false);
+            return Ok(None);
         }
-        Ok(true)
+        Ok(Some(seen))
     }
 
     /// Marks the consumer awake after a futex wait.
     pub fn finish_sleep(&self) {
-        self.hdr.data_bell.store(AWAKE, Ordering::Relaxed);
+        self.hdr.data_sleep.store(AWAKE, Ordering::Release);
     }
 }

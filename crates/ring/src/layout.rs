@@ -18,28 +18,35 @@ impl<T> Deref for CachePadded<T> {
     }
 }
 
-/// Bell value: the waiter is running.
+/// Sleep-word value of a side that is running (not announced asleep).
 pub const AWAKE: u32 = 0;
-/// Bell value: the waiter announced it sleeps (or is about to) on this word.
-pub const SLEEPING: u32 = 1;
 
-/// Control block of one ring, shared by producer and consumer.
+/// Control block of one ring, shared by producer and consumer. Every word
+/// has exactly one writer, which keeps the protocol's correctness argument
+/// to plain release/acquire pairs.
 #[repr(C)]
 #[derive(Debug, Default)]
 pub struct RingHeader {
-    /// Bytes ever published by the producer (monotonic, multiple of 8).
+    /// Bytes ever published (monotonic, multiple of 8). Written by the producer.
     pub tail: CachePadded<AtomicU64>,
-    /// Bytes ever consumed by the consumer (monotonic, multiple of 8).
+    /// Bytes ever consumed (monotonic, multiple of 8). Written by the consumer.
     pub head: CachePadded<AtomicU64>,
-    /// The consumer sleeps on this word waiting for data.
+    /// Futex word the consumer sleeps on; the producer increments it to wake
+    /// the consumer (a "wake counter").
     pub data_bell: CachePadded<AtomicU32>,
-    /// The producer sleeps on this word waiting for space.
+    /// Non-zero sleep epoch while the consumer is (about to be) asleep.
+    /// Written by the consumer.
+    pub data_sleep: CachePadded<AtomicU32>,
+    /// Futex word the producer sleeps on; the consumer increments it.
     pub space_bell: CachePadded<AtomicU32>,
+    /// Non-zero sleep epoch while the producer is (about to be) asleep.
+    /// Written by the producer.
+    pub space_sleep: CachePadded<AtomicU32>,
 }
 
 impl RingHeader {
     /// Size of the header in shared memory.
-    pub const SIZE: usize = 512;
+    pub const SIZE: usize = 768;
 
     /// A header for an empty ring (all zero, as in a fresh memfd).
     pub fn new() -> Self {
@@ -53,7 +60,9 @@ const _: () = {
     assert!(std::mem::offset_of!(RingHeader, tail) == 0);
     assert!(std::mem::offset_of!(RingHeader, head) == 128);
     assert!(std::mem::offset_of!(RingHeader, data_bell) == 256);
-    assert!(std::mem::offset_of!(RingHeader, space_bell) == 384);
+    assert!(std::mem::offset_of!(RingHeader, data_sleep) == 384);
+    assert!(std::mem::offset_of!(RingHeader, space_bell) == 512);
+    assert!(std::mem::offset_of!(RingHeader, space_sleep) == 640);
 };
 
 /// Size of a record header: `len: u32`, `tag: u32`.
@@ -84,4 +93,32 @@ pub(crate) fn decode_record_header(b: &[u8; RECORD_HEADER]) -> (u32, u32) {
         u32::from_le_bytes([b[0], b[1], b[2], b[3]]),
         u32::from_le_bytes([b[4], b[5], b[6], b[7]]),
     )
+}
+
+/// One side's sleep bookkeeping: its own epoch counter, and the last epoch of
+/// the peer it already woke (so a burst costs one wake-up per sleep).
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Sleeper {
+    epoch: u32,
+    woke_peer: u32,
+}
+
+impl Sleeper {
+    /// The next non-zero epoch to announce.
+    pub(crate) fn next_epoch(&mut self) -> u32 {
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == AWAKE {
+            self.epoch = 1;
+        }
+        self.epoch
+    }
+
+    /// Given the peer's sleep word, whether it must be woken now.
+    pub(crate) fn owes_wake(&mut self, peer_sleep: u32) -> bool {
+        if peer_sleep == AWAKE || peer_sleep == self.woke_peer {
+            return false;
+        }
+        self.woke_peer = peer_sleep;
+        true
+    }
 }

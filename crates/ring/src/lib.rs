@@ -16,20 +16,27 @@
 //! value is [`RingError::Corrupt`], never a panic or an out-of-bounds access.
 //!
 //! # The doorbell, and why no wake-up is lost
-//! Consumer, about to sleep: `data_bell.store(SLEEPING)`; then
-//! `t = tail.fetch_add(0)` (a read-modify-write); sleep only if `t == head`.
-//! Producer, after writing a record: `tail.swap(new)` (a read-modify-write);
-//! then wake only if `data_bell` reads `SLEEPING`.
+//! Each direction has two words per waiting side, each with one writer: a
+//! futex word ("bell", a wake counter incremented by the waker) and a sleep
+//! word (a non-zero epoch stored by the sleeper while it is asleep).
 //!
-//! Both operations on `tail` are read-modify-writes, so they are totally
-//! ordered in `tail`'s modification order and the later one reads from the
-//! earlier. If the producer's swap is later, it reads from the consumer's
-//! `fetch_add` (AcqRel), which synchronizes-with it, so the consumer's earlier
-//! SLEEPING store happens-before the producer's load of `data_bell`: the
-//! producer sees SLEEPING and wakes. If the consumer's `fetch_add` is later,
-//! it reads the new tail and does not sleep. The argument needs no SeqCst,
-//! which matters because loom models SeqCst only as AcqRel. The producer
-//! waiting for space is symmetric (`head`, `space_bell`).
+//! Consumer, about to sleep: `seen = data_bell.load()`; store a new epoch
+//! into `data_sleep`; `t = tail.fetch_add(0)` (a read-modify-write); if
+//! `t == head`, `FUTEX_WAIT(data_bell, seen)`; then store 0 into `data_sleep`.
+//! Producer, after writing a record: `tail.swap(new)` (a read-modify-write);
+//! if `data_sleep` holds an epoch it has not woken yet, increment `data_bell`
+//! and `FUTEX_WAKE` it. So a burst costs one wake-up per sleep.
+//!
+//! Both operations on `tail` are read-modify-writes, so the later one reads
+//! from the earlier. If the producer's swap is later, the consumer's
+//! `fetch_add` (release) synchronizes with it, so the epoch store before it
+//! is visible to the producer's load of `data_sleep`, and the producer wakes.
+//! If the consumer's `fetch_add` is later, it sees the new tail and does not
+//! sleep. A wake (increment) after the consumer read `seen` makes the futex
+//! wait return at once. The argument uses release/acquire only — no SeqCst,
+//! which loom models as AcqRel — and no word has two writers, whose
+//! modification order loom tracks only partially. The producer waiting for
+//! space is symmetric (`head`, `space_bell`, `space_sleep`).
 
 mod consumer;
 mod error;
@@ -43,8 +50,7 @@ mod sync;
 pub use consumer::{Consumer, Pop};
 pub use error::RingError;
 pub use layout::{
-    CachePadded, RingHeader, AWAKE, MAX_CAPACITY, MIN_CAPACITY, RECORD_HEADER, SLEEPING, TAG_DATA,
-    TAG_PAD,
+    CachePadded, RingHeader, AWAKE, MAX_CAPACITY, MIN_CAPACITY, RECORD_HEADER, TAG_DATA, TAG_PAD,
 };
 pub use memory::Memory;
 pub use producer::{Producer, Push};

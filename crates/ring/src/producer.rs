@@ -2,8 +2,8 @@
 
 use crate::error::{corrupt, RingError};
 use crate::layout::{
-    align8, encode_record_header, RingHeader, AWAKE, MAX_CAPACITY, MIN_CAPACITY, RECORD_HEADER,
-    SLEEPING, TAG_DATA, TAG_PAD,
+    align8, encode_record_header, RingHeader, Sleeper, AWAKE, MAX_CAPACITY, MIN_CAPACITY,
+    RECORD_HEADER, TAG_DATA, TAG_PAD,
 };
 use crate::memory::Memory;
 use crate::sync::Ordering;
@@ -13,8 +13,8 @@ use crate::sync::Ordering;
 pub enum Push {
     /// Not enough free space right now; nothing was written.
     Full,
-    /// Published. `wake`: the consumer had announced sleep; the caller must
-    /// `FUTEX_WAKE` the header's `data_bell`.
+    /// Published. `wake`: the consumer had announced sleep, so `data_bell`
+    /// was incremented; the caller must `FUTEX_WAKE` it.
     Done {
         /// Whether a wake-up is owed.
         wake: bool,
@@ -42,6 +42,7 @@ pub struct Producer<'a, M: Memory> {
     tail: u64,
     /// Last validated head read from the consumer.
     head: u64,
+    sleeper: Sleeper,
 }
 
 impl<'a, M: Memory> Producer<'a, M> {
@@ -64,6 +65,7 @@ impl<'a, M: Memory> Producer<'a, M> {
             cap,
             tail,
             head,
+            sleeper: Sleeper::default(),
         })
     }
 
@@ -173,35 +175,49 @@ impl<'a, M: Memory> Producer<'a, M> {
         // Release pairs with the consumer's Acquire load of `tail`: the bytes
         // written above are visible before the new tail. An RMW (not a store)
         // so that, if the consumer's `fetch_add(0)` in `prepare_sleep` came
-        // first, this reads from it and its SLEEPING store is visible below.
+        // first, this reads from it and the consumer's sleep announcement
+        // (sequenced before it) is visible to the load below.
         self.hdr.tail.swap(self.tail, Ordering::AcqRel);
-        let wake = self.hdr.data_bell.load(Ordering::Acquire) == SLEEPING
-            && self.hdr.data_bell.swap(AWAKE, Ordering::AcqRel) == SLEEPING;
+        // Acquire pairs with the consumer's Release store of its epoch.
+        let wake = self
+            .sleeper
+            .owes_wake(self.hdr.data_sleep.load(Ordering::Acquire));
+        if wake {
+            // Release pairs with the Acquire load of the bell in the
+            // consumer's `prepare_sleep`: a wake-up it did not sleep through
+            // makes its futex wait return at once.
+            self.hdr.data_bell.fetch_add(1, Ordering::AcqRel);
+        }
         Ok(Push::Done { wake })
     }
 
     /// Announces that the producer is about to sleep waiting for room for
-    /// `len` payload bytes, then re-checks. `Ok(true)`: sleep on `space_bell`
-    /// expecting [`SLEEPING`]; `Ok(false)`: room appeared, do not sleep.
+    /// `len` payload bytes, then re-checks. `Ok(Some(seen))`: sleep with
+    /// `FUTEX_WAIT(space_bell, seen)`; `Ok(None)`: room appeared, do not sleep.
+    /// Either way call [`Producer::finish_sleep`] afterwards.
     ///
     /// # Errors
     /// A corrupted head.
-    pub fn prepare_sleep(&mut self, len: usize) -> Result<bool, RingError> {
-        // Release pairs with the consumer's Acquire load of `space_bell`.
-        self.hdr.space_bell.store(SLEEPING, Ordering::Release);
-        // RMW: reads the latest head in modification order; see try_push.
+    pub fn prepare_sleep(&mut self, len: usize) -> Result<Option<u32>, RingError> {
+        // Read the bell before announcing: a wake-up after this read changes
+        // the bell, so the futex wait on `seen` cannot sleep through it.
+        let seen = self.hdr.space_bell.load(Ordering::Acquire);
+        let epoch = self.sleeper.next_epoch();
+        // Release pairs with the consumer's Acquire load of `space_sleep`.
+        self.hdr.space_sleep.store(epoch, Ordering::Release);
+        // RMW: whichever of this and the consumer's head swap comes second
+        // reads from the first (see the crate docs).
         let h = self.hdr.head.fetch_add(0, Ordering::AcqRel);
         self.validate_head(h)?;
         let (pad, rec) = self.need(len);
         if self.free() >= pad + rec {
-            self.hdr.space_bell.store(AWAKE, Ordering::Relaxed);
-            return Ok(false);
+            return Ok(None);
         }
-        Ok(true)
+        Ok(Some(seen))
     }
 
     /// Marks the producer awake after a futex wait.
     pub fn finish_sleep(&self) {
-        self.hdr.space_bell.store(AWAKE, Ordering::Relaxed);
+        self.hdr.space_sleep.store(AWAKE, Ordering::Release);
     }
 }

@@ -193,27 +193,42 @@ fn random_garbage_never_panics() {
 }
 
 #[test]
-fn bells_announce_sleep_and_owe_a_wake() {
+fn bells_announce_sleep_and_owe_one_wake_per_sleep() {
     let hdr = RingHeader::new();
     let mem = VecMem::new(64);
     let mut p = Producer::new(&hdr, &mem).expect("producer");
     let mut c = Consumer::new(&hdr, &mem).expect("consumer");
-    assert!(c.prepare_sleep().expect("sleep"), "empty: sleep");
+    let seen = c.prepare_sleep().expect("sleep").expect("empty: sleep");
     assert_eq!(
         p.try_push(&[b"x"]).expect("push"),
         Push::Done { wake: true }
     );
-    assert_eq!(hdr.data_bell.load(Ordering::Relaxed), AWAKE);
+    assert_ne!(
+        hdr.data_bell.load(Ordering::Relaxed),
+        seen,
+        "the wake-up changed the bell"
+    );
+    assert_eq!(
+        p.try_push(&[b"y"]).expect("push"),
+        Push::Done { wake: false },
+        "one wake per sleep"
+    );
     c.finish_sleep();
-    assert!(!c.prepare_sleep().expect("sleep"), "data present: no sleep");
-    // Producer waiting for space.
+    assert_eq!(
+        c.prepare_sleep().expect("sleep"),
+        None,
+        "data present: no sleep"
+    );
+    c.finish_sleep();
+    // Producer waiting for space: the ring holds x, y (16 bytes each) and two more.
     p.try_push(&[&[0u8; 8]]).expect("push");
     p.try_push(&[&[0u8; 8]]).expect("push");
-    assert!(p.prepare_sleep(24).expect("sleep"));
+    assert!(p.prepare_sleep(24).expect("sleep").is_some());
     let Pop::Done { wake, .. } = c.try_pop(|_| ()).expect("pop") else {
         panic!("record expected")
     };
     assert!(wake);
+    p.finish_sleep();
 }
 
 #[test]

@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use shmlink_ring::{Pop, Push, RingError, SLEEPING};
+use shmlink_ring::{Pop, Push, RingError};
 use shmlink_sys::futex;
 
 use crate::error::{Error, Result};
@@ -149,20 +149,28 @@ impl ShmLink {
             }
         }
         loop {
-            self.check_watch(false)?;
             let prod = &mut self.ends.0.producer;
-            if !prod.prepare_sleep(need).map_err(|e| Error::Protocol {
+            let Some(seen) = prod.prepare_sleep(need).map_err(|e| Error::Protocol {
                 peer: self.address.clone(),
                 detail: e.to_string(),
-            })? {
+            })?
+            else {
+                prod.finish_sleep();
                 return Ok(());
+            };
+            // Checked after reading the bell: a monitor that flags us and
+            // rings after that read makes the wait below return at once.
+            if let Err(e) = self.check_watch(false) {
+                self.ends.0.producer.finish_sleep();
+                return Err(e);
             }
             let slice = min_opt(remaining(deadline), self.watch.slice());
+            let prod = &self.ends.0.producer;
             if slice == Some(Duration::ZERO) {
                 prod.finish_sleep();
                 return Err(self.timeout("waiting for ring space", t0));
             }
-            futex::wait(&prod.header().space_bell, SLEEPING, slice);
+            futex::wait(&prod.header().space_bell, seen, slice);
             prod.finish_sleep();
         }
     }
@@ -259,20 +267,27 @@ impl ShmLink {
             }
         }
         loop {
-            self.check_watch(!mid_message)?;
             let cons = &mut self.ends.0.consumer;
-            if !cons.prepare_sleep().map_err(|e| Error::Protocol {
+            let Some(seen) = cons.prepare_sleep().map_err(|e| Error::Protocol {
                 peer: self.address.clone(),
                 detail: e.to_string(),
-            })? {
+            })?
+            else {
+                cons.finish_sleep();
                 return Ok(());
+            };
+            // Checked after reading the bell: see wait_space.
+            if let Err(e) = self.check_watch(!mid_message) {
+                self.ends.0.consumer.finish_sleep();
+                return Err(e);
             }
             let slice = min_opt(remaining(deadline), self.watch.slice());
+            let cons = &self.ends.0.consumer;
             if slice == Some(Duration::ZERO) {
                 cons.finish_sleep();
                 return Err(self.timeout("waiting for a response", t0));
             }
-            futex::wait(&cons.header().data_bell, SLEEPING, slice);
+            futex::wait(&cons.header().data_bell, seen, slice);
             cons.finish_sleep();
             if has_data(self)? {
                 return Ok(());

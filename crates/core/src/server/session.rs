@@ -10,7 +10,6 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
-use shmlink_ring::AWAKE;
 use shmlink_sys::{fdpass, futex};
 
 use super::monitor::Shared;
@@ -61,12 +60,14 @@ impl Entry {
     fn wake(&self) {
         match &self.wake {
             Wake::Shm(seg) => {
-                // Reset the bells so a thread about to sleep does not, then wake it.
+                // Ring both bells the session thread may sleep on: the
+                // increment makes a wait that read the old value return, and
+                // the flag was set before it (Release), so the thread sees it.
                 let inn = seg.ring_header(Direction::ClientToServer);
-                inn.data_bell.store(AWAKE, Ordering::Release);
+                inn.data_bell.fetch_add(1, Ordering::AcqRel);
                 futex::wake(&inn.data_bell, u32::MAX);
                 let out = seg.ring_header(Direction::ServerToClient);
-                out.space_bell.store(AWAKE, Ordering::Release);
+                out.space_bell.fetch_add(1, Ordering::AcqRel);
                 futex::wake(&out.space_bell, u32::MAX);
             }
             Wake::Stream(s) => s.shutdown_read(),

@@ -1,16 +1,11 @@
 //! The only place atomics come from: loom's under `cfg(loom)`, std's otherwise.
-#![allow(clippy::disallowed_types)]
+//! (`ci/test.sh` fails when `std::sync::atomic` appears elsewhere in this crate.)
 
-#[cfg(loom)]
-pub(crate) use loom::hint::spin_loop;
-#[cfg(loom)]
-pub(crate) use loom::sync::atomic::Ordering;
 #[cfg(loom)]
 pub use loom::sync::atomic::{AtomicU32, AtomicU64};
+#[cfg(loom)]
+pub(crate) use loom::sync::atomic::Ordering;
 
-#[cfg(not(loom))]
-#[allow(unused_imports)]
-pub(crate) use std::hint::spin_loop;
 #[cfg(not(loom))]
 pub(crate) use std::sync::atomic::Ordering;
 #[cfg(not(loom))]

@@ -38,7 +38,11 @@ impl Conn {
     fn into_stream(self) -> Stream {
         match self {
             Conn::Unix(s) => Stream::Unix(s),
-            Conn::Tcp(s) => Stream::Tcp(s),
+            Conn::Tcp(s) => {
+                // Frames are written whole (one writev); never wait for more.
+                let _ = s.set_nodelay(true);
+                Stream::Tcp(s)
+            }
         }
     }
 }

@@ -2,7 +2,8 @@
 
 use crate::error::{corrupt, RingError};
 use crate::layout::{
-    align8, decode_record_header, RingHeader, Sleeper, AWAKE, RECORD_HEADER, TAG_DATA, TAG_PAD,
+    align8, decode_record_header, RingHeader, Sleeper, AWAKE, MAX_START_COUNTER, RECORD_HEADER,
+    TAG_DATA, TAG_PAD,
 };
 use crate::memory::Memory;
 use crate::producer::check_capacity;
@@ -49,6 +50,13 @@ impl<'a, M: Memory> Consumer<'a, M> {
         let head = hdr.head.load(Ordering::Acquire);
         if !head.is_multiple_of(8) {
             return Err(corrupt("initial head is not a multiple of 8", head, 8));
+        }
+        if head > MAX_START_COUNTER {
+            return Err(corrupt(
+                "initial head is too large",
+                head,
+                MAX_START_COUNTER,
+            ));
         }
         let mut c = Consumer {
             hdr,

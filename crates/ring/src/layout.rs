@@ -71,6 +71,10 @@ pub const RECORD_HEADER: usize = 8;
 pub const TAG_DATA: u32 = 0x4441_5441;
 /// Tag of a padding record filling the rest of the buffer before a wrap.
 pub const TAG_PAD: u32 = 0x5041_4444;
+/// Largest head or tail a ring may start from. Sessions start at 0; the
+/// bound keeps a hostile start value from overflowing the counters (2^62
+/// bytes of traffic would take over a century at a terabyte per second).
+pub const MAX_START_COUNTER: u64 = 1 << 62;
 /// Smallest ring.
 pub const MIN_CAPACITY: usize = 64;
 /// Largest ring.

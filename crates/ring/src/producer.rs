@@ -2,8 +2,8 @@
 
 use crate::error::{corrupt, RingError};
 use crate::layout::{
-    align8, encode_record_header, RingHeader, Sleeper, AWAKE, MAX_CAPACITY, MIN_CAPACITY,
-    RECORD_HEADER, TAG_DATA, TAG_PAD,
+    align8, encode_record_header, RingHeader, Sleeper, AWAKE, MAX_CAPACITY, MAX_START_COUNTER,
+    MIN_CAPACITY, RECORD_HEADER, TAG_DATA, TAG_PAD,
 };
 use crate::memory::Memory;
 use crate::sync::Ordering;
@@ -56,6 +56,13 @@ impl<'a, M: Memory> Producer<'a, M> {
         let cap = mem.len() as u64;
         let tail = hdr.tail.load(Ordering::Acquire);
         let head = hdr.head.load(Ordering::Acquire);
+        if tail > MAX_START_COUNTER {
+            return Err(corrupt(
+                "initial tail is too large",
+                tail,
+                MAX_START_COUNTER,
+            ));
+        }
         if !tail.is_multiple_of(8) || !head.is_multiple_of(8) || head > tail || tail - head > cap {
             return Err(corrupt("initial head/tail", head, tail));
         }

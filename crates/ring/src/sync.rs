@@ -2,9 +2,9 @@
 //! (`ci/test.sh` fails when `std::sync::atomic` appears elsewhere in this crate.)
 
 #[cfg(loom)]
-pub use loom::sync::atomic::{AtomicU32, AtomicU64};
-#[cfg(loom)]
 pub(crate) use loom::sync::atomic::Ordering;
+#[cfg(loom)]
+pub use loom::sync::atomic::{AtomicU32, AtomicU64};
 
 #[cfg(not(loom))]
 pub(crate) use std::sync::atomic::Ordering;

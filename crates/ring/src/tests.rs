@@ -288,3 +288,13 @@ fn threads_exchange_a_million_records() {
     }
     producer.join().expect("producer thread");
 }
+
+#[test]
+fn hostile_start_counters_are_refused() {
+    let hdr = RingHeader::new();
+    let mem = VecMem::new(64);
+    hdr.tail.store(u64::MAX - 7, Ordering::Relaxed);
+    hdr.head.store(u64::MAX - 7, Ordering::Relaxed);
+    assert!(Producer::new(&hdr, &mem).is_err(), "a tail near u64::MAX would overflow");
+    assert!(Consumer::new(&hdr, &mem).is_err(), "a head near u64::MAX would overflow");
+}

@@ -55,6 +55,12 @@ else
 fi
 echo "fuzz: built ${#targets[@]} targets in $(( $(date +%s) - t0 )) s"
 
+# The lines of a libFuzzer log that say what went wrong and where the input is.
+explain() {
+  grep -E -A2 "panicked at|^==[0-9]+==ERROR|^ERROR: libFuzzer|ALARM: working on the last Unit" "$1" | head -n 30 >&2
+  grep -E "^SUMMARY|Test unit written to|^Running: " "$1" | head -n 10 >&2
+}
+
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 failed=0
@@ -70,8 +76,8 @@ for t in "${targets[@]}"; do
     else
       failed=1
       summary+=("fuzz summary: $t: regression inputs in fuzz/regressions/$t: FAILED")
-      echo "fuzz: $t fails on a regression input; end of the log:" >&2
-      grep -v '^ *[0-9]*: \|^ *at ' "$log" | tail -n 25 >&2
+      echo "fuzz: $t fails on a regression input:" >&2
+      explain "$log"
     fi
   fi
 
@@ -95,8 +101,8 @@ for t in "${targets[@]}"; do
     failed=1
     artifact=$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$log" | tail -n 1)
     summary+=("fuzz summary: $t: ${runs:-?} runs in ${took} s: FAILED (exit $rc${artifact:+, input in $artifact})")
-    echo "fuzz: $t failed; end of the log:" >&2
-    grep -v '^ *[0-9]*: \|^ *at ' "$log" | tail -n 40 >&2
+    echo "fuzz: $t failed:" >&2
+    explain "$log"
   fi
 done
 

@@ -1,0 +1,79 @@
+//! The chunk reassembler fed a hostile frame stream.
+//!
+//! Input: `max_message: u32 LE` (clamped to 1 MiB), then repeated
+//! (24-byte header, payload of `header.len` bytes, truncated to what is left).
+//! Headers go through `FrameHeader::decode` as on the wire; a header that does
+//! not decode is skipped, and any assembler error starts a fresh assembler (as
+//! a session would drop the peer). Never panics; every message produced has a
+//! body of exactly its header's total, equal to the bytes appended for it, and
+//! within the limit.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use shmlink::frame::{Assembler, FrameHeader, HEADER_LEN};
+use shmlink_fuzz::Input;
+
+const MAX_LIMIT: u32 = 1 << 20;
+
+fuzz_target!(|data: &[u8]| {
+    let mut input = Input::new(data);
+    let mut max = [0u8; 4];
+    let b = input.bytes(4);
+    max[..b.len()].copy_from_slice(b);
+    let max = u32::from_le_bytes(max).min(MAX_LIMIT) as usize;
+
+    let mut asm = Assembler::new(max);
+    // What we appended for the message in progress: the model of the body.
+    let mut model: Vec<u8> = Vec::new();
+    let mut first: Option<FrameHeader> = None;
+
+    while !input.is_empty() {
+        let raw = input.bytes(HEADER_LEN);
+        let Ok(h) = FrameHeader::decode(raw) else {
+            continue;
+        };
+        let payload = input.bytes(h.len as usize);
+        let was_in_progress = asm.in_progress();
+        assert_eq!(was_in_progress, first.is_some());
+        match asm.begin_chunk(&h) {
+            Ok(buf) => {
+                assert!(h.total <= max as u64, "accepted a message over the limit");
+                if !was_in_progress {
+                    first = Some(h);
+                    model.clear();
+                }
+                assert_eq!(buf.len(), model.len(), "buffer lost or gained bytes");
+                buf.extend_from_slice(payload);
+                model.extend_from_slice(payload);
+            }
+            Err(_) => {
+                asm = Assembler::new(max);
+                first = None;
+                model.clear();
+                continue;
+            }
+        }
+        match asm.finish(&h) {
+            Ok(None) => {
+                assert!(h.more(), "last chunk produced no message");
+                assert!(asm.in_progress());
+            }
+            Ok(Some(m)) => {
+                let f = first.take().expect("message with no first chunk");
+                assert!(!h.more());
+                assert!(!asm.in_progress());
+                assert_eq!(m.body.len() as u64, f.total, "body length is not the total");
+                assert_eq!(m.body.len() as u64, h.total);
+                assert!(m.body.len() <= max);
+                assert_eq!(m.body, model, "body is not the appended bytes");
+                assert_eq!((m.kind, m.id), (f.kind, f.id));
+                model.clear();
+            }
+            Err(_) => {
+                asm = Assembler::new(max);
+                first = None;
+                model.clear();
+            }
+        }
+    }
+});

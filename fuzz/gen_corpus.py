@@ -1,0 +1,146 @@
+#!/usr/bin/env python3
+"""Writes the committed seed corpus under fuzz/corpus/<target>/: a few small
+valid inputs per target, in the input formats the targets document.
+
+    python3 fuzz/gen_corpus.py        (idempotent: rewrites the same files)
+"""
+import os
+import struct
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CORPUS = os.path.join(HERE, "corpus")
+
+REQUEST, RESPONSE, ERROR, ONE_WAY, DESCRIPTOR, GOODBYE = 1, 2, 3, 4, 5, 6
+MORE = 1
+TAG_DATA, TAG_PAD = 0x44415441, 0x50414444
+
+
+def frame(length, kind, flags, call_id, total):
+    return struct.pack("<IBBHQQ", length, kind, flags, 0, call_id, total)
+
+
+def hello(vmin, vmax, wire, caps, c2s, s2c, max_message):
+    b = b"SHMLNKHI" + struct.pack("<HHB3xQIIQ", vmin, vmax, wire, caps, c2s, s2c, max_message)
+    return b + bytes(48 - len(b))
+
+
+def welcome_accepted(version, caps, session_id, c2s, s2c, max_message):
+    b = b"SHMLNKOK" + struct.pack("<HH4xQQIIQ", version, 0, caps, session_id, c2s, s2c, max_message)
+    return b + bytes(56 - len(b))
+
+
+def welcome_refused(code, text):
+    b = b"SHMLNKOK" + struct.pack("<HHI", 0, code, len(text))
+    return b + bytes(56 - len(b)) + text
+
+
+def record(payload, tag=TAG_DATA):
+    pad = (-len(payload)) % 8
+    return struct.pack("<II", len(payload), tag) + payload + bytes(pad)
+
+
+def ring_area(placed):
+    """A 256-byte data area with byte strings placed at offsets."""
+    area = bytearray(256)
+    for off, b in placed:
+        area[off:off + len(b)] = b
+    return bytes(area)
+
+
+def consumer(head, tail, area, ops=b""):
+    # mode 1: tail given as is.
+    return struct.pack("<QQB", head, tail, 1) + area + ops
+
+
+def producer(tail, head, ops=b""):
+    # mode 1: head given as is.
+    return struct.pack("<QQB", tail, head, 1) + ops
+
+
+def push(payload, split=0):
+    return bytes([0, len(payload), split]) + payload
+
+
+SEEDS = {
+    "frame_header": {
+        "request": frame(5, REQUEST, 0, 1, 5),
+        "response_more": frame(3, RESPONSE, MORE, 2, 10),
+        "error": frame(8, ERROR, 0, 3, 8),
+        "one_way": frame(0, ONE_WAY, 0, 4, 0),
+        "descriptor": frame(24, DESCRIPTOR, 0, 5, 24),
+        "goodbye": frame(0, GOODBYE, 0, 0, 0),
+        "big_ids": frame(0xFFFFFFFF, REQUEST, MORE, 2**64 - 1, 2**64 - 1),
+    },
+    "frame_sequence": {
+        "two_chunks": struct.pack("<I", 1024)
+        + frame(3, REQUEST, MORE, 7, 5) + b"abc"
+        + frame(2, REQUEST, 0, 7, 5) + b"de",
+        "message_then_goodbye": struct.pack("<I", 64)
+        + frame(4, RESPONSE, 0, 9, 4) + b"pong"
+        + frame(0, GOODBYE, 0, 0, 0),
+        "interleaved": struct.pack("<I", 64)
+        + frame(2, REQUEST, MORE, 1, 4) + b"ab"
+        + frame(2, REQUEST, 0, 2, 4) + b"cd"
+        + frame(1, ONE_WAY, 0, 3, 1) + b"x",
+        "over_limit": struct.pack("<I", 4) + frame(8, REQUEST, 0, 1, 8) + b"12345678",
+        "short_then_next": struct.pack("<I", 64)
+        + frame(1, REQUEST, MORE, 1, 4) + b"a"
+        + frame(1, REQUEST, 0, 1, 4) + b"b"
+        + frame(3, ERROR, 0, 2, 3) + b"err",
+    },
+    "handshake_hello": {
+        "shm": hello(1, 1, 1, 3, 65536, 65536, 1 << 20),
+        "stream": hello(1, 3, 2, 1, 0, 0, 1 << 16),
+    },
+    "handshake_welcome": {
+        "accepted": welcome_accepted(1, 3, 42, 65536, 65536, 1 << 20),
+        "refused_text": welcome_refused(1, b"uid 1001 not allowed"),
+        "refused_version": welcome_refused(2, b"no common protocol version: client speaks 2..=3, server speaks 1..=1"),
+        "refused_other_empty": welcome_refused(77, b""),
+        "refused_bad_utf8": welcome_refused(6, b"out of \xff\xfe memory"),
+    },
+    "ring_consumer": {
+        "empty": consumer(0, 0, bytes(256)),
+        # Two records at the start of the buffer, then pops.
+        "two_records": consumer(
+            0, 32, ring_area([(0, record(b"hello") + record(b"world!!"))]),
+            bytes([0, 0, 5, 0, 0, 0, 0, 0, 0])),
+        # A record at 200, a pad filling 216..256, then a record at 0.
+        "wrap_pad": consumer(
+            200, 304,
+            ring_area([(200, record(b"abc")), (216, struct.pack("<II", 32, TAG_PAD)),
+                       (0, record(b"x" * 40))])),
+        # Records published one by one, with the sleep protocol in between.
+        "publish_then_pop": consumer(
+            0, 0, ring_area([(0, record(b"one") + record(b"two") + record(b"three"))]),
+            bytes([5, 1, 2, 0, 0, 0, 1, 2, 0, 1, 2, 1, 2, 0, 0, 5, 0, 0, 0, 5])),
+        # Counters near 2**64 (positions still modulo the capacity).
+        "high_counters": consumer(
+            2**64 - 256, 2**64 - 256 + 32, ring_area([(0, record(b"hello") + record(b"world!!"))])),
+    },
+    "ring_producer": {
+        "fresh": producer(0, 0, push(b"hello", 2) + push(b"x" * 100, 50) + push(b"")),
+        # Near the end of the buffer: the second push needs a pad.
+        "wrap_pad": producer(200, 200, push(b"abc") + push(b"y" * 40, 7) + bytes([2, 7]) + push(b"z" * 8)),
+        # Fill up, then the consumer frees space, then push again.
+        "full_then_freed": producer(
+            0, 0, push(b"a" * 120) + push(b"b" * 120) + push(b"c") + bytes([2, 16]) + push(b"d" * 8)
+            + bytes([4, 8, 5, 100, 6, 1]) + push(b"e")),
+        "high_counters": producer(2**64 - 512, 2**64 - 512, push(b"hello") + push(b"world")),
+    },
+}
+
+
+def main():
+    for target, seeds in SEEDS.items():
+        d = os.path.join(CORPUS, target)
+        os.makedirs(d, exist_ok=True)
+        for name, data in seeds.items():
+            with open(os.path.join(d, name), "wb") as f:
+                f.write(data)
+    n = sum(len(s) for s in SEEDS.values())
+    print(f"wrote {n} seeds under {CORPUS}")
+
+
+if __name__ == "__main__":
+    main()

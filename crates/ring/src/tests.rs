@@ -295,6 +295,12 @@ fn hostile_start_counters_are_refused() {
     let mem = VecMem::new(64);
     hdr.tail.store(u64::MAX - 7, Ordering::Relaxed);
     hdr.head.store(u64::MAX - 7, Ordering::Relaxed);
-    assert!(Producer::new(&hdr, &mem).is_err(), "a tail near u64::MAX would overflow");
-    assert!(Consumer::new(&hdr, &mem).is_err(), "a head near u64::MAX would overflow");
+    assert!(
+        Producer::new(&hdr, &mem).is_err(),
+        "a tail near u64::MAX would overflow"
+    );
+    assert!(
+        Consumer::new(&hdr, &mem).is_err(),
+        "a head near u64::MAX would overflow"
+    );
 }

@@ -1,0 +1,201 @@
+//! The bench's child processes (echo servers and the baseline peer) and its
+//! temp dir: guards that stop and reap every child and remove the dir on
+//! every exit path, and the CPU time of a child read from `/proc`.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use rustix::process::{kill_process, Pid, Signal};
+
+/// A fresh directory `shmlink-bench-PID-N` in the system temp dir, removed
+/// with everything in it on drop.
+#[derive(Debug)]
+pub(crate) struct TempDir(PathBuf);
+
+impl TempDir {
+    /// Creates the directory.
+    pub(crate) fn new() -> anyhow::Result<Self> {
+        let base = std::env::temp_dir();
+        for n in 0..1000 {
+            let p = base.join(format!("shmlink-bench-{}-{n}", std::process::id()));
+            match std::fs::create_dir(&p) {
+                Ok(()) => return Ok(TempDir(p)),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e).with_context(|| format!("cannot create {}", p.display())),
+            }
+        }
+        bail!(
+            "cannot create a fresh shmlink-bench directory in {}",
+            base.display()
+        )
+    }
+
+    /// The directory.
+    pub(crate) fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A child process that is stopped (SIGTERM, then SIGKILL after 2 s) and
+/// reaped when dropped. Its stderr goes to a file, quoted when it fails.
+#[derive(Debug)]
+pub(crate) struct ChildGuard {
+    child: Child,
+    what: String,
+    stderr: PathBuf,
+    reaped: bool,
+}
+
+impl ChildGuard {
+    /// Starts `cmd` with its stderr in `stderr_file`; stdout is discarded,
+    /// stdin is whatever `cmd` set (null by default here).
+    pub(crate) fn spawn(
+        mut cmd: Command,
+        what: impl Into<String>,
+        stderr_file: PathBuf,
+    ) -> anyhow::Result<Self> {
+        let what = what.into();
+        let err = File::create(&stderr_file)
+            .with_context(|| format!("cannot create {}", stderr_file.display()))?;
+        cmd.stdout(Stdio::null()).stderr(err);
+        let child = cmd
+            .spawn()
+            .with_context(|| format!("cannot start the {what}"))?;
+        Ok(ChildGuard {
+            child,
+            what,
+            stderr: stderr_file,
+            reaped: false,
+        })
+    }
+
+    /// The child's pid.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Fails, quoting the child's stderr, when it has exited.
+    pub(crate) fn check_alive(&mut self) -> anyhow::Result<()> {
+        match self.child.try_wait() {
+            Ok(None) => Ok(()),
+            Ok(Some(status)) => {
+                self.reaped = true;
+                bail!("the {} exited ({status}){}", self.what, self.stderr_tail())
+            }
+            Err(e) => Err(e).with_context(|| format!("cannot check on the {}", self.what)),
+        }
+    }
+
+    /// `": LAST LINE"` of the child's stderr, or nothing.
+    pub(crate) fn stderr_tail(&self) -> String {
+        let text = std::fs::read_to_string(&self.stderr).unwrap_or_default();
+        match text.lines().rev().find(|l| !l.trim().is_empty()) {
+            Some(line) => format!(": {}", line.trim()),
+            None => String::new(),
+        }
+    }
+
+    /// Stops and reaps the child.
+    pub(crate) fn stop(&mut self) {
+        if self.reaped {
+            return;
+        }
+        let _ = kill_process(Pid::from_child(&self.child), Signal::TERM);
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < deadline {
+            match self.child.try_wait() {
+                Ok(Some(_)) | Err(_) => {
+                    self.reaped = true;
+                    return;
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(2)),
+            }
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.reaped = true;
+    }
+}
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Waits for `shmlink echo --ready-file` to write its addresses.
+pub(crate) fn wait_ready_file(
+    path: &Path,
+    child: &mut ChildGuard,
+    timeout: Duration,
+) -> anyhow::Result<Vec<String>> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            let addrs: Vec<String> = text.lines().map(str::to_owned).collect();
+            if !addrs.is_empty() {
+                return Ok(addrs);
+            }
+        }
+        child.check_alive()?;
+        if Instant::now() >= deadline {
+            bail!(
+                "the {} did not report its addresses within {timeout:?}{}",
+                child.what,
+                child.stderr_tail()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// CPU time (user + system, all threads) of process `pid`, from
+/// `/proc/PID/stat` in clock ticks.
+pub(crate) fn process_cpu_time(pid: u32) -> anyhow::Result<Duration> {
+    let path = format!("/proc/{pid}/stat");
+    let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {path}"))?;
+    // The command name (field 2) may contain spaces: fields restart after ')'.
+    let rest = text
+        .rsplit_once(')')
+        .map(|(_, r)| r)
+        .with_context(|| format!("unexpected format of {path}"))?;
+    let field = |i: usize| -> anyhow::Result<u64> {
+        rest.split_whitespace()
+            .nth(i)
+            .and_then(|f| f.parse().ok())
+            .with_context(|| format!("unexpected format of {path}"))
+    };
+    // utime and stime are fields 14 and 15; `rest` starts at field 3.
+    let ticks = field(11)? + field(12)?;
+    let hz = rustix::param::clock_ticks_per_second().max(1);
+    Ok(Duration::from_secs_f64(ticks as f64 / hz as f64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_own_cpu_time() {
+        let t = process_cpu_time(std::process::id()).expect("own stat");
+        assert!(t < Duration::from_secs(3600));
+    }
+
+    #[test]
+    fn temp_dir_is_removed() {
+        let d = TempDir::new().expect("temp dir");
+        let p = d.path().to_path_buf();
+        std::fs::write(p.join("x"), b"x").expect("write");
+        drop(d);
+        assert!(!p.exists());
+    }
+}

@@ -1,0 +1,182 @@
+//! The options of `shmlink bench` and the run they resolve to.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+use shmlink::{Address, Transport, WaitStrategy};
+
+use super::stats::Budget;
+use crate::parse::{self, Ratio};
+use crate::reply::ReplyShape;
+
+/// Options of `shmlink bench`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Each point runs a warm-up (5%, at most 1000 calls), then sequential \
+    calls (latency percentiles, calls/s, CPU time of both processes per call), pipelined calls \
+    (32 in flight, fewer where 32 responses would not fit in 48 KiB, 3/4 of the 64 KiB ring), and sessions \
+    (connect + one call + close). Every response is checked; any wrong one fails the run. \
+    The baselines ping-pong the same payloads between two processes with the bare mechanism: \
+    a spin loop or FUTEX_WAIT/FUTEX_WAKE on a shared page, or a Unix socketpair."
+)]
+pub(crate) struct BenchArgs {
+    /// Transports to measure, comma-separated.
+    #[arg(long, value_delimiter = ',', value_name = "LIST", default_values = ["shm", "unix", "tcp"])]
+    transports: Vec<TransportArg>,
+    /// Wait strategies to measure over shm (both sides use the same one).
+    #[arg(long, value_delimiter = ',', value_name = "LIST", default_values = ["sleep", "spin", "busy"])]
+    waits: Vec<WaitStrategy>,
+    /// Request sizes in bytes (KiB/MiB suffixes allowed) [default: 64,2048,65536,1048576].
+    #[arg(long, value_delimiter = ',', value_name = "LIST", value_parser = parse::size)]
+    sizes: Option<Vec<usize>>,
+    /// Responses of exactly N bytes instead of ⌈size/8⌉.
+    #[arg(long, value_name = "N", value_parser = parse::size)]
+    reply_size: Option<usize>,
+    /// Seconds per phase of each point [default: 1.0; 60 with --requests].
+    #[arg(long, value_name = "SECONDS", value_parser = parse::seconds)]
+    duration: Option<Duration>,
+    /// Calls per phase of each point (still stopped by --duration).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    requests: Option<u64>,
+    /// Measure this running `shmlink echo` instead of spawning servers
+    /// (repeatable; replaces --transports; shm addresses run with each of --waits
+    /// on the client side, the server keeps its own).
+    #[arg(long = "connect", value_name = "ADDR")]
+    connect: Vec<String>,
+    /// Responses of ⌈R × size⌉ bytes (the servers' --reply-ratio) [default: 0.125].
+    #[arg(long, value_name = "R", value_parser = parse::ratio, conflicts_with = "reply_size")]
+    reply_ratio: Option<Ratio>,
+    /// Do not pin the client to one CPU and the servers to another.
+    #[arg(long)]
+    no_pin: bool,
+    /// Skip the raw baselines.
+    #[arg(long)]
+    no_baselines: bool,
+    /// Write the records as a JSON array to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) json: Option<PathBuf>,
+    /// Write the table and headline as markdown to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) markdown: Option<PathBuf>,
+    /// Smoke-test preset: sizes 64,2048 and 0.05 s per phase.
+    #[arg(long)]
+    quick: bool,
+    /// No progress bar.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum TransportArg {
+    Shm,
+    Unix,
+    Tcp,
+}
+
+impl From<TransportArg> for Transport {
+    fn from(t: TransportArg) -> Transport {
+        match t {
+            TransportArg::Shm => Transport::Shm,
+            TransportArg::Unix => Transport::Unix,
+            TransportArg::Tcp => Transport::Tcp,
+        }
+    }
+}
+
+/// The run as resolved from the options.
+#[derive(Debug)]
+pub(crate) struct Config {
+    pub(crate) transports: Vec<Transport>,
+    pub(crate) waits: Vec<WaitStrategy>,
+    pub(crate) sizes: Vec<usize>,
+    pub(crate) shape: ReplyShape,
+    pub(crate) budget: Budget,
+    pub(crate) connect: Vec<Address>,
+    /// (client CPU, server CPU).
+    pub(crate) pins: Option<(usize, usize)>,
+    pub(crate) baselines: bool,
+    pub(crate) quiet: bool,
+}
+
+impl Config {
+    pub(crate) fn new(args: &BenchArgs) -> anyhow::Result<Self> {
+        let sizes = match (&args.sizes, args.quick) {
+            (Some(s), _) => s.clone(),
+            (None, true) => vec![64, 2048],
+            (None, false) => vec![64, 2048, 64 << 10, 1 << 20],
+        };
+        let time = match (args.duration, args.quick, args.requests) {
+            (Some(d), _, _) => d,
+            (None, true, _) => Duration::from_millis(50),
+            (None, false, Some(_)) => Duration::from_secs(60),
+            (None, false, None) => Duration::from_secs(1),
+        };
+        let connect = args
+            .connect
+            .iter()
+            .map(|a| a.parse::<Address>())
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Config {
+            transports: dedup(args.transports.iter().map(|&t| t.into())),
+            waits: dedup(args.waits.iter().copied()),
+            sizes: dedup(sizes.into_iter()),
+            shape: ReplyShape::from_options(args.reply_ratio, args.reply_size),
+            budget: Budget {
+                time,
+                calls: args.requests,
+            },
+            connect,
+            pins: if args.no_pin { None } else { two_cpus() },
+            baselines: !args.no_baselines,
+            quiet: args.quiet,
+        })
+    }
+
+    /// Lines describing the settings, printed above the table.
+    pub(crate) fn describe(&self) -> Vec<String> {
+        let mut phase = format!("{:.2} s", self.budget.time.as_secs_f64());
+        if let Some(n) = self.budget.calls {
+            phase = format!("{n} calls (at most {phase})");
+        }
+        let reply = match self.shape {
+            ReplyShape::Ratio(r) => format!("⌈{r} × size⌉ bytes"),
+            ReplyShape::Fixed(n) => format!("{n} bytes"),
+        };
+        let servers = if self.connect.is_empty() {
+            "spawned `shmlink echo` children, one at a time".to_string()
+        } else {
+            let list: Vec<String> = self.connect.iter().map(ToString::to_string).collect();
+            format!("--connect {} (server CPU not measured)", list.join(" "))
+        };
+        let pins = match self.pins {
+            Some((c, s)) => {
+                format!("client pinned to CPU {c}, servers and baseline peer to CPU {s}")
+            }
+            None => "not pinned".to_string(),
+        };
+        vec![
+            format!("each phase: {phase}, after a warm-up of 5% (at most 1000 calls)"),
+            format!("responses: {reply}; every response checked"),
+            format!("servers: {servers}"),
+            format!("pinning: {pins}"),
+        ]
+    }
+}
+
+fn dedup<T: PartialEq>(items: impl Iterator<Item = T>) -> Vec<T> {
+    let mut out = Vec::new();
+    for i in items {
+        if !out.contains(&i) {
+            out.push(i);
+        }
+    }
+    out
+}
+
+/// The first two CPUs this process may run on, if there are two.
+fn two_cpus() -> Option<(usize, usize)> {
+    let set = rustix::thread::sched_getaffinity(None).ok()?;
+    let mut cpus = (0..rustix::thread::CpuSet::MAX_CPU).filter(|&c| set.is_set(c));
+    Some((cpus.next()?, cpus.next()?))
+}

@@ -1,0 +1,248 @@
+//! `shmlink bench`: spawns its own servers (or uses `--connect`), measures
+//! every transport × wait strategy × size next to raw baselines, and prints
+//! a table with the headline ratios.
+
+mod baseline;
+mod child;
+mod config;
+mod control;
+mod framing;
+mod interrupt;
+mod machine;
+mod measure;
+mod payload;
+mod peer;
+mod plan;
+mod progress;
+mod report;
+mod run;
+mod shared;
+mod stats;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use anyhow::Context;
+use shmlink::WaitStrategy;
+
+use child::{ChildGuard, TempDir};
+use config::Config;
+use interrupt::Interrupt;
+use measure::PointCtx;
+use payload::Payloads;
+use plan::{Group, Point, Selection, Serving};
+use progress::Progress;
+use stats::Record;
+
+pub(crate) use config::BenchArgs;
+pub(crate) use peer::{run_peer, PeerArgs};
+
+/// Runs the benchmark and prints the report.
+pub(crate) fn run(args: &BenchArgs) -> anyhow::Result<()> {
+    let cfg = Config::new(args)?;
+    let interrupt = Interrupt::install()?;
+    let machine = machine::describe();
+    let mut records = match execute(&cfg, &interrupt) {
+        Ok(r) => r,
+        Err(_) if interrupt.is_set() => {
+            anyhow::bail!("interrupted; the benchmark servers were stopped")
+        }
+        Err(e) => return Err(e),
+    };
+    report::attach_ratios(&mut records);
+    let doc = report::document(&machine, &cfg.describe(), &records);
+    print!("{doc}");
+    if let Some(path) = &args.json {
+        write_file(path, &report::json(&records)?)?;
+    }
+    if let Some(path) = &args.markdown {
+        write_file(path, &doc)?;
+    }
+    Ok(())
+}
+
+fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
+    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// Measures every point; the temp dir and every child are cleaned up on
+/// every way out of here.
+fn execute(cfg: &Config, interrupt: &Interrupt) -> anyhow::Result<Vec<Record>> {
+    if let Some((cpu, _)) = cfg.pins {
+        shmlink_sys::affinity::pin_current_thread(cpu)
+            .with_context(|| format!("cannot pin the bench to CPU {cpu}"))?;
+    }
+    let server_cpu = cfg.pins.map(|(_, s)| s);
+    let dir = TempDir::new()?;
+    let exe = std::env::current_exe().context("cannot find the shmlink executable")?;
+    let payloads: BTreeMap<usize, Payloads> =
+        cfg.sizes.iter().map(|&s| (s, Payloads::new(s))).collect();
+    let sel = Selection {
+        transports: &cfg.transports,
+        waits: &cfg.waits,
+        sizes: &cfg.sizes,
+        connect: &cfg.connect,
+        baselines: cfg.baselines,
+    };
+    let groups = plan::groups(&sel, dir.path());
+    let total = groups.iter().map(|g| g.points.len()).sum();
+    let progress = Progress::new(total, cfg.quiet);
+    let mut records = Vec::with_capacity(total);
+    let env = Env {
+        cfg,
+        interrupt,
+        progress: &progress,
+        payloads: &payloads,
+        exe: &exe,
+        dir: dir.path(),
+        server_cpu,
+    };
+    for (i, group) in groups.iter().enumerate() {
+        run_group(&env, i, group, &mut records)?;
+    }
+    Ok(records)
+}
+
+/// What every group needs.
+struct Env<'a> {
+    cfg: &'a Config,
+    interrupt: &'a Interrupt,
+    progress: &'a Progress,
+    payloads: &'a BTreeMap<usize, Payloads>,
+    exe: &'a Path,
+    dir: &'a Path,
+    server_cpu: Option<usize>,
+}
+
+impl Env<'_> {
+    fn ctx(&self, server_pid: Option<u32>) -> PointCtx<'_> {
+        PointCtx {
+            budget: self.cfg.budget,
+            shape: self.cfg.shape,
+            interrupt: self.interrupt,
+            server_pid,
+            progress: self.progress,
+        }
+    }
+
+    fn payloads(&self, size: usize) -> anyhow::Result<&Payloads> {
+        self.payloads
+            .get(&size)
+            .with_context(|| format!("no payloads of {size} bytes"))
+    }
+}
+
+/// Starts the group's server, measures its points, stops the server.
+fn run_group(
+    env: &Env<'_>,
+    index: usize,
+    group: &Group,
+    out: &mut Vec<Record>,
+) -> anyhow::Result<()> {
+    match &group.serving {
+        Serving::Peer => {
+            let mut peer = baseline::Peer::spawn(env.exe, env.server_cpu, env.dir)?;
+            let ctx = env.ctx(Some(peer.pid()));
+            for point in &group.points {
+                if let Point::Baseline { kind, size } = point {
+                    let label = start(env, point);
+                    out.push(peer.measure(*kind, env.payloads(*size)?, &ctx, &label)?);
+                    env.progress.done();
+                }
+            }
+        }
+        Serving::External => {
+            let ctx = env.ctx(None);
+            for point in &group.points {
+                if let Point::Link {
+                    transport,
+                    wait,
+                    size,
+                    address: Some(address),
+                } = point
+                {
+                    let target = run::Target {
+                        address: address.clone(),
+                        transport: *transport,
+                        wait: *wait,
+                    };
+                    let label = start(env, point);
+                    out.push(run::measure(&target, env.payloads(*size)?, &ctx, &label)?);
+                    env.progress.done();
+                }
+            }
+        }
+        Serving::Echo { listen, wait } => {
+            let (mut server, addresses) = spawn_echo(env, index, listen, *wait)?;
+            let ctx = env.ctx(Some(server.pid()));
+            for point in &group.points {
+                if let Point::Link {
+                    transport,
+                    wait,
+                    size,
+                    ..
+                } = point
+                {
+                    let address = addresses
+                        .iter()
+                        .find(|a| a.starts_with(&format!("{}:", transport.scheme())))
+                        .with_context(|| {
+                            format!("the echo server reported no {} address", transport.scheme())
+                        })?;
+                    let target = run::Target {
+                        address: address.clone(),
+                        transport: *transport,
+                        wait: *wait,
+                    };
+                    let label = start(env, point);
+                    let record = run::measure(&target, env.payloads(*size)?, &ctx, &label);
+                    // A dead server explains a failed point better than the client's error.
+                    let record = record.map_err(|e| match server.check_alive() {
+                        Err(dead) => dead.context(e.to_string()),
+                        Ok(()) => e,
+                    })?;
+                    out.push(record);
+                    env.progress.done();
+                }
+            }
+            server.stop();
+        }
+    }
+    Ok(())
+}
+
+fn start(env: &Env<'_>, point: &Point) -> String {
+    let label = point.label();
+    env.progress.start(&label);
+    label
+}
+
+/// Starts `shmlink echo` and waits for its ready file.
+fn spawn_echo(
+    env: &Env<'_>,
+    index: usize,
+    listen: &[String],
+    wait: WaitStrategy,
+) -> anyhow::Result<(ChildGuard, Vec<String>)> {
+    let ready = env.dir.join(format!("ready-{index}"));
+    let mut cmd = Command::new(env.exe);
+    cmd.arg("echo");
+    for a in listen {
+        cmd.arg("--listen").arg(a);
+    }
+    cmd.arg("--wait").arg(wait.to_string());
+    cmd.args(env.cfg.shape.to_args());
+    cmd.arg("--ready-file").arg(&ready);
+    if let Some(cpu) = env.server_cpu {
+        cmd.arg("--pin-cpu").arg(cpu.to_string());
+    }
+    let mut child = ChildGuard::spawn(
+        cmd,
+        format!("echo server ({wait})"),
+        env.dir.join(format!("echo-{index}.stderr")),
+    )?;
+    let addresses = child::wait_ready_file(&ready, &mut child, Duration::from_secs(10))?;
+    Ok((child, addresses))
+}

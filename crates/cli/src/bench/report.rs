@@ -1,0 +1,364 @@
+//! The results as text: an aligned markdown table, the headline ratios with
+//! PASS/MISS, the machine and settings above them; and as JSON.
+
+use std::fmt::Write as _;
+
+use super::machine::Machine;
+use super::run::MAX_DEPTH;
+use super::stats::Record;
+
+/// Fills `p50_vs_baseline` of every row that names a baseline measured at
+/// the same size.
+pub(crate) fn attach_ratios(records: &mut [Record]) {
+    let bases: Vec<(String, usize, f64)> = records
+        .iter()
+        .filter(|r| r.baseline.is_none())
+        .map(|r| (r.transport.clone(), r.size, r.p50_us))
+        .collect();
+    for r in records.iter_mut() {
+        let Some(b) = &r.baseline else { continue };
+        r.p50_vs_baseline = bases
+            .iter()
+            .find(|(t, s, _)| t == b && *s == r.size)
+            .and_then(|&(_, _, p50)| (p50 > 0.0).then(|| r.p50_us / p50));
+    }
+}
+
+/// The whole report: title, machine, settings, table, headline.
+pub(crate) fn document(machine: &Machine, settings: &[String], records: &[Record]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "# shmlink bench\n");
+    let _ = writeln!(s, "- date: {}", machine.date);
+    let _ = writeln!(
+        s,
+        "- machine: {}, {} CPUs, {}",
+        machine.cpu, machine.cores, machine.kernel
+    );
+    for line in settings {
+        let _ = writeln!(s, "- {line}");
+    }
+    let _ = writeln!(s, "\n## Results\n");
+    s.push_str(&table(records));
+    let _ = writeln!(
+        s,
+        "\nLatency is per call, CPU time per sequential call. pipelined/s keeps {MAX_DEPTH} calls \
+         in flight, or N as in (dN) where {MAX_DEPTH} responses would not fit in 48 KiB. \
+         p50 ÷ base: shm sleep against baseline-futex, shm spin/busy against baseline-spin, \
+         unix and tcp against baseline-unix, at the same size."
+    );
+    let _ = writeln!(s, "\n## Headline\n");
+    s.push_str(&headline(records));
+    s
+}
+
+/// The results table.
+pub(crate) fn table(records: &[Record]) -> String {
+    let header = [
+        "transport",
+        "wait",
+        "size",
+        "p50 µs",
+        "p99 µs",
+        "p99.9 µs",
+        "calls/s",
+        "pipelined/s",
+        "sessions/s",
+        "client CPU µs/call",
+        "server CPU µs/call",
+        "p50 ÷ base",
+    ];
+    let rows: Vec<Vec<String>> = records
+        .iter()
+        .map(|r| {
+            vec![
+                r.transport.clone(),
+                r.wait.clone(),
+                human_size(r.size),
+                us(r.p50_us),
+                us(r.p99_us),
+                us(r.p999_us),
+                count(r.calls_per_s),
+                pipelined(r),
+                r.sessions_per_s.map_or_else(dash, count),
+                us(r.client_cpu_us_per_call),
+                r.server_cpu_us_per_call.map_or_else(dash, us),
+                r.p50_vs_baseline.map_or_else(dash, |v| format!("{v:.2}")),
+            ]
+        })
+        .collect();
+    // Text columns left-aligned, numbers right-aligned.
+    render(&header, &rows, |col| col >= 2)
+}
+
+/// The ratios the project must meet, with PASS or MISS.
+pub(crate) fn headline(records: &[Record]) -> String {
+    let p50 = |t: &str, w: &str, size: usize| find(records, t, w, size).map(|r| r.p50_us);
+    let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => Some(a / b),
+        _ => None,
+    };
+    let shm_spin = |size| p50("shm", "spin", size);
+    let checks = [
+        (
+            "shm sleep 64 B p50 ÷ baseline-futex p50",
+            ratio(p50("shm", "sleep", 64), p50("baseline-futex", "-", 64)),
+            Goal::AtMost(1.3),
+        ),
+        (
+            "shm busy 64 B p50 ÷ baseline-spin p50",
+            ratio(p50("shm", "busy", 64), p50("baseline-spin", "-", 64)),
+            Goal::AtMost(2.0),
+        ),
+        (
+            "shm spin 64 B p50 ÷ baseline-spin p50",
+            ratio(shm_spin(64), p50("baseline-spin", "-", 64)),
+            Goal::AtMost(2.0),
+        ),
+        (
+            "unix p50 ÷ shm spin p50 at 64 B",
+            ratio(p50("unix", "-", 64), shm_spin(64)),
+            Goal::AtLeast(20.0),
+        ),
+        (
+            "unix p50 ÷ shm spin p50 at 2 KiB",
+            ratio(p50("unix", "-", 2048), shm_spin(2048)),
+            Goal::AtLeast(20.0),
+        ),
+        (
+            "unix p50 ÷ shm spin p50 at 1 MiB",
+            ratio(p50("unix", "-", 1 << 20), shm_spin(1 << 20)),
+            Goal::AtLeast(3.0),
+        ),
+        (
+            "shm spin 64 B pipelined calls/s",
+            find(records, "shm", "spin", 64).and_then(|r| r.pipelined_calls_per_s),
+            Goal::AtLeast(3_000_000.0),
+        ),
+        (
+            "shm spin 64 B sessions/s",
+            find(records, "shm", "spin", 64).and_then(|r| r.sessions_per_s),
+            Goal::AtLeast(10_000.0),
+        ),
+    ];
+    let rows: Vec<Vec<String>> = checks
+        .iter()
+        .map(|(name, value, goal)| {
+            let shown = value.map_or_else(|| "not measured".to_string(), |v| goal.show(v));
+            let verdict = match value {
+                Some(v) if goal.met(*v) => "PASS",
+                Some(_) => "MISS",
+                None => "-",
+            };
+            vec![
+                name.to_string(),
+                shown,
+                goal.to_string(),
+                verdict.to_string(),
+            ]
+        })
+        .collect();
+    render(&["check", "value", "goal", "result"], &rows, |col| {
+        col == 1 || col == 2
+    })
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Goal {
+    AtMost(f64),
+    AtLeast(f64),
+}
+
+impl Goal {
+    fn met(self, v: f64) -> bool {
+        match self {
+            Goal::AtMost(g) => v <= g,
+            Goal::AtLeast(g) => v >= g,
+        }
+    }
+
+    /// Ratios with two decimals, rates as whole numbers.
+    fn show(self, v: f64) -> String {
+        let (Goal::AtMost(g) | Goal::AtLeast(g)) = self;
+        if g >= 1000.0 {
+            count(v)
+        } else {
+            format!("{v:.2}")
+        }
+    }
+}
+
+impl std::fmt::Display for Goal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            Goal::AtMost(g) => write!(f, "≤ {}", self.show(g)),
+            Goal::AtLeast(g) => write!(f, "≥ {}", self.show(g)),
+        }
+    }
+}
+
+fn find<'a>(records: &'a [Record], transport: &str, wait: &str, size: usize) -> Option<&'a Record> {
+    records
+        .iter()
+        .find(|r| r.transport == transport && r.wait == wait && r.size == size)
+}
+
+/// An aligned markdown table; `numeric(col)` columns are right-aligned.
+fn render(header: &[&str], rows: &[Vec<String>], numeric: impl Fn(usize) -> bool) -> String {
+    let width = |col: usize| {
+        rows.iter()
+            .map(|r| r[col].chars().count())
+            .chain([header[col].chars().count(), 3])
+            .max()
+            .unwrap_or(3)
+    };
+    let widths: Vec<usize> = (0..header.len()).map(width).collect();
+    let line = |cells: Vec<String>| {
+        let mut s = String::from("|");
+        for (col, cell) in cells.iter().enumerate() {
+            let pad = widths[col].saturating_sub(cell.chars().count());
+            if numeric(col) {
+                let _ = write!(s, " {}{cell} |", " ".repeat(pad));
+            } else {
+                let _ = write!(s, " {cell}{} |", " ".repeat(pad));
+            }
+        }
+        s.push('\n');
+        s
+    };
+    let mut out = line(header.iter().map(|h| h.to_string()).collect());
+    let rule = widths
+        .iter()
+        .enumerate()
+        .map(|(col, &w)| {
+            if numeric(col) {
+                format!("{}:", "-".repeat(w - 1))
+            } else {
+                "-".repeat(w)
+            }
+        })
+        .collect();
+    out.push_str(&line(rule));
+    for r in rows {
+        out.push_str(&line(r.clone()));
+    }
+    out
+}
+
+fn pipelined(r: &Record) -> String {
+    match (r.pipelined_calls_per_s, r.pipeline_depth) {
+        (Some(v), Some(d)) if d != MAX_DEPTH => format!("{} (d{d})", count(v)),
+        (Some(v), _) => count(v),
+        (None, _) => dash(),
+    }
+}
+
+fn dash() -> String {
+    "-".to_string()
+}
+
+/// Microseconds with 2 significant decimals for small values.
+fn us(v: f64) -> String {
+    if v < 10.0 {
+        format!("{v:.2}")
+    } else if v < 100.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.0}")
+    }
+}
+
+/// A whole number with thousands separators.
+fn count(v: f64) -> String {
+    let n = v.round().max(0.0) as u64;
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// `64 B`, `2 KiB`, `1 MiB`, or the byte count when not a whole multiple.
+pub(crate) fn human_size(n: usize) -> String {
+    match n {
+        n if n >= 1 << 20 && n % (1 << 20) == 0 => format!("{} MiB", n >> 20),
+        n if n >= 1 << 10 && n % (1 << 10) == 0 => format!("{} KiB", n >> 10),
+        n => format!("{n} B"),
+    }
+}
+
+/// The records as pretty JSON.
+pub(crate) fn json(records: &[Record]) -> anyhow::Result<String> {
+    Ok(serde_json::to_string_pretty(records)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(transport: &str, wait: &str, size: usize, p50: f64) -> Record {
+        Record {
+            transport: transport.into(),
+            wait: wait.into(),
+            size,
+            reply_size: size / 8,
+            calls: 10,
+            p50_us: p50,
+            p99_us: p50,
+            p999_us: p50,
+            calls_per_s: 1e6 / p50,
+            pipelined_calls_per_s: None,
+            pipeline_depth: None,
+            sessions_per_s: None,
+            client_cpu_us_per_call: 1.0,
+            server_cpu_us_per_call: None,
+            baseline: None,
+            p50_vs_baseline: None,
+        }
+    }
+
+    #[test]
+    fn ratios_and_headline() {
+        let mut shm = rec("shm", "spin", 64, 0.6);
+        shm.baseline = Some("baseline-spin".into());
+        shm.pipelined_calls_per_s = Some(4e6);
+        shm.pipeline_depth = Some(MAX_DEPTH);
+        let mut records = vec![
+            rec("baseline-spin", "-", 64, 0.4),
+            shm,
+            rec("unix", "-", 64, 15.0),
+        ];
+        attach_ratios(&mut records);
+        assert_eq!(records[1].p50_vs_baseline, Some(0.6 / 0.4));
+        let h = headline(&records);
+        let row = h
+            .lines()
+            .find(|l| l.contains("shm spin 64 B p50"))
+            .expect("spin row");
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        assert_eq!(cells[2..5], ["1.50", "≤ 2.00", "PASS"], "{h}");
+        assert!(h.contains("| unix p50 ÷ shm spin p50 at 64 B "), "{h}");
+        assert!(h.contains("25.00"), "{h}");
+        assert!(h.contains("4,000,000"), "{h}");
+        assert!(h.contains("not measured"), "{h}");
+        let t = table(&records);
+        assert_eq!(t.lines().count(), 5);
+        assert!(t
+            .lines()
+            .all(|l| l.chars().count() == t.lines().next().map_or(0, |f| f.chars().count())));
+    }
+
+    #[test]
+    fn formats() {
+        assert_eq!(count(1_234_567.4), "1,234,567");
+        assert_eq!(count(999.0), "999");
+        assert_eq!(human_size(2048), "2 KiB");
+        assert_eq!(human_size(1 << 20), "1 MiB");
+        assert_eq!(human_size(1000), "1000 B");
+        assert_eq!(us(0.456), "0.46");
+        assert_eq!(us(123.4), "123");
+    }
+}

@@ -1,0 +1,183 @@
+//! One measurement point over shmlink itself: sequential calls (latency,
+//! calls/s, CPU per call), pipelined calls, and sessions per second.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Context};
+use shmlink::{CallId, Client, ClientOptions, Transport, WaitStrategy};
+
+use super::measure::{self, Checks, PointCtx};
+use super::payload::Payloads;
+use super::stats::{per_call_us, rate, Budget, Record};
+
+/// Calls kept in flight in the pipelined phase...
+pub(crate) const MAX_DEPTH: usize = 32;
+/// ...as long as their responses fit in this many bytes: 3/4 of the default
+/// 64 KiB ring. A server that cannot write a response stops reading
+/// requests, so more responses in flight than the response ring (or socket
+/// buffer) holds would deadlock client and server.
+const IN_FLIGHT_BYTES: usize = 48 << 10;
+/// Frame header and padding per response, rounded up.
+const FRAME_OVERHEAD: usize = 64;
+
+/// The pipeline depth for responses of `reply` bytes.
+pub(crate) fn pipeline_depth(reply: usize) -> usize {
+    (IN_FLIGHT_BYTES / (reply + FRAME_OVERHEAD)).clamp(1, MAX_DEPTH)
+}
+
+/// Where a point connects and how its client waits.
+#[derive(Debug, Clone)]
+pub(crate) struct Target {
+    /// Server address.
+    pub(crate) address: String,
+    /// Its transport.
+    pub(crate) transport: Transport,
+    /// Wait strategy of both sides (shm only).
+    pub(crate) wait: Option<WaitStrategy>,
+}
+
+/// Measures one point.
+pub(crate) fn measure(
+    target: &Target,
+    payloads: &Payloads,
+    ctx: &PointCtx<'_>,
+    label: &str,
+) -> anyhow::Result<Record> {
+    let size = payloads.size();
+    let reply = ctx.shape.len_for(size);
+    let options = ClientOptions {
+        wait: target.wait.unwrap_or_default(),
+        ..ClientOptions::default()
+    };
+    let mut checks = Checks::default();
+    let mut client = Client::connect(&target.address, options.clone())
+        .with_context(|| format!("{label}: connecting"))?;
+
+    let seq = measure::sequential(ctx, |i| {
+        let req = payloads.get(i);
+        let t0 = Instant::now();
+        let resp = client.call(req)?;
+        let t1 = Instant::now();
+        checks.check(ctx.shape, req, &resp);
+        Ok((t0, t1))
+    })
+    .with_context(|| format!("{label}: sequential calls"))?;
+
+    ctx.progress.phase("pipelined");
+    let depth = pipeline_depth(reply);
+    let (p_calls, p_elapsed) = pipelined(&mut client, payloads, depth, ctx, &mut checks)
+        .with_context(|| format!("{label}: pipelined calls"))?;
+    drop(client);
+
+    ctx.progress.phase("sessions");
+    let (s_count, s_elapsed) = sessions(&target.address, &options, payloads, ctx, &mut checks)
+        .with_context(|| format!("{label}: sessions"))?;
+    checks.ensure(label)?;
+
+    Ok(Record {
+        transport: target.transport.scheme().to_string(),
+        wait: target
+            .wait
+            .map_or_else(|| "-".to_string(), |w| w.to_string()),
+        size,
+        reply_size: reply,
+        calls: seq.calls,
+        p50_us: seq.latency.quantile_us(0.5),
+        p99_us: seq.latency.quantile_us(0.99),
+        p999_us: seq.latency.quantile_us(0.999),
+        calls_per_s: rate(seq.calls, seq.elapsed),
+        pipelined_calls_per_s: Some(rate(p_calls, p_elapsed)),
+        pipeline_depth: Some(depth),
+        sessions_per_s: Some(rate(s_count, s_elapsed)),
+        client_cpu_us_per_call: per_call_us(seq.client_cpu, seq.calls),
+        server_cpu_us_per_call: seq.server_cpu.map(|c| per_call_us(c, seq.calls)),
+        baseline: Some(baseline_of(target).to_string()),
+        p50_vs_baseline: None,
+    })
+}
+
+/// The raw baseline a point is compared with.
+fn baseline_of(target: &Target) -> &'static str {
+    match (target.transport, target.wait) {
+        (Transport::Shm, Some(WaitStrategy::Sleep)) => "baseline-futex",
+        (Transport::Shm, _) => "baseline-spin",
+        _ => "baseline-unix",
+    }
+}
+
+/// Keeps `depth` calls in flight until the budget is spent, then drains.
+/// Returns the calls completed and the time until the last one.
+fn pipelined(
+    client: &mut Client,
+    payloads: &Payloads,
+    depth: usize,
+    ctx: &PointCtx<'_>,
+    checks: &mut Checks,
+) -> anyhow::Result<(u64, Duration)> {
+    let budget = ctx.budget;
+    let mut in_flight: VecDeque<(CallId, u64)> = VecDeque::with_capacity(depth);
+    let start = Instant::now();
+    let (mut sent, mut done) = (0u64, 0u64);
+    let mut sending = true;
+    let may_send = |sent: u64, budget: Budget| budget.calls.is_none_or(|c| sent < c);
+    while in_flight.len() < depth && may_send(sent, budget) {
+        in_flight.push_back((client.send(payloads.get(sent))?, sent));
+        sent += 1;
+    }
+    while !in_flight.is_empty() {
+        let reply = client.recv()?;
+        let pos = in_flight
+            .iter()
+            .position(|&(id, _)| id == reply.id)
+            .ok_or_else(|| anyhow!("response to call {} which was not sent", reply.id))?;
+        let Some((_, i)) = in_flight.remove(pos) else {
+            continue;
+        };
+        let body = reply.result.map_err(shmlink::Error::Remote)?;
+        checks.check(ctx.shape, payloads.get(i), &body);
+        done += 1;
+        if sending && done.is_multiple_of(16) {
+            ctx.interrupt.check()?;
+            sending = !budget.reached(start, Instant::now(), sent);
+        }
+        if sending && may_send(sent, budget) {
+            in_flight.push_back((client.send(payloads.get(sent))?, sent));
+            sent += 1;
+        }
+    }
+    Ok((done, start.elapsed()))
+}
+
+/// Connect, one call, close — repeated until the budget is spent.
+fn sessions(
+    address: &str,
+    options: &ClientOptions,
+    payloads: &Payloads,
+    ctx: &PointCtx<'_>,
+    checks: &mut Checks,
+) -> anyhow::Result<(u64, Duration)> {
+    measure::timed_loop(ctx.budget, ctx.interrupt, None, |i| {
+        let req = payloads.get(i);
+        let t0 = Instant::now();
+        let mut client = Client::connect(address, options.clone())?;
+        let resp = client.call(req)?;
+        drop(client);
+        let t1 = Instant::now();
+        checks.check(ctx.shape, req, &resp);
+        Ok((t0, t1))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn depth_shrinks_for_large_responses() {
+        assert_eq!(pipeline_depth(8), MAX_DEPTH);
+        assert_eq!(pipeline_depth(256), MAX_DEPTH);
+        assert_eq!(pipeline_depth(8192), 5);
+        assert_eq!(pipeline_depth(128 << 10), 1);
+    }
+}

@@ -1,0 +1,88 @@
+//! `shmlink`: an echo server, one-shot calls and the benchmark of the shmlink
+//! IPC library.
+//!
+//! Every error reaches the user as one line on stderr and exit status 1
+//! (2 for command-line usage errors, as reported by clap).
+
+mod bench;
+mod call;
+mod echo;
+mod parse;
+mod reply;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Request/response IPC between processes on one host: shared memory
+/// (`shm:PATH`), Unix sockets (`unix:PATH`) and TCP (`tcp:HOST:PORT`).
+#[derive(Debug, Parser)]
+#[command(name = "shmlink", version, propagate_version = true)]
+#[command(
+    after_help = "Addresses: shm:/run/app.sock (shared-memory rings, handshake over \
+    that Unix socket), unix:/run/app.sock, tcp:127.0.0.1:7000 (port 0 picks a free port)."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve an echo handler until SIGINT or SIGTERM.
+    ///
+    /// Each response is the first ⌈R × len⌉ bytes of the request (R =
+    /// --reply-ratio, default 0.125), or exactly --reply-size bytes.
+    Echo(echo::EchoArgs),
+    /// Make one call and write the raw response to stdout.
+    ///
+    /// The request is DATA, or all of stdin when DATA is omitted. Exit status
+    /// 0 on success, 1 on any error (a remote error prints its code and message).
+    Call(call::CallArgs),
+    /// Measure latency, throughput, session setup and CPU cost per call over
+    /// every transport and wait strategy, next to raw baselines.
+    Bench(Box<bench::BenchArgs>),
+    /// The peer process of the raw baselines (used by `bench`).
+    #[command(name = "__baseline-peer", hide = true)]
+    BaselinePeer(bench::PeerArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Echo(args) => echo::run(&args),
+        Command::Call(args) => call::run(&args),
+        Command::Bench(args) => bench::run(&args),
+        Command::BaselinePeer(args) => bench::run_peer(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "shmlink: {}", one_line(&message(&e)));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The error and its causes, "outer: inner", leaving out a cause whose text
+/// the message already carries (shmlink's errors embed their source).
+fn message(e: &anyhow::Error) -> String {
+    let mut msg = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if msg.contains(&text) {
+            continue;
+        }
+        if !msg.is_empty() {
+            msg.push_str(": ");
+        }
+        msg.push_str(&text);
+    }
+    msg
+}
+
+/// Folds a message onto one line, so that every error is exactly one line.
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}

@@ -1,0 +1,252 @@
+//! End-to-end tests of the `shmlink` binary: echo + call over every
+//! transport, errors, and the bench's JSON output (structure only, never
+//! timing values).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_shmlink");
+
+/// A fresh directory per test, removed at the end.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        let p = std::env::temp_dir().join(format!("shmlink-cli-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).expect("create temp dir");
+        TempDir(p)
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// An echo server killed on drop.
+struct Echo {
+    child: Child,
+    addresses: Vec<String>,
+}
+
+impl Echo {
+    fn start(dir: &Path, extra: &[&str]) -> Echo {
+        let ready = dir.join("ready");
+        let mut child = Command::new(BIN)
+            .arg("echo")
+            .arg("--listen")
+            .arg(format!("shm:{}/a.sock", dir.display()))
+            .arg("--listen")
+            .arg(format!("unix:{}/b.sock", dir.display()))
+            .args(["--listen", "tcp:127.0.0.1:0", "--ready-file"])
+            .arg(&ready)
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start echo");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Ok(text) = std::fs::read_to_string(&ready) {
+                let addresses: Vec<String> = text.lines().map(str::to_owned).collect();
+                if !addresses.is_empty() {
+                    return Echo { child, addresses };
+                }
+            }
+            if let Some(status) = child.try_wait().expect("try_wait") {
+                panic!("echo exited early: {status}");
+            }
+            assert!(Instant::now() < deadline, "echo did not become ready");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    fn address(&self, scheme: &str) -> &str {
+        self.addresses
+            .iter()
+            .find(|a| a.starts_with(scheme))
+            .unwrap_or_else(|| panic!("no {scheme} address in {:?}", self.addresses))
+    }
+
+    /// SIGTERM, then the exit status within a deadline.
+    fn terminate(mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().to_string();
+        let sent = Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .expect("run kill");
+        assert!(sent.success());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "echo did not stop on SIGTERM");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+impl Drop for Echo {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn call(args: &[&str], stdin: Option<&[u8]>) -> Output {
+    let mut child = Command::new(BIN)
+        .arg("call")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start call");
+    let mut input = child.stdin.take().expect("stdin");
+    if let Some(data) = stdin {
+        input.write_all(data).expect("write stdin");
+    }
+    drop(input);
+    child.wait_with_output().expect("call output")
+}
+
+#[test]
+fn echo_and_call_over_every_transport() {
+    let dir = TempDir::new("echo");
+    let echo = Echo::start(dir.path(), &[]);
+    assert_eq!(echo.addresses.len(), 3, "{:?}", echo.addresses);
+    let tcp = echo.address("tcp:");
+    assert!(!tcp.ends_with(":0"), "real port expected: {tcp}");
+    // 17 bytes: the reply is the first ⌈17/8⌉ = 3.
+    for scheme in ["shm:", "unix:", "tcp:"] {
+        let out = call(&[echo.address(scheme), "abcdefghijklmnopq"], None);
+        assert!(out.status.success(), "{scheme}: {out:?}");
+        assert_eq!(out.stdout, b"abc", "{scheme}");
+    }
+    // DATA from stdin, binary.
+    let data: Vec<u8> = (0..=255u8).collect();
+    let out = call(&[echo.address("shm:"), "--timeout", "2"], Some(&data));
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(out.stdout, &data[..32]);
+    let status = echo.terminate();
+    assert!(status.success(), "echo exit status {status}");
+    assert!(
+        !dir.path().join("a.sock").exists(),
+        "socket file left behind"
+    );
+}
+
+#[test]
+fn echo_reply_size_repeats_the_request() {
+    let dir = TempDir::new("reply-size");
+    let echo = Echo::start(dir.path(), &["--reply-size", "5", "--wait", "sleep"]);
+    let out = call(&[echo.address("unix:"), "ab"], None);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(out.stdout, b"ababa");
+    let out = call(&[echo.address("shm:"), "--wait", "busy"], Some(b""));
+    assert_eq!(out.stdout, [0u8; 5]);
+}
+
+#[test]
+fn call_to_a_missing_server_fails_with_one_clear_line() {
+    let dir = TempDir::new("missing");
+    let addr = format!("shm:{}/nobody.sock", dir.path().display());
+    let out = call(&[&addr, "x", "--timeout", "1"], None);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(out.stdout.is_empty());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("cannot connect") && err.contains("nobody.sock"),
+        "{err}"
+    );
+}
+
+#[test]
+fn bad_arguments_are_rejected() {
+    let out = call(&["nowhere", "x"], None);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("invalid address"));
+    let out = Command::new(BIN)
+        .args(["echo", "--listen", "unix:/tmp/x.sock", "--reply-ratio", "2"])
+        .output()
+        .expect("run echo");
+    assert!(!out.status.success());
+}
+
+#[test]
+fn bench_quick_writes_json_with_baselines() {
+    let dir = TempDir::new("bench");
+    let json = dir.path().join("bench.json");
+    let md = dir.path().join("bench.md");
+    let out = Command::new(BIN)
+        .args(["bench", "--quick", "--quiet", "--json"])
+        .arg(&json)
+        .arg("--markdown")
+        .arg(&md)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run bench");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&json).expect("json file");
+    let records: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
+    let records = records.as_array().expect("an array");
+    for field in [
+        "transport",
+        "wait",
+        "size",
+        "reply_size",
+        "p50_us",
+        "p99_us",
+        "p999_us",
+        "calls_per_s",
+        "pipelined_calls_per_s",
+        "sessions_per_s",
+        "client_cpu_us_per_call",
+        "server_cpu_us_per_call",
+    ] {
+        assert!(
+            records.iter().all(|r| r.get(field).is_some()),
+            "field {field} missing"
+        );
+    }
+    let has = |transport: &str, wait: &str, size: u64| {
+        records.iter().any(|r| {
+            r["transport"] == transport && r["wait"] == wait && r["size"].as_u64() == Some(size)
+        })
+    };
+    for size in [64, 2048] {
+        for b in ["baseline-spin", "baseline-futex", "baseline-unix"] {
+            assert!(has(b, "-", size), "{b} {size} missing");
+        }
+        for w in ["sleep", "spin", "busy"] {
+            assert!(has("shm", w, size), "shm {w} {size} missing");
+        }
+        assert!(has("unix", "-", size) && has("tcp", "-", size));
+    }
+    assert_eq!(records.len(), 6 + 6 + 4);
+    let baseline = records
+        .iter()
+        .find(|r| r["transport"] == "baseline-spin")
+        .expect("baseline");
+    assert!(baseline["pipelined_calls_per_s"].is_null());
+    assert!(baseline["sessions_per_s"].is_null());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("## Headline") && stdout.contains("baseline-futex"));
+    let markdown = std::fs::read_to_string(&md).expect("markdown file");
+    assert_eq!(markdown, stdout);
+}

@@ -1,10 +1,12 @@
 //! The client: calls, pipelining, one-way messages, timeouts.
 
 use std::collections::{HashSet, VecDeque};
-use std::time::{Duration, Instant};
+use std::hash::{BuildHasherDefault, Hasher};
+use std::time::Duration;
 
 use crate::address::Address;
 use crate::connect;
+use crate::deadline::Deadline;
 use crate::error::{Error, RemoteError, Result};
 use crate::frame::{Kind, Message};
 use crate::options::ClientOptions;
@@ -12,6 +14,28 @@ use crate::session::Session;
 
 /// Identifies a call sent with [`Client::send`].
 pub type CallId = u64;
+
+/// Hashes call ids (sequential integers) with one multiplication instead of
+/// SipHash: ids are chosen by us, not by the peer, so there is nothing to
+/// defend against, and a call should not pay tens of nanoseconds to hash.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(*b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type IdSet = HashSet<CallId, BuildHasherDefault<IdHasher>>;
 
 /// A response received with [`Client::recv`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,8 +61,8 @@ pub struct Client {
     options: ClientOptions,
     address: Address,
     next_id: CallId,
-    in_flight: HashSet<CallId>,
-    abandoned: HashSet<CallId>,
+    in_flight: IdSet,
+    abandoned: IdSet,
     ready: VecDeque<Reply>,
 }
 
@@ -65,8 +89,8 @@ impl Client {
             options,
             address: address.clone(),
             next_id: 1,
-            in_flight: HashSet::new(),
-            abandoned: HashSet::new(),
+            in_flight: IdSet::default(),
+            abandoned: IdSet::default(),
             ready: VecDeque::new(),
         })
     }
@@ -106,9 +130,9 @@ impl Client {
     /// # Errors
     /// As [`Client::call`].
     pub fn call_timeout(&mut self, request: &[u8], timeout: Duration) -> Result<Vec<u8>> {
-        let deadline = Instant::now() + timeout;
-        let id = self.send_deadline(request, deadline)?;
-        match self.wait_for(id, deadline) {
+        let mut deadline = Deadline::In(timeout);
+        let id = self.send_deadline(request, &mut deadline)?;
+        match self.wait_for(id, &mut deadline) {
             Err(e @ Error::Timeout { .. }) => {
                 self.in_flight.remove(&id);
                 self.abandoned.insert(id);
@@ -123,13 +147,12 @@ impl Client {
     /// # Errors
     /// Size limit (nothing sent), timeout waiting for ring space, peer gone.
     pub fn send(&mut self, request: &[u8]) -> Result<CallId> {
-        self.send_deadline(request, Instant::now() + self.options.timeout)
+        self.send_deadline(request, &mut Deadline::In(self.options.timeout))
     }
 
-    fn send_deadline(&mut self, request: &[u8], deadline: Instant) -> Result<CallId> {
+    fn send_deadline(&mut self, request: &[u8], deadline: &mut Deadline) -> Result<CallId> {
         let id = self.next_id;
-        self.session
-            .send(Kind::Request, id, request, Some(deadline))?;
+        self.session.send(Kind::Request, id, request, deadline)?;
         self.next_id += 1;
         self.in_flight.insert(id);
         Ok(id)
@@ -140,8 +163,8 @@ impl Client {
     /// # Errors
     /// As [`Client::send`].
     pub fn notify(&mut self, message: &[u8]) -> Result<()> {
-        let deadline = Instant::now() + self.options.timeout;
-        self.session.send(Kind::OneWay, 0, message, Some(deadline))
+        let mut deadline = Deadline::In(self.options.timeout);
+        self.session.send(Kind::OneWay, 0, message, &mut deadline)
     }
 
     /// Number of calls sent and not yet received.
@@ -171,18 +194,18 @@ impl Client {
                 reason: "no call is in flight".into(),
             });
         }
-        let deadline = Instant::now() + timeout;
+        let mut deadline = Deadline::In(timeout);
         loop {
-            let m = self.session.recv(Some(deadline))?;
+            let m = self.session.recv(&mut deadline)?;
             if let Some(reply) = self.accept(m)? {
                 return Ok(reply);
             }
         }
     }
 
-    fn wait_for(&mut self, id: CallId, deadline: Instant) -> Result<Vec<u8>> {
+    fn wait_for(&mut self, id: CallId, deadline: &mut Deadline) -> Result<Vec<u8>> {
         loop {
-            let m = self.session.recv(Some(deadline))?;
+            let m = self.session.recv(deadline)?;
             if m.id == id && matches!(m.kind, Kind::Response | Kind::Error) {
                 self.in_flight.remove(&id);
                 return into_result(m).map_err(|e| self.protocol_or_remote(e));

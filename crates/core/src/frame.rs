@@ -186,6 +186,8 @@ impl Message {
 pub struct Assembler {
     max_message: u64,
     current: Option<(FrameHeader, Vec<u8>)>,
+    /// A buffer handed back with [`Assembler::recycle`], reused for the next message.
+    spare: Vec<u8>,
 }
 
 /// Most bytes preallocated for a message before its chunks arrive, so a peer
@@ -198,6 +200,7 @@ impl Assembler {
         Assembler {
             max_message: max_message as u64,
             current: None,
+            spare: Vec::new(),
         }
     }
 
@@ -226,9 +229,15 @@ impl Assembler {
                 )));
             }
         }
-        let (_, buf) = self
-            .current
-            .get_or_insert_with(|| (*h, Vec::with_capacity(h.total.min(PREALLOC_LIMIT) as usize)));
+        if self.current.is_none() {
+            let mut buf = std::mem::take(&mut self.spare);
+            buf.clear();
+            buf.reserve(h.total.min(PREALLOC_LIMIT) as usize);
+            self.current = Some((*h, buf));
+        }
+        let Some((_, buf)) = self.current.as_mut() else {
+            return Err(FrameError("no message in progress".into()));
+        };
         let have = buf.len() as u64;
         if have + u64::from(h.len) > h.total {
             return Err(FrameError(format!(
@@ -237,6 +246,14 @@ impl Assembler {
             )));
         }
         Ok(buf)
+    }
+
+    /// Hands back a message body for reuse (bodies up to 1 MiB are kept), so a
+    /// server does not allocate for every request.
+    pub fn recycle(&mut self, body: Vec<u8>) {
+        if body.capacity() as u64 <= PREALLOC_LIMIT && body.capacity() > self.spare.capacity() {
+            self.spare = body;
+        }
     }
 
     /// Ends the chunk whose header is `h`: returns the whole message when it

@@ -23,6 +23,7 @@
 pub mod address;
 mod client;
 mod connect;
+pub mod deadline;
 pub mod error;
 pub mod frame;
 pub mod handshake;
@@ -35,6 +36,7 @@ pub mod watch;
 
 pub use address::{Address, Transport};
 pub use client::{CallId, Client, Reply};
+pub use deadline::Deadline;
 pub use error::{Error, RefusalCode, RemoteError, Result};
 pub use options::{ClientOptions, ServerOptions, WaitStrategy};
 pub use server::{

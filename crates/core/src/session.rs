@@ -1,8 +1,7 @@
 //! Messages over a link: chunking on send, reassembly on receive, size limits
 //! checked before anything is sent, and the broken state after a fatal error.
 
-use std::time::Instant;
-
+use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::frame::{Assembler, FrameHeader, Kind, Message, FLAG_MORE};
 use crate::link::Link;
@@ -100,7 +99,7 @@ impl Session {
         kind: Kind,
         id: u64,
         body: &[u8],
-        deadline: Option<Instant>,
+        deadline: &mut Deadline,
     ) -> Result<()> {
         self.check_usable()?;
         self.check_size(body.len())?;
@@ -142,12 +141,17 @@ impl Session {
         Ok(())
     }
 
+    /// Hands a received body back for reuse by the next message.
+    pub fn recycle(&mut self, body: Vec<u8>) {
+        self.asm.recycle(body);
+    }
+
     /// Receives the next whole message.
     ///
     /// # Errors
     /// Timeout (session stays usable unless a message was partly received),
     /// peer gone, protocol errors (session broken).
-    pub fn recv(&mut self, deadline: Option<Instant>) -> Result<Message> {
+    pub fn recv(&mut self, deadline: &mut Deadline) -> Result<Message> {
         self.check_usable()?;
         match self.link.recv_message(&mut self.asm, deadline) {
             Ok(m) => Ok(m),

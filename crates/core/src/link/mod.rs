@@ -7,8 +7,7 @@
 pub mod shm;
 pub mod stream;
 
-use std::time::Instant;
-
+use crate::deadline::Deadline;
 use crate::error::Result;
 use crate::frame::{Assembler, FrameHeader, Message};
 
@@ -47,7 +46,7 @@ impl Link {
         &mut self,
         h: &FrameHeader,
         payload: &[u8],
-        deadline: Option<Instant>,
+        deadline: &mut Deadline,
     ) -> Result<()> {
         match self {
             Link::Shm(l) => l.send_frame(h, payload, deadline),
@@ -63,7 +62,7 @@ impl Link {
     pub fn recv_message(
         &mut self,
         asm: &mut Assembler,
-        deadline: Option<Instant>,
+        deadline: &mut Deadline,
     ) -> Result<Message> {
         match self {
             Link::Shm(l) => l.recv_message(asm, deadline),

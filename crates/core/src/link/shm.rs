@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 use shmlink_ring::{Pop, Push, RingError};
 use shmlink_sys::futex;
 
+use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::frame::{Assembler, FrameHeader, Message, HEADER_LEN};
 use crate::segment::Endpoints;
@@ -14,6 +15,9 @@ use crate::watch::{remaining, verdict_error, Spinner, Verdict, Watch};
 const SPINS_PER_CHECK: u32 = 64;
 /// Busy-waiting checks liveness and deadlines this often.
 const BUSY_CHECK_EVERY: Duration = Duration::from_millis(1);
+/// A spinning side yields the CPU this often, so that on an oversubscribed
+/// machine the thread it waits for (or the server's accept thread) can run.
+const YIELD_EVERY: Duration = Duration::from_micros(10);
 
 /// One side of a shared-memory session.
 #[derive(Debug)]
@@ -96,7 +100,7 @@ impl ShmLink {
         &mut self,
         h: &FrameHeader,
         payload: &[u8],
-        deadline: Option<Instant>,
+        deadline: &mut Deadline,
     ) -> Result<()> {
         let head = h.encode();
         let need = HEADER_LEN + payload.len();
@@ -111,7 +115,8 @@ impl ShmLink {
                 }
                 Ok(Push::Full) => {
                     let t0 = *started.get_or_insert_with(Instant::now);
-                    self.wait_space(need, deadline, t0)?;
+                    let at = deadline.at_from(t0);
+                    self.wait_space(need, at, t0)?;
                 }
                 Err(e) => return Err(self.corrupt(e)),
             }
@@ -123,6 +128,8 @@ impl ShmLink {
         // Spin first (the consumer is usually copying out right now).
         let spin = self.spinner.budget().unwrap_or(Duration::MAX);
         let mut n = 0u32;
+        let mut next_yield = t0 + YIELD_EVERY;
+        let mut next_check = t0 + BUSY_CHECK_EVERY;
         loop {
             if self
                 .ends
@@ -134,18 +141,24 @@ impl ShmLink {
                 return Ok(());
             }
             std::hint::spin_loop();
-            n += 1;
-            if n.is_multiple_of(SPINS_PER_CHECK) {
-                let waited = t0.elapsed();
-                if deadline.is_some_and(|d| Instant::now() >= d) {
-                    return Err(self.timeout("waiting for ring space", t0));
-                }
-                if waited >= spin {
-                    break;
-                }
-                if n.is_multiple_of(SPINS_PER_CHECK * 256) {
-                    self.check_watch(false)?;
-                }
+            n = n.wrapping_add(1);
+            if !n.is_multiple_of(SPINS_PER_CHECK) {
+                continue;
+            }
+            let now = Instant::now();
+            if deadline.is_some_and(|d| now >= d) {
+                return Err(self.timeout("waiting for ring space", t0));
+            }
+            if now - t0 >= spin {
+                break;
+            }
+            if now >= next_check {
+                next_check = now + BUSY_CHECK_EVERY;
+                self.check_watch(false)?;
+            }
+            if now >= next_yield {
+                next_yield = now + YIELD_EVERY;
+                std::thread::yield_now();
             }
         }
         loop {
@@ -179,7 +192,7 @@ impl ShmLink {
     pub fn recv_message(
         &mut self,
         asm: &mut Assembler,
-        deadline: Option<Instant>,
+        deadline: &mut Deadline,
     ) -> Result<Message> {
         loop {
             let addr = &self.address;
@@ -225,8 +238,9 @@ impl ShmLink {
     }
 
     #[cold]
-    fn wait_data(&mut self, deadline: Option<Instant>, mid_message: bool) -> Result<()> {
+    fn wait_data(&mut self, deadline: &mut Deadline, mid_message: bool) -> Result<()> {
         let t0 = Instant::now();
+        let deadline = deadline.at_from(t0);
         let result = self.wait_data_inner(deadline, mid_message, t0);
         self.spinner.record(t0.elapsed());
         result
@@ -243,6 +257,7 @@ impl ShmLink {
         let cheap_watch = self.watch.is_cheap();
         let mut n = 0u32;
         let mut next_check = t0 + BUSY_CHECK_EVERY;
+        let mut next_yield = t0 + YIELD_EVERY;
         if budget != Some(Duration::ZERO) {
             loop {
                 if has_data(self)? {
@@ -260,6 +275,10 @@ impl ShmLink {
                 if cheap_watch || now >= next_check {
                     next_check = now + BUSY_CHECK_EVERY;
                     self.check_watch(!mid_message)?;
+                }
+                if now >= next_yield {
+                    next_yield = now + YIELD_EVERY;
+                    std::thread::yield_now();
                 }
                 if budget.is_some_and(|b| now - t0 >= b) {
                     break;

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use shmlink_sys::poll::{self, Ready};
 
+use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::frame::{Assembler, FrameHeader, Message, HEADER_LEN};
 use crate::watch::{verdict_error, Verdict, Watch};
@@ -176,12 +177,13 @@ impl StreamLink {
         &mut self,
         h: &FrameHeader,
         payload: &[u8],
-        deadline: Option<Instant>,
+        deadline: &mut Deadline,
     ) -> Result<()> {
         let head = h.encode();
         let mut bufs = [IoSlice::new(&head), IoSlice::new(payload)];
         let mut slices: &mut [IoSlice<'_>] = &mut bufs;
         let t0 = Instant::now();
+        let deadline = deadline.at_from(t0);
         while !slices.is_empty() {
             match self.sock.write_some(slices) {
                 Ok(0) => return Err(self.gone("socket accepted no bytes")),
@@ -257,9 +259,10 @@ impl StreamLink {
     pub fn recv_message(
         &mut self,
         asm: &mut Assembler,
-        deadline: Option<Instant>,
+        deadline: &mut Deadline,
     ) -> Result<Message> {
         let t0 = Instant::now();
+        let deadline = deadline.at_from(t0);
         loop {
             while self.rend - self.rpos < HEADER_LEN {
                 self.fill(deadline, asm.in_progress() || self.rend > self.rpos, t0)?;

@@ -8,13 +8,13 @@ use std::os::unix::net::UnixStream;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Instant;
 
 use shmlink_sys::{fdpass, futex};
 
 use super::monitor::Shared;
 use super::{Handler, CODE_HANDLER_PANICKED, CODE_RESPONSE_TOO_LARGE};
 use crate::address::Transport;
+use crate::deadline::Deadline;
 use crate::error::{RefusalCode, RemoteError};
 use crate::frame::{Kind, Message};
 use crate::handshake::{self, Hello, Welcome, Wire, HELLO_LEN};
@@ -374,7 +374,7 @@ fn serve_requests(shared: &Shared, session: &mut Session, handler: &dyn Handler)
     let stats = &shared.stats;
     let mut resp = Vec::new();
     loop {
-        let m = match session.recv(None) {
+        let m = match session.recv(&mut Deadline::Never) {
             Ok(m) => m,
             Err(_) => return,
         };
@@ -400,21 +400,23 @@ fn serve_requests(shared: &Shared, session: &mut Session, handler: &dyn Handler)
                     )),
                     r => r,
                 };
-                let deadline = Some(Instant::now() + opts.send_timeout);
+                let mut deadline = Deadline::In(opts.send_timeout);
                 stats.calls.fetch_add(1, Ordering::Relaxed);
                 let sent = match result {
-                    Ok(()) => session.send(Kind::Response, m.id, &resp, deadline),
+                    Ok(()) => session.send(Kind::Response, m.id, &resp, &mut deadline),
                     Err(e) => {
                         stats.errors.fetch_add(1, Ordering::Relaxed);
-                        session.send(Kind::Error, m.id, &Message::error_body(&e), deadline)
+                        session.send(Kind::Error, m.id, &Message::error_body(&e), &mut deadline)
                     }
                 };
+                session.recycle(m.body);
                 if sent.is_err() {
                     return;
                 }
             }
             Kind::OneWay => {
                 let _ = catch_unwind(AssertUnwindSafe(|| handler.notify(&m.body)));
+                session.recycle(m.body);
             }
             Kind::Goodbye => return,
             Kind::Response | Kind::Error | Kind::Descriptor => {

@@ -208,7 +208,8 @@ impl Client {
             let m = self.session.recv(deadline)?;
             if m.id == id && matches!(m.kind, Kind::Response | Kind::Error) {
                 self.in_flight.remove(&id);
-                return into_result(m).map_err(|e| self.protocol_or_remote(e));
+                return into_result(m, self.session.address())
+                    .map_err(|e| self.protocol_or_remote(e));
             }
             if let Some(reply) = self.accept(m)? {
                 self.ready.push_back(reply);
@@ -246,7 +247,7 @@ impl Client {
             return Err(self.protocol_or_remote(e));
         }
         let id = m.id;
-        let result = match into_result(m) {
+        let result = match into_result(m, self.session.address()) {
             Ok(body) => Ok(body),
             Err(Error::Remote(r)) => Err(r),
             Err(e) => return Err(self.protocol_or_remote(e)),
@@ -258,13 +259,13 @@ impl Client {
     pub fn close(self) {}
 }
 
-fn into_result(m: Message) -> Result<Vec<u8>> {
+fn into_result(m: Message, peer: &str) -> Result<Vec<u8>> {
     match m.kind {
         Kind::Response => Ok(m.body),
         _ => match Message::decode_error(&m.body) {
             Ok(r) => Err(Error::Remote(r)),
             Err(e) => Err(Error::Protocol {
-                peer: String::new(),
+                peer: peer.to_string(),
                 detail: e.0,
             }),
         },

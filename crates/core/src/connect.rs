@@ -48,9 +48,24 @@ pub(crate) fn connect(address: &Address, opts: &ClientOptions) -> Result<Session
         ring_s2c: ring,
         max_message: opts.max_message_size as u64,
     };
-    stream
-        .write_all(&hello.encode())
-        .map_err(|e| handshake_io(&name, "sending hello", e))?;
+    if let Err(e) = stream.write_all(&hello.encode()) {
+        // A server may refuse (credentials, session limit) before reading
+        // the hello and close at once: the write then fails with EPIPE or
+        // ECONNRESET, but its refusal is already queued for us. Report it.
+        if matches!(
+            e.kind(),
+            io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset
+        ) {
+            if let Ok((Welcome::Refused { code, message }, _)) = read_welcome(&stream, &name) {
+                return Err(Error::Refused {
+                    address: name,
+                    code,
+                    message,
+                });
+            }
+        }
+        return Err(handshake_io(&name, "sending hello", e));
+    }
     let (welcome, fds) = read_welcome(&stream, &name)?;
     let (ring_c2s, ring_s2c, server_max) = match welcome {
         Welcome::Refused { code, message } => {

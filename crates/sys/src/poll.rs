@@ -65,6 +65,14 @@ pub fn writable(fd: impl AsFd, deadline: Option<Instant>) -> io::Result<Ready> {
     poll_one(fd.as_fd(), PollFlags::OUT, deadline)
 }
 
+/// Waits until `fd` is readable or writable, up to `deadline`.
+///
+/// # Errors
+/// Fails when `poll` itself fails.
+pub fn readable_or_writable(fd: impl AsFd, deadline: Option<Instant>) -> io::Result<Ready> {
+    poll_one(fd.as_fd(), PollFlags::IN | PollFlags::OUT, deadline)
+}
+
 /// Whether the peer of a socket has hung up (closed or shut down its writing
 /// side) or the socket is in error, checked without blocking. Unread data does
 /// not count.

@@ -2,7 +2,7 @@
 //! prefix; reads are buffered and always complete frames; writes gather the
 //! header and payload into one `writev`.
 
-use std::io::{self, IoSlice, Read, Write};
+use std::io::{self, IoSlice, Read};
 use std::net::TcpStream;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::net::UnixStream;
@@ -82,11 +82,17 @@ impl Stream {
     ///
     /// # Errors
     /// Socket errors.
+    /// Uses `sendmsg` with `MSG_NOSIGNAL`: a dead peer is an error, never a
+    /// SIGPIPE that would kill a host process keeping the default handler
+    /// (C programs, PHP).
     pub fn write_some(&self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
-        match self {
-            Stream::Unix(s) => (&*s).write_vectored(bufs),
-            Stream::Tcp(s) => (&*s).write_vectored(bufs),
-        }
+        let mut no_control = rustix::net::SendAncillaryBuffer::default();
+        Ok(rustix::net::sendmsg(
+            self,
+            bufs,
+            &mut no_control,
+            rustix::net::SendFlags::NOSIGNAL,
+        )?)
     }
 
     /// Reads exactly `buf.len()` bytes (blocking mode).
@@ -104,11 +110,16 @@ impl Stream {
     ///
     /// # Errors
     /// Socket errors.
-    pub fn write_all(&self, buf: &[u8]) -> io::Result<()> {
-        match self {
-            Stream::Unix(s) => (&*s).write_all(buf),
-            Stream::Tcp(s) => (&*s).write_all(buf),
+    pub fn write_all(&self, mut buf: &[u8]) -> io::Result<()> {
+        while !buf.is_empty() {
+            match self.write_some(&[IoSlice::new(buf)]) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => buf = &buf[n..],
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
         }
+        Ok(())
     }
 }
 
@@ -130,6 +141,10 @@ pub struct StreamLink {
     rend: usize,
     flags: Option<Watch>,
     address: String,
+    /// The unsent end of a frame a send timeout cut off. The frame is
+    /// committed (its first bytes are on the wire): this goes out before
+    /// anything else, during later sends and while waiting to receive.
+    pending: Vec<u8>,
 }
 
 impl StreamLink {
@@ -148,6 +163,7 @@ impl StreamLink {
             rend: 0,
             flags,
             address,
+            pending: Vec::new(),
         })
     }
 
@@ -172,6 +188,23 @@ impl StreamLink {
         }
     }
 
+    /// Writes as much of `pending` as the socket takes without blocking;
+    /// true once it is all written.
+    fn try_flush(&mut self) -> Result<bool> {
+        while !self.pending.is_empty() {
+            match self.sock.write_some(&[IoSlice::new(&self.pending)]) {
+                Ok(0) => return Err(self.gone("socket accepted no bytes")),
+                Ok(n) => {
+                    self.pending.drain(..n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(self.io_error(e)),
+            }
+        }
+        Ok(true)
+    }
+
     /// Sends one frame.
     pub fn send_frame(
         &mut self,
@@ -184,13 +217,41 @@ impl StreamLink {
         let mut slices: &mut [IoSlice<'_>] = &mut bufs;
         let t0 = Instant::now();
         let deadline = deadline.at_from(t0);
+        // First the rest of an earlier frame; timing out here leaves this
+        // frame unsent, so the caller may retry it.
+        while !self.try_flush()? {
+            match poll::writable(&*self.sock, deadline).map_err(|e| self.io_error(e))? {
+                Ready::Yes => {}
+                Ready::TimedOut => {
+                    return Err(Error::Timeout {
+                        address: self.address.clone(),
+                        op: "sending on the socket",
+                        after: t0.elapsed(),
+                    })
+                }
+                Ready::HungUp => return Err(self.gone("socket hung up")),
+            }
+        }
+        let mut written = 0usize;
         while !slices.is_empty() {
             match self.sock.write_some(slices) {
                 Ok(0) => return Err(self.gone("socket accepted no bytes")),
-                Ok(n) => IoSlice::advance_slices(&mut slices, n),
+                Ok(n) => {
+                    written += n;
+                    IoSlice::advance_slices(&mut slices, n)
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     match poll::writable(&*self.sock, deadline).map_err(|e| self.io_error(e))? {
                         Ready::Yes => {}
+                        Ready::TimedOut if written > 0 => {
+                            // Part of the frame is on the wire: it is sent
+                            // as far as the caller is concerned; the rest
+                            // follows before anything else.
+                            for s in slices.iter() {
+                                self.pending.extend_from_slice(s);
+                            }
+                            return Ok(());
+                        }
                         Ready::TimedOut => {
                             return Err(Error::Timeout {
                                 address: self.address.clone(),
@@ -244,7 +305,28 @@ impl StreamLink {
         self.gone("connection closed by peer")
     }
 
-    fn wait_readable(&self, deadline: Option<Instant>, t0: Instant) -> Result<()> {
+    fn wait_readable(&mut self, deadline: Option<Instant>, t0: Instant) -> Result<()> {
+        // The peer may need the rest of our last frame before it answers.
+        while !self.try_flush()? {
+            match poll::readable_or_writable(&*self.sock, deadline).map_err(|e| self.io_error(e))? {
+                Ready::Yes => {
+                    if poll::readable(&*self.sock, Some(Instant::now()))
+                        .map_err(|e| self.io_error(e))?
+                        != Ready::TimedOut
+                    {
+                        return Ok(());
+                    }
+                }
+                Ready::HungUp => return Ok(()),
+                Ready::TimedOut => {
+                    return Err(Error::Timeout {
+                        address: self.address.clone(),
+                        op: "waiting for a response",
+                        after: t0.elapsed(),
+                    })
+                }
+            }
+        }
         match poll::readable(&*self.sock, deadline).map_err(|e| self.io_error(e))? {
             Ready::Yes | Ready::HungUp => Ok(()),
             Ready::TimedOut => Err(Error::Timeout {

@@ -1,0 +1,544 @@
+//! Multi-process crash tests: the test binary re-executes itself as the peer
+//! (a server or a client, chosen by SHMLINK_TEST_ROLE) and the parent kills
+//! it with SIGKILL at chosen or random points. The survivor must notice at
+//! once, clean up the session, leak nothing, and keep serving.
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Mutex, MutexGuard};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use shmlink::{Client, ClientOptions, RemoteError, Server, ServerOptions};
+use support::*;
+
+const ROLE: &str = "SHMLINK_TEST_ROLE";
+
+/// The tests here count process-wide resources: one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+macro_rules! per_transport {
+    ($($name:ident),* $(,)?) => {
+        mod shm {
+            $( #[test] fn $name() {
+                let _g = super::serial();
+                crate::support::watchdog(concat!("shm::", stringify!($name)), crate::support::LIMIT, || super::$name(crate::support::T::Shm));
+            } )*
+        }
+        mod unix {
+            $( #[test] fn $name() {
+                let _g = super::serial();
+                crate::support::watchdog(concat!("unix::", stringify!($name)), crate::support::LIMIT, || super::$name(crate::support::T::Unix));
+            } )*
+        }
+        mod tcp {
+            $( #[test] fn $name() {
+                let _g = super::serial();
+                crate::support::watchdog(concat!("tcp::", stringify!($name)), crate::support::LIMIT, || super::$name(crate::support::T::Tcp));
+            } )*
+        }
+    };
+}
+
+per_transport!(
+    server_killed_mid_call,
+    client_killed_mid_call,
+    client_killed_idle,
+    client_killed_streaming,
+    random_kill_points,
+);
+
+// ---------- the child side ----------
+
+/// Entry point of child processes; a no-op in a normal test run.
+#[test]
+fn role_child() {
+    let Ok(role) = std::env::var(ROLE) else {
+        return;
+    };
+    let parts: Vec<&str> = role.split('|').collect();
+    match parts.as_slice() {
+        ["server", addr] => child_server(addr),
+        ["client", addr, mode] => child_client(addr, mode),
+        _ => panic!("unknown role {role:?}"),
+    }
+}
+
+fn say(marker: &str) {
+    println!("@@{marker}@@");
+}
+
+fn child_server(addr: &str) {
+    let server = Server::bind(&[addr], ServerOptions::default()).expect("child bind");
+    say(&format!("READY {}", server.addresses()[0]));
+    server
+        .serve(|req: &[u8], resp: &mut Vec<u8>| {
+            if req == b"block" {
+                say("ENTERED");
+                loop {
+                    thread::park();
+                }
+            }
+            xform_into(req, resp);
+            Ok(())
+        })
+        .expect("serve");
+}
+
+/// The reply the parent's server gives to a checksummed request.
+fn checksum_reply(req: &[u8]) -> Vec<u8> {
+    let mut v = req[..8.min(req.len())].to_vec();
+    v.extend_from_slice(&fnv1a(req).to_le_bytes());
+    v
+}
+
+fn pattern(n: usize) -> Vec<u8> {
+    (0..n).map(|i| (i.wrapping_mul(31) + 7) as u8).collect()
+}
+
+fn child_client(addr: &str, mode: &str) {
+    let opts = opts_timeout(Duration::from_secs(20));
+    if let Some(seed) = mode.strip_prefix("random:") {
+        let mut rng = Rng::new(seed.parse().expect("seed"));
+        say("START");
+        let mut c = Client::connect(addr, opts).expect("child connect");
+        for n in 1u64.. {
+            let len = match rng.below(4) {
+                0 => 0,
+                1 => rng.below(64) as usize,
+                2 => rng.below(8192) as usize,
+                _ => rng.below(300_000) as usize,
+            };
+            let mut req = n.to_le_bytes().to_vec();
+            req.extend(rng.bytes(len));
+            match c.call(&req) {
+                Ok(r) if r == checksum_reply(&req) => say(&format!("OK {n}")),
+                other => {
+                    say(&format!("BAD call {n}: {other:?}"));
+                    std::process::exit(3);
+                }
+            }
+        }
+        return;
+    }
+    let mut c = Client::connect(addr, opts).expect("child connect");
+    match mode {
+        "midcall" => {
+            say("CONNECTED");
+            let r = c.call(b"block");
+            say(&format!("BAD block returned {r:?}"));
+        }
+        "idle" => {
+            assert_eq!(c.call(b"ping").expect("ping"), b"pong");
+            say("IDLE");
+            loop {
+                thread::park();
+            }
+        }
+        "stream" => {
+            let mut rng = Rng::new(5);
+            for i in 0u64.. {
+                if i % 2 == 0 {
+                    let mut req = i.to_le_bytes().to_vec();
+                    req.extend(rng.bytes(4 << 20));
+                    assert_eq!(c.call(&req).expect("big request"), checksum_reply(&req));
+                } else {
+                    let r = c
+                        .call(format!("bigresp:{}", 4 << 20).as_bytes())
+                        .expect("big response");
+                    assert!(r == pattern(4 << 20), "big response content");
+                }
+                say(&format!("CALL {i}"));
+            }
+        }
+        _ => panic!("unknown client mode {mode}"),
+    }
+}
+
+// ---------- the parent side ----------
+
+/// A child process whose output lines arrive on a channel; killed on drop.
+struct Peer {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+impl Peer {
+    fn spawn(role: &str) -> Peer {
+        let exe = std::env::current_exe().expect("current exe");
+        let mut child = Command::new(exe)
+            .args(["--exact", "role_child", "--nocapture", "--test-threads=1"])
+            .env(ROLE, role)
+            .env("RUST_BACKTRACE", "0")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn child");
+        let (tx, rx) = mpsc::channel();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let out = child.stdout.take().expect("stdout");
+        let err = child.stderr.take().expect("stderr");
+        let (tx2, log1, log2) = (tx.clone(), Arc::clone(&log), Arc::clone(&log));
+        thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                log1.lock().expect("log").push(line.clone());
+                let _ = tx.send(line);
+            }
+        });
+        thread::spawn(move || {
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                log2.lock().expect("log").push(format!("stderr: {line}"));
+                let _ = tx2.send(String::new());
+            }
+        });
+        Peer {
+            child,
+            lines: rx,
+            log,
+        }
+    }
+
+    fn log(&self) -> String {
+        self.log.lock().expect("log").join("\n")
+    }
+
+    /// Waits for `@@KEY...@@`; returns the text after KEY. Panics on a BAD
+    /// marker, on the child's exit, or after `timeout`.
+    fn expect(&mut self, key: &str, timeout: Duration) -> String {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    if let Some(bad) = marker(&line, "BAD") {
+                        panic!("child reported BAD{bad}\nchild log:\n{}", self.log());
+                    }
+                    if let Some(v) = marker(&line, key) {
+                        return v.trim().to_string();
+                    }
+                }
+                Err(e) => panic!(
+                    "no @@{key}@@ from the child ({e:?}, exit status {:?})\nchild log:\n{}",
+                    self.child.try_wait(),
+                    self.log()
+                ),
+            }
+        }
+    }
+
+    /// SIGKILL, then reap.
+    fn kill(&mut self) -> Instant {
+        let t = Instant::now();
+        self.child.kill().expect("SIGKILL child");
+        let _ = self.child.wait();
+        t
+    }
+
+    /// Markers seen so far that have not been consumed, checked for BAD.
+    fn drain_check(&mut self) {
+        while let Ok(line) = self.lines.try_recv() {
+            if let Some(bad) = marker(&line, "BAD") {
+                panic!("child reported BAD{bad}\nchild log:\n{}", self.log());
+            }
+        }
+    }
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn marker(line: &str, key: &str) -> Option<String> {
+    let start = line.find(&format!("@@{key}"))? + 2 + key.len();
+    let rest = &line[start..];
+    Some(rest[..rest.find("@@")?].to_string())
+}
+
+/// (a) The server process dies while a call is in its handler.
+fn server_killed_mid_call(t: T) {
+    let dir = TempDir::new("kills");
+    let bind = t.bind_addr(&dir, "s");
+    let mut peer = Peer::spawn(&format!("server|{bind}"));
+    let addr = peer.expect("READY ", Duration::from_secs(20));
+    let mut idle =
+        Client::connect(&addr, opts_timeout(Duration::from_secs(10))).expect("idle client");
+    assert_eq!(idle.call(b"ping").expect("server works"), xform(b"ping"));
+    let mut busy =
+        Client::connect(&addr, opts_timeout(Duration::from_secs(10))).expect("busy client");
+    let caller = thread::spawn(move || {
+        let r = busy.call(b"block");
+        (r, Instant::now(), busy)
+    });
+    peer.expect("ENTERED", Duration::from_secs(10));
+    let killed = peer.kill();
+    let (r, returned, busy) = caller.join().expect("caller");
+    let took = returned.saturating_duration_since(killed);
+    eprintln!("{t:?}: call failed {took:?} after the server was SIGKILLed (target 100 ms): {r:?}");
+    match &r {
+        Err(e) if is_gone_or_closed(e) => assert!(e.is_fatal()),
+        other => panic!("{t:?}: expected PeerGone/Closed, got {other:?}"),
+    }
+    assert!(
+        took < Duration::from_secs(1),
+        "{t:?}: noticed the death after {took:?}"
+    );
+    assert!(!busy.is_connected());
+    // The idle session notices on its next call.
+    let t0 = Instant::now();
+    let r = idle.call(b"ping");
+    let took = t0.elapsed();
+    eprintln!("{t:?}: idle client's next call failed after {took:?}: {r:?}");
+    assert!(matches!(&r, Err(e) if is_gone_or_closed(e)), "{t:?}: {r:?}");
+    assert!(took < Duration::from_secs(1));
+    assert!(!idle.is_connected());
+    // A new server can take over the dead server's (stale) socket file.
+    if t != T::Tcp {
+        let server = Server::bind(&[bind.as_str()], ServerOptions::default())
+            .expect("bind over the dead server's socket")
+            .spawn(|req: &[u8], resp: &mut Vec<u8>| {
+                xform_into(req, resp);
+                Ok(())
+            })
+            .expect("spawn");
+        let mut c = connect(&bind, ClientOptions::default());
+        assert_eq!(c.call(b"new").expect("new server"), xform(b"new"));
+        drop(c);
+        server.stop().expect("stop");
+    }
+}
+
+/// The parent's server for client-crash tests.
+struct Parent {
+    /// Declared first: dropped (opening the gate) before the server.
+    _release: OpenOnDrop,
+    srv: Srv,
+    gate: Arc<Gate>,
+    calls: Arc<AtomicUsize>,
+}
+
+fn parent_server(t: T) -> Parent {
+    let gate = Arc::new(Gate::closed());
+    let calls = Arc::new(AtomicUsize::new(0));
+    let (g, n) = (Arc::clone(&gate), Arc::clone(&calls));
+    let srv = start(
+        t,
+        ServerOptions::default(),
+        move |req: &[u8], resp: &mut Vec<u8>| {
+            n.fetch_add(1, Ordering::SeqCst);
+            if req == b"block" {
+                g.pass();
+                resp.extend_from_slice(b"unblocked");
+            } else if req == b"ping" {
+                resp.extend_from_slice(b"pong");
+            } else if let Some(len) = req
+                .strip_prefix(b"bigresp:")
+                .and_then(|s| std::str::from_utf8(s).ok())
+                .and_then(|s| s.parse::<usize>().ok())
+            {
+                *resp = pattern(len);
+            } else {
+                resp.extend_from_slice(&checksum_reply(req));
+            }
+            Ok::<(), RemoteError>(())
+        },
+    );
+    Parent {
+        _release: OpenOnDrop(Arc::clone(&gate)),
+        srv,
+        gate,
+        calls,
+    }
+}
+
+/// A parent-side client checks the server still answers correctly.
+fn verify_serving(p: &Parent, rng: &mut Rng) {
+    let mut c = connect(&p.srv.addr, opts_timeout(Duration::from_secs(10)));
+    for _ in 0..3 {
+        let n = rng.below(100_000) as usize;
+        let mut req = rng.next_u64().to_le_bytes().to_vec();
+        req.extend(rng.bytes(n));
+        let got = c.call(&req).expect("parent-side call");
+        assert_eq!(got, checksum_reply(&req), "parent-side reply");
+    }
+}
+
+/// Stops the server and checks every resource is back to `base`.
+fn finish(p: Parent, base: Resources, t: T) {
+    let Parent {
+        _release,
+        mut srv,
+        gate,
+        ..
+    } = p;
+    gate.open();
+    wait_until(
+        &format!("{t:?}: sessions closed before stop"),
+        Duration::from_secs(5),
+        || srv.stats().active_sessions() == 0,
+    );
+    let stats_closed = srv.stats().sessions_closed.load(Ordering::Acquire);
+    let stats_opened = srv.stats().sessions_opened.load(Ordering::Acquire);
+    assert_eq!(stats_closed, stats_opened, "{t:?}: every session closed");
+    srv.take().stop().expect("server stop");
+    let took = wait_resources_back(&format!("{t:?}"), base, Duration::from_secs(10));
+    eprintln!("{t:?}: resources back to baseline {took:?} after stop ({base:?})");
+}
+
+fn wait_sessions_closed(p: &Parent, t: T, what: &str, since: Instant) {
+    let stats = p.srv.stats();
+    wait_until(
+        &format!("{t:?} {what}: session closed"),
+        Duration::from_secs(5),
+        || stats.active_sessions() == 0,
+    );
+    eprintln!(
+        "{t:?} {what}: server closed the session {:?} after the kill",
+        since.elapsed()
+    );
+}
+
+/// (b) The client process dies while its call is in the handler.
+fn client_killed_mid_call(t: T) {
+    let base = snapshot();
+    let p = parent_server(t);
+    let mut peer = Peer::spawn(&format!("client|{}|midcall", p.srv.addr));
+    peer.expect("CONNECTED", Duration::from_secs(20));
+    assert!(
+        p.gate.wait_entered(1, Duration::from_secs(10)),
+        "call reached the handler"
+    );
+    let killed = peer.kill();
+    // The handler cannot be interrupted; once it returns the session must
+    // notice the dead client and close.
+    p.gate.open();
+    wait_sessions_closed(&p, t, "mid-call", killed);
+    verify_serving(&p, &mut Rng::new(1));
+    drop(peer);
+    finish(p, base, t);
+}
+
+/// (b) The client process dies while idle between calls.
+fn client_killed_idle(t: T) {
+    let base = snapshot();
+    let p = parent_server(t);
+    p.gate.open();
+    let mut peer = Peer::spawn(&format!("client|{}|idle", p.srv.addr));
+    peer.expect("IDLE", Duration::from_secs(20));
+    assert_eq!(p.srv.stats().active_sessions(), 1);
+    let killed = peer.kill();
+    wait_sessions_closed(&p, t, "idle", killed);
+    verify_serving(&p, &mut Rng::new(2));
+    drop(peer);
+    finish(p, base, t);
+}
+
+/// (b) The client process dies while a 4 MiB message streams in either
+/// direction through the 64 KiB ring / the socket.
+fn client_killed_streaming(t: T) {
+    let base = snapshot();
+    let p = parent_server(t);
+    p.gate.open();
+    let mut rng = Rng::new(3);
+    for round in 0..3 {
+        let mut peer = Peer::spawn(&format!("client|{}|stream", p.srv.addr));
+        let before = p.calls.load(Ordering::SeqCst);
+        // Let it complete a few large calls, then kill it somewhere in the
+        // middle of the next transfer (most of its time is spent streaming).
+        let k = 1 + rng.below(3);
+        peer.expect(&format!("CALL {k}"), Duration::from_secs(30));
+        let killed = peer.kill();
+        assert!(p.calls.load(Ordering::SeqCst) > before);
+        wait_sessions_closed(&p, t, &format!("streaming round {round}"), killed);
+        verify_serving(&p, &mut rng);
+    }
+    finish(p, base, t);
+}
+
+/// (c) Twenty clients killed at pseudo-random points; the server keeps
+/// answering a parent-side client correctly throughout.
+fn random_kill_points(t: T) {
+    let base = snapshot();
+    let p = parent_server(t);
+    p.gate.open();
+    let mut rng = Rng::new(0x5EED ^ t as u64);
+    let mut verifier = connect(&p.srv.addr, opts_timeout(Duration::from_secs(10)));
+    let t0 = Instant::now();
+    for i in 0..20 {
+        let seed = rng.next_u64();
+        let k = rng.below(8);
+        let mut peer = Peer::spawn(&format!("client|{}|random:{seed}", p.srv.addr));
+        if k == 0 {
+            peer.expect("START", Duration::from_secs(20));
+        } else {
+            peer.expect(&format!("OK {k}"), Duration::from_secs(20));
+        }
+        // Sometimes let it run on a little (the kill then lands inside a
+        // call), sometimes kill at once.
+        for _ in 0..rng.below(3) {
+            let _ = peer.lines.recv_timeout(Duration::from_millis(500));
+        }
+        peer.kill();
+        peer.drain_check();
+        let mut req = (i as u64).to_le_bytes().to_vec();
+        let n = rng.below(50_000) as usize;
+        req.extend(rng.bytes(n));
+        let got = verifier
+            .call(&req)
+            .unwrap_or_else(|e| panic!("{t:?} iteration {i}: verifier: {e}"));
+        assert_eq!(
+            got,
+            checksum_reply(&req),
+            "{t:?} iteration {i}: verifier reply"
+        );
+    }
+    eprintln!("{t:?}: 20 random kills in {:?}", t0.elapsed());
+    drop(verifier);
+    wait_until(
+        &format!("{t:?}: all sessions closed"),
+        Duration::from_secs(5),
+        || p.srv.stats().active_sessions() == 0,
+    );
+    let s = p.srv.stats();
+    eprintln!(
+        "{t:?}: opened {} closed {} refused {} calls {}",
+        s.sessions_opened.load(Ordering::Relaxed),
+        s.sessions_closed.load(Ordering::Relaxed),
+        s.refused.load(Ordering::Relaxed),
+        s.calls.load(Ordering::Relaxed)
+    );
+    finish(p, base, t);
+}
+
+/// Baseline sanity: starting and stopping a server with a few sessions
+/// returns every resource (so the crash tests' checks mean something).
+#[test]
+fn resources_return_after_clean_run() {
+    let _g = serial();
+    watchdog("resources_return_after_clean_run", LIMIT, || {
+        for t in T::ALL {
+            let base = snapshot();
+            let p = parent_server(t);
+            p.gate.open();
+            let mut rng = Rng::new(11);
+            for _ in 0..3 {
+                verify_serving(&p, &mut rng);
+            }
+            wait_until("sessions closed", Duration::from_secs(5), || {
+                p.srv.stats().active_sessions() == 0
+            });
+            finish(p, base, t);
+        }
+    });
+}

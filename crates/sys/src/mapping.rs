@@ -75,6 +75,61 @@ impl Mapping {
         self.len == 0
     }
 
+    /// The 32-bit atomic word at byte offset `off`, for words both processes
+    /// only ever access atomically (sequence numbers, futex words).
+    ///
+    /// # Panics
+    /// When `off` is not 4-aligned or the word is outside the mapping.
+    pub fn atomic_u32(&self, off: usize) -> &std::sync::atomic::AtomicU32 {
+        assert!(off.is_multiple_of(4) && off.checked_add(4).is_some_and(|end| end <= self.len));
+        // SAFETY: the word is 4-aligned (the mapping is page aligned) and
+        // inside the mapping (asserted), which lives as long as the borrow of
+        // `self`. `AtomicU32` has the size and alignment of `u32` and every bit
+        // pattern is valid; concurrent atomic access by the peer is defined.
+        unsafe {
+            &*self
+                .ptr
+                .as_ptr()
+                .add(off)
+                .cast::<std::sync::atomic::AtomicU32>()
+        }
+    }
+
+    /// Copies `src` into the mapping at `off`.
+    ///
+    /// # Panics
+    /// When the range is outside the mapping.
+    pub fn write_at(&self, off: usize, src: &[u8]) {
+        assert!(
+            off.checked_add(src.len())
+                .is_some_and(|end| end <= self.len),
+            "write outside the mapping"
+        );
+        // SAFETY: the range is inside the mapping (asserted); `src` is ordinary
+        // memory and cannot overlap it; bytes are copied, never referenced.
+        unsafe {
+            std::ptr::copy_nonoverlapping(src.as_ptr(), self.ptr.as_ptr().add(off), src.len())
+        }
+    }
+
+    /// Copies bytes of the mapping at `off` into `dst`. The peer may be
+    /// writing them; the copy may then be torn, never undefined behaviour
+    /// for the caller, who gets plain bytes to validate.
+    ///
+    /// # Panics
+    /// When the range is outside the mapping.
+    pub fn read_at(&self, off: usize, dst: &mut [u8]) {
+        assert!(
+            off.checked_add(dst.len())
+                .is_some_and(|end| end <= self.len),
+            "read outside the mapping"
+        );
+        // SAFETY: as in `write_at`.
+        unsafe {
+            std::ptr::copy_nonoverlapping(self.ptr.as_ptr().add(off), dst.as_mut_ptr(), dst.len())
+        }
+    }
+
     /// Touches every page so that later accesses do not take first-touch
     /// faults (used for segments prepared off the critical path).
     pub fn prefault(&self) {

@@ -1,11 +1,6 @@
 //! The shared page of the spin and futex baselines: two sequence words, a
 //! stop word and two payload buffers in one sealed memfd mapped by both
 //! processes.
-//!
-//! `shmlink-sys` only hands out a raw pointer to a mapping, so the three
-//! accessors below (an atomic word, copy in, copy out) are the one place of
-//! this crate with `unsafe`; they belong in `shmlink_sys::Mapping`.
-#![allow(unsafe_code)]
 
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
@@ -64,33 +59,20 @@ impl SharedPage {
 
     /// The 32-bit word at `off` (one of the constants above).
     pub(crate) fn word(&self, off: usize) -> &AtomicU32 {
-        assert!(off.is_multiple_of(4) && off + 4 <= REQ_DATA && off + 4 <= self.map.len());
-        // SAFETY: the offset is 4-aligned inside the page-aligned mapping
-        // (asserted), which lives as long as the returned reference borrows
-        // `self`. `AtomicU32` has the size and alignment of `u32`, any bit
-        // pattern is valid, and the words are only ever accessed atomically
-        // by both processes, never through plain references.
-        unsafe { &*self.map.as_ptr().add(off).cast::<AtomicU32>() }
+        assert!(off + 4 <= REQ_DATA, "words live before the buffers");
+        self.map.atomic_u32(off)
     }
 
-    /// Copies `src` into the mapping at `off`.
+    /// Copies `src` into the mapping at `off` (a buffer, never the words).
     pub(crate) fn write(&self, off: usize, src: &[u8]) {
-        assert!(off >= REQ_DATA && off <= self.map.len() && src.len() <= self.map.len() - off);
-        // SAFETY: the range is inside the mapping (asserted) and outside the
-        // atomic words; `src` is ordinary memory and cannot overlap it. The
-        // ping-pong protocol gives each buffer to one side at a time.
-        unsafe {
-            std::ptr::copy_nonoverlapping(src.as_ptr(), self.map.as_ptr().add(off), src.len());
-        }
+        assert!(off >= REQ_DATA, "buffers live after the words");
+        self.map.write_at(off, src);
     }
 
     /// Copies bytes of the mapping at `off` into `dst`.
     pub(crate) fn read(&self, off: usize, dst: &mut [u8]) {
-        assert!(off >= REQ_DATA && off <= self.map.len() && dst.len() <= self.map.len() - off);
-        // SAFETY: as in `write`; the bytes are copied out, never referenced.
-        unsafe {
-            std::ptr::copy_nonoverlapping(self.map.as_ptr().add(off), dst.as_mut_ptr(), dst.len());
-        }
+        assert!(off >= REQ_DATA, "buffers live after the words");
+        self.map.read_at(off, dst);
     }
 }
 

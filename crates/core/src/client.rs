@@ -259,6 +259,12 @@ impl Client {
     pub fn close(self) {}
 }
 
+impl Drop for Client {
+    fn drop(&mut self) {
+        self.session.say_goodbye();
+    }
+}
+
 fn into_result(m: Message, peer: &str) -> Result<Vec<u8>> {
     match m.kind {
         Kind::Response => Ok(m.body),

@@ -141,6 +141,18 @@ impl Session {
         Ok(())
     }
 
+    /// Tells an `shm:` peer that we are closing, if that needs no waiting: its
+    /// session thread, which may be spinning on the ring, ends at once
+    /// instead of when the hang-up of the control socket reaches it. (Stream
+    /// peers see end-of-stream directly.)
+    pub fn say_goodbye(&mut self) {
+        if self.broken.is_none() {
+            if let Link::Shm(l) = &mut self.link {
+                l.try_send_now(&FrameHeader { len: 0, kind: Kind::Goodbye, flags: 0, id: 0, total: 0 });
+            }
+        }
+    }
+
     /// Hands a received body back for reuse by the next message.
     pub fn recycle(&mut self, body: Vec<u8>) {
         self.asm.recycle(body);

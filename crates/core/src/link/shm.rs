@@ -123,6 +123,13 @@ impl ShmLink {
         }
     }
 
+    /// Sends an empty frame if the ring has room now; never waits.
+    pub fn try_send_now(&mut self, h: &FrameHeader) {
+        if let Ok(Push::Done { wake: true }) = self.ends.0.producer.try_push(&[&h.encode()]) {
+            futex::wake(&self.ends.0.producer.header().data_bell, 1);
+        }
+    }
+
     #[cold]
     fn wait_space(&mut self, need: usize, deadline: Option<Instant>, t0: Instant) -> Result<()> {
         // Spin first (the consumer is usually copying out right now).

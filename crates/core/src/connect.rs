@@ -145,7 +145,7 @@ pub(crate) fn connect(address: &Address, opts: &ClientOptions) -> Result<Session
             Link::Stream(StreamLink::new(Arc::new(stream), None, name.clone())?)
         }
     };
-    Ok(Session::new(link, local_max, server_max, name))
+    Ok(Session::new(link, local_max, server_max, name).drain_while_sending())
 }
 
 fn connect_tcp(hostport: &str, deadline: Instant) -> io::Result<TcpStream> {

@@ -1,9 +1,12 @@
 //! Messages over a link: chunking on send, reassembly on receive, size limits
 //! checked before anything is sent, and the broken state after a fatal error.
 
+use std::collections::VecDeque;
+
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::frame::{Assembler, FrameHeader, Kind, Message, FLAG_MORE};
+use crate::link::shm::Inbox;
 use crate::link::Link;
 
 /// One side of an established session.
@@ -17,6 +20,11 @@ pub struct Session {
     local_max: usize,
     broken: Option<String>,
     address: String,
+    /// Drain incoming messages while waiting to send (clients: a server
+    /// blocked writing responses stops reading requests).
+    drain_while_sending: bool,
+    /// Messages received while sending, handed out by `recv` first.
+    drained: VecDeque<Message>,
 }
 
 impl Session {
@@ -29,7 +37,16 @@ impl Session {
             local_max,
             broken: None,
             address,
+            drain_while_sending: false,
+            drained: VecDeque::new(),
         }
+    }
+
+    /// Makes sends drain incoming messages while they wait for room (the
+    /// client side of a session).
+    pub fn drain_while_sending(mut self) -> Self {
+        self.drain_while_sending = true;
+        self
     }
 
     /// The peer's address (for messages).
@@ -114,7 +131,12 @@ impl Session {
             };
             return self
                 .link
-                .send_frame(&h, body, deadline)
+                .send_frame(
+                    &h,
+                    body,
+                    deadline,
+                    inbox(&mut self.asm, &mut self.drained, self.drain_while_sending),
+                )
                 .inspect_err(|e| self.note_fatal(e));
         }
         let chunk = self.link.max_chunk();
@@ -128,7 +150,8 @@ impl Session {
                 id,
                 total,
             };
-            if let Err(e) = self.link.send_frame(&h, part, deadline) {
+            let ib = inbox(&mut self.asm, &mut self.drained, self.drain_while_sending);
+            if let Err(e) = self.link.send_frame(&h, part, deadline, ib) {
                 if sent_any {
                     self.break_with(format!("a message was cut off after its first chunk: {e}"));
                 } else {
@@ -148,7 +171,13 @@ impl Session {
     pub fn say_goodbye(&mut self) {
         if self.broken.is_none() {
             if let Link::Shm(l) = &mut self.link {
-                l.try_send_now(&FrameHeader { len: 0, kind: Kind::Goodbye, flags: 0, id: 0, total: 0 });
+                l.try_send_now(&FrameHeader {
+                    len: 0,
+                    kind: Kind::Goodbye,
+                    flags: 0,
+                    id: 0,
+                    total: 0,
+                });
             }
         }
     }
@@ -165,6 +194,9 @@ impl Session {
     /// peer gone, protocol errors (session broken).
     pub fn recv(&mut self, deadline: &mut Deadline) -> Result<Message> {
         self.check_usable()?;
+        if let Some(m) = self.drained.pop_front() {
+            return Ok(m);
+        }
         match self.link.recv_message(&mut self.asm, deadline) {
             Ok(m) => Ok(m),
             Err(e) => {
@@ -183,4 +215,12 @@ impl Session {
             self.break_with(e.to_string());
         }
     }
+}
+
+fn inbox<'a>(
+    asm: &'a mut Assembler,
+    out: &'a mut VecDeque<Message>,
+    on: bool,
+) -> Option<Inbox<'a>> {
+    on.then(|| Inbox { asm, out })
 }

@@ -47,9 +47,10 @@ impl Link {
         h: &FrameHeader,
         payload: &[u8],
         deadline: &mut Deadline,
+        inbox: Option<shm::Inbox<'_>>,
     ) -> Result<()> {
         match self {
-            Link::Shm(l) => l.send_frame(h, payload, deadline),
+            Link::Shm(l) => l.send_frame(h, payload, deadline, inbox),
             Link::Stream(l) => l.send_frame(h, payload, deadline),
         }
     }

@@ -19,6 +19,15 @@ const BUSY_CHECK_EVERY: Duration = Duration::from_millis(1);
 /// machine the thread it waits for (or the server's accept thread) can run.
 const YIELD_EVERY: Duration = Duration::from_micros(10);
 
+/// Where a sender puts what it receives while waiting to send.
+#[derive(Debug)]
+pub struct Inbox<'a> {
+    /// The session's reassembly state.
+    pub asm: &'a mut Assembler,
+    /// Whole messages received.
+    pub out: &'a mut std::collections::VecDeque<Message>,
+}
+
 /// One side of a shared-memory session.
 #[derive(Debug)]
 pub struct ShmLink {
@@ -101,6 +110,7 @@ impl ShmLink {
         h: &FrameHeader,
         payload: &[u8],
         deadline: &mut Deadline,
+        mut inbox: Option<Inbox<'_>>,
     ) -> Result<()> {
         let head = h.encode();
         let need = HEADER_LEN + payload.len();
@@ -116,7 +126,7 @@ impl ShmLink {
                 Ok(Push::Full) => {
                     let t0 = *started.get_or_insert_with(Instant::now);
                     let at = deadline.at_from(t0);
-                    self.wait_space(need, at, t0)?;
+                    self.wait_space(need, at, t0, inbox.as_mut())?;
                 }
                 Err(e) => return Err(self.corrupt(e)),
             }
@@ -131,7 +141,13 @@ impl ShmLink {
     }
 
     #[cold]
-    fn wait_space(&mut self, need: usize, deadline: Option<Instant>, t0: Instant) -> Result<()> {
+    fn wait_space(
+        &mut self,
+        need: usize,
+        deadline: Option<Instant>,
+        t0: Instant,
+        mut inbox: Option<&mut Inbox<'_>>,
+    ) -> Result<()> {
         // Spin first (the consumer is usually copying out right now).
         let spin = self.spinner.budget().unwrap_or(Duration::MAX);
         let mut n = 0u32;
@@ -167,8 +183,27 @@ impl ShmLink {
                 next_yield = now + YIELD_EVERY;
                 std::thread::yield_now();
             }
+            if let Some(inbox) = inbox.as_deref_mut() {
+                self.drain(inbox)?;
+            }
         }
         loop {
+            // The peer may be blocked writing to us: make room on our side
+            // before sleeping, or neither side ever moves.
+            if let Some(inbox) = inbox.as_deref_mut() {
+                if self.drain(inbox)? {
+                    if self
+                        .ends
+                        .0
+                        .producer
+                        .has_space(need)
+                        .map_err(|e| self.corrupt(e))?
+                    {
+                        return Ok(());
+                    }
+                    continue;
+                }
+            }
             let prod = &mut self.ends.0.producer;
             let Some(seen) = prod.prepare_sleep(need).map_err(|e| Error::Protocol {
                 peer: self.address.clone(),
@@ -184,7 +219,13 @@ impl ShmLink {
                 self.ends.0.producer.finish_sleep();
                 return Err(e);
             }
-            let slice = min_opt(remaining(deadline), self.watch.slice());
+            // Draining sides sleep in short slices: the peer may fill our
+            // incoming ring while we sleep on the outgoing one.
+            let drain_slice = inbox.is_some().then_some(crate::watch::LIVENESS_SLICE);
+            let slice = min_opt(
+                min_opt(remaining(deadline), self.watch.slice()),
+                drain_slice,
+            );
             let prod = &self.ends.0.producer;
             if slice == Some(Duration::ZERO) {
                 prod.finish_sleep();
@@ -195,6 +236,48 @@ impl ShmLink {
         }
     }
 
+    /// Pops one frame if one is there: `None` when the ring is empty,
+    /// `Some(None)` for a chunk of a message still incomplete.
+    fn try_pop_frame(&mut self, asm: &mut Assembler) -> Result<Option<Option<Message>>> {
+        let addr = &self.address;
+        let popped = self
+            .ends
+            .0
+            .consumer
+            .try_pop(|rec| -> Result<Option<Message>> {
+                let proto = |detail: String| Error::Protocol {
+                    peer: addr.clone(),
+                    detail,
+                };
+                let mut hb = [0u8; HEADER_LEN];
+                rec.read(0, &mut hb).map_err(|e| proto(e.to_string()))?;
+                let h = FrameHeader::decode(&hb).map_err(|e| proto(e.0))?;
+                if rec.len() != HEADER_LEN + h.len as usize {
+                    return Err(proto(format!(
+                        "ring record of {} bytes holds a frame claiming {} payload bytes",
+                        rec.len(),
+                        h.len
+                    )));
+                }
+                let buf = asm.begin_chunk(&h).map_err(|e| proto(e.0))?;
+                let start = buf.len();
+                buf.resize(start + h.len as usize, 0);
+                rec.read(HEADER_LEN, &mut buf[start..])
+                    .map_err(|e| proto(e.to_string()))?;
+                asm.finish(&h).map_err(|e| proto(e.0))
+            });
+        match popped {
+            Ok(Pop::Done { value, wake }) => {
+                if wake {
+                    futex::wake(&self.ends.0.consumer.header().space_bell, 1);
+                }
+                Ok(Some(value?))
+            }
+            Ok(Pop::Empty) => Ok(None),
+            Err(e) => Err(self.corrupt(e)),
+        }
+    }
+
     /// Receives until a whole message is assembled.
     pub fn recv_message(
         &mut self,
@@ -202,46 +285,25 @@ impl ShmLink {
         deadline: &mut Deadline,
     ) -> Result<Message> {
         loop {
-            let addr = &self.address;
-            let popped = self
-                .ends
-                .0
-                .consumer
-                .try_pop(|rec| -> Result<Option<Message>> {
-                    let proto = |detail: String| Error::Protocol {
-                        peer: addr.clone(),
-                        detail,
-                    };
-                    let mut hb = [0u8; HEADER_LEN];
-                    rec.read(0, &mut hb).map_err(|e| proto(e.to_string()))?;
-                    let h = FrameHeader::decode(&hb).map_err(|e| proto(e.0))?;
-                    if rec.len() != HEADER_LEN + h.len as usize {
-                        return Err(proto(format!(
-                            "ring record of {} bytes holds a frame claiming {} payload bytes",
-                            rec.len(),
-                            h.len
-                        )));
-                    }
-                    let buf = asm.begin_chunk(&h).map_err(|e| proto(e.0))?;
-                    let start = buf.len();
-                    buf.resize(start + h.len as usize, 0);
-                    rec.read(HEADER_LEN, &mut buf[start..])
-                        .map_err(|e| proto(e.to_string()))?;
-                    asm.finish(&h).map_err(|e| proto(e.0))
-                });
-            match popped {
-                Ok(Pop::Done { value, wake }) => {
-                    if wake {
-                        futex::wake(&self.ends.0.consumer.header().space_bell, 1);
-                    }
-                    if let Some(m) = value? {
-                        return Ok(m);
-                    }
-                }
-                Ok(Pop::Empty) => self.wait_data(deadline, asm.in_progress())?,
-                Err(e) => return Err(self.corrupt(e)),
+            match self.try_pop_frame(asm)? {
+                Some(Some(m)) => return Ok(m),
+                Some(None) => {}
+                None => self.wait_data(deadline, asm.in_progress())?,
             }
         }
+    }
+
+    /// Moves every frame already in the incoming ring into `inbox` (whole
+    /// messages into `inbox.out`); returns whether anything was consumed.
+    fn drain(&mut self, inbox: &mut Inbox<'_>) -> Result<bool> {
+        let mut any = false;
+        while let Some(frame) = self.try_pop_frame(inbox.asm)? {
+            any = true;
+            if let Some(m) = frame {
+                inbox.out.push_back(m);
+            }
+        }
+        Ok(any)
     }
 
     #[cold]

@@ -222,5 +222,5 @@ fn inbox<'a>(
     out: &'a mut VecDeque<Message>,
     on: bool,
 ) -> Option<Inbox<'a>> {
-    on.then(|| Inbox { asm, out })
+    on.then_some(Inbox { asm, out })
 }

@@ -112,6 +112,14 @@ impl Spinner {
         }
     }
 
+    /// Records a wait that ended within its first few spins (well within
+    /// any bound).
+    pub fn caught_spinning(&mut self) {
+        if let WaitStrategy::Spin(max) = self.strategy {
+            self.current = max;
+        }
+    }
+
     /// Records how long the last wait took: a wait that the full bound would
     /// have caught restores it; a longer one halves it.
     pub fn record(&mut self, waited: Duration) {

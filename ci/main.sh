@@ -8,5 +8,6 @@ cd "$(dirname "$0")/.."
 ci/setup.sh
 cargo build --release --workspace
 mkdir -p bench/results
-target/release/shmlink bench --json bench/results/latest.json --markdown bench/results/latest.md "$@"
+target/release/shmlink bench --rounds 3 --duration 0.5 \
+  --json bench/results/latest.json --markdown bench/results/latest.md "$@"
 echo "results: bench/results/latest.md bench/results/latest.json"

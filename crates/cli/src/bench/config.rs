@@ -59,6 +59,11 @@ pub(crate) struct BenchArgs {
     /// Write the table and headline as markdown to FILE.
     #[arg(long, value_name = "FILE")]
     pub(crate) markdown: Option<PathBuf>,
+    /// Run every point N times, interleaved (all points, then all again), and
+    /// report the median of each figure: slow drift of a shared machine then
+    /// weighs on baselines and shmlink alike.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=15))]
+    rounds: u32,
     /// Smoke-test preset: sizes 64,2048 and 0.05 s per phase.
     #[arg(long)]
     quick: bool,
@@ -97,6 +102,8 @@ pub(crate) struct Config {
     pub(crate) pins: Option<(usize, usize)>,
     pub(crate) baselines: bool,
     pub(crate) quiet: bool,
+    /// Rounds over all points; figures are medians across them.
+    pub(crate) rounds: usize,
 }
 
 impl Config {
@@ -130,6 +137,7 @@ impl Config {
             pins: if args.no_pin { None } else { two_cpus() },
             baselines: !args.no_baselines,
             quiet: args.quiet,
+            rounds: args.rounds as usize,
         })
     }
 
@@ -160,6 +168,10 @@ impl Config {
             format!("responses: {reply}; every response checked"),
             format!("servers: {servers}"),
             format!("pinning: {pins}"),
+            format!(
+                "rounds: {} (each figure is the median across rounds)",
+                self.rounds
+            ),
         ]
     }
 }

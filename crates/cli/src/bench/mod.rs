@@ -87,9 +87,8 @@ fn execute(cfg: &Config, interrupt: &Interrupt) -> anyhow::Result<Vec<Record>> {
         baselines: cfg.baselines,
     };
     let groups = plan::groups(&sel, dir.path());
-    let total = groups.iter().map(|g| g.points.len()).sum();
-    let progress = Progress::new(total, cfg.quiet);
-    let mut records = Vec::with_capacity(total);
+    let total: usize = groups.iter().map(|g| g.points.len()).sum();
+    let progress = Progress::new(total * cfg.rounds, cfg.quiet);
     let env = Env {
         cfg,
         interrupt,
@@ -99,10 +98,15 @@ fn execute(cfg: &Config, interrupt: &Interrupt) -> anyhow::Result<Vec<Record>> {
         dir: dir.path(),
         server_cpu,
     };
-    for (i, group) in groups.iter().enumerate() {
-        run_group(&env, i, group, &mut records)?;
+    let mut rounds = Vec::with_capacity(cfg.rounds);
+    for _ in 0..cfg.rounds {
+        let mut records = Vec::with_capacity(total);
+        for (i, group) in groups.iter().enumerate() {
+            run_group(&env, i, group, &mut records)?;
+        }
+        rounds.push(records);
     }
-    Ok(records)
+    Ok(stats::median_of_rounds(rounds))
 }
 
 /// What every group needs.

@@ -138,3 +138,59 @@ mod tests {
         assert_eq!(b.warmup().calls, Some(1));
     }
 }
+
+/// Median of a figure across rounds.
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+fn median_opt(v: Vec<Option<f64>>) -> Option<f64> {
+    let some: Vec<f64> = v.into_iter().flatten().collect();
+    (!some.is_empty()).then(|| median(some))
+}
+
+/// Folds rounds of the same plan (same points, same order) into one record
+/// per point, each figure the median across rounds.
+pub(crate) fn median_of_rounds(mut rounds: Vec<Vec<Record>>) -> Vec<Record> {
+    if rounds.len() <= 1 {
+        return rounds.pop().unwrap_or_default();
+    }
+    let first = rounds[0].clone();
+    first
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut rec)| {
+            let all: Vec<&Record> = rounds.iter().filter_map(|r| r.get(i)).collect();
+            let f = |get: fn(&Record) -> f64| median(all.iter().map(|r| get(r)).collect());
+            let fo =
+                |get: fn(&Record) -> Option<f64>| median_opt(all.iter().map(|r| get(r)).collect());
+            rec.calls = all.iter().map(|r| r.calls).sum();
+            rec.p50_us = f(|r| r.p50_us);
+            rec.p99_us = f(|r| r.p99_us);
+            rec.p999_us = f(|r| r.p999_us);
+            rec.calls_per_s = f(|r| r.calls_per_s);
+            rec.pipelined_calls_per_s = fo(|r| r.pipelined_calls_per_s);
+            rec.sessions_per_s = fo(|r| r.sessions_per_s);
+            rec.client_cpu_us_per_call = f(|r| r.client_cpu_us_per_call);
+            rec.server_cpu_us_per_call = fo(|r| r.server_cpu_us_per_call);
+            rec
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod median_tests {
+    use super::*;
+
+    #[test]
+    fn medians_ignore_one_disturbed_round() {
+        assert_eq!(median(vec![0.3, 9.0, 0.28]), 0.3);
+        assert_eq!(median(vec![1.0, 3.0]), 2.0);
+        assert_eq!(median_opt(vec![None, Some(2.0), Some(4.0)]), Some(3.0));
+    }
+}

@@ -84,6 +84,7 @@ impl Peer {
             pipelined_calls_per_s: None,
             pipeline_depth: None,
             sessions_per_s: None,
+            idle_server_cpu_pct: None,
             client_cpu_us_per_call: per_call_us(seq.client_cpu, seq.calls),
             server_cpu_us_per_call: seq.server_cpu.map(|c| per_call_us(c, seq.calls)),
             baseline: None,

@@ -68,6 +68,9 @@ pub(crate) fn measure(
     let depth = pipeline_depth(reply);
     let (p_calls, p_elapsed) = pipelined(&mut client, payloads, depth, ctx, &mut checks)
         .with_context(|| format!("{label}: pipelined calls"))?;
+    ctx.progress.phase("idle");
+    let idle = idle_server_cpu(&mut client, payloads, ctx, &mut checks)
+        .with_context(|| format!("{label}: idle session"))?;
     drop(client);
 
     ctx.progress.phase("sessions");
@@ -92,9 +95,36 @@ pub(crate) fn measure(
         sessions_per_s: Some(rate(s_count, s_elapsed)),
         client_cpu_us_per_call: per_call_us(seq.client_cpu, seq.calls),
         server_cpu_us_per_call: seq.server_cpu.map(|c| per_call_us(c, seq.calls)),
+        idle_server_cpu_pct: idle,
         baseline: Some(baseline_of(target).to_string()),
         p50_vs_baseline: None,
     })
+}
+
+/// How long an open session is left idle to measure what it costs the server.
+const IDLE_WINDOW: Duration = Duration::from_millis(300);
+
+/// Server CPU (percent of one core) while an open session is idle: one call
+/// (so a spinning server is at its full spin), then nothing for
+/// [`IDLE_WINDOW`]. `None` when the server is not our child. Resolution: one
+/// clock tick (10 ms) over the window, about 3%.
+fn idle_server_cpu(
+    client: &mut Client,
+    payloads: &Payloads,
+    ctx: &PointCtx<'_>,
+    checks: &mut Checks,
+) -> anyhow::Result<Option<f64>> {
+    let Some(pid) = ctx.server_pid else {
+        return Ok(None);
+    };
+    let req = payloads.get(0);
+    let resp = client.call(req)?;
+    checks.check(ctx.shape, req, &resp);
+    let before = super::child::process_cpu_time(pid)?;
+    // A measurement window, not a wait for a condition.
+    std::thread::sleep(IDLE_WINDOW);
+    let used = super::child::process_cpu_time(pid)?.saturating_sub(before);
+    Ok(Some(100.0 * used.as_secs_f64() / IDLE_WINDOW.as_secs_f64()))
 }
 
 /// The raw baseline a point is compared with.

@@ -85,6 +85,9 @@ pub(crate) struct Record {
     /// Server process CPU time per sequential call, µs (`None` when the
     /// server is not our child).
     pub(crate) server_cpu_us_per_call: Option<f64>,
+    /// Server CPU, percent of one core, while a session is open and idle
+    /// (`None` for baselines and servers that are not our child).
+    pub(crate) idle_server_cpu_pct: Option<f64>,
     /// The baseline this row is compared with.
     pub(crate) baseline: Option<String>,
     /// `p50_us` divided by the baseline's `p50_us` at the same size.
@@ -178,6 +181,7 @@ pub(crate) fn median_of_rounds(mut rounds: Vec<Vec<Record>>) -> Vec<Record> {
             rec.sessions_per_s = fo(|r| r.sessions_per_s);
             rec.client_cpu_us_per_call = f(|r| r.client_cpu_us_per_call);
             rec.server_cpu_us_per_call = fo(|r| r.server_cpu_us_per_call);
+            rec.idle_server_cpu_pct = fo(|r| r.idle_server_cpu_pct);
             rec
         })
         .collect()

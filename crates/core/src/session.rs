@@ -6,8 +6,7 @@ use std::collections::VecDeque;
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::frame::{Assembler, FrameHeader, Kind, Message, FLAG_MORE};
-use crate::link::shm::Inbox;
-use crate::link::Link;
+use crate::link::{Inbox, Link};
 
 /// One side of an established session.
 #[derive(Debug)]

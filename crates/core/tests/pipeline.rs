@@ -1,6 +1,7 @@
-//! Deep pipelining over shared memory: more calls in flight than both rings
-//! hold. While a client waits for room to send, it drains the responses the
-//! server is blocked writing, so neither side waits on the other forever.
+//! Deep pipelining: more calls in flight than the rings (shm) or the socket
+//! buffers (unix, tcp) hold. While a client waits for room to send, it drains
+//! the responses the server is blocked writing, so neither side waits on the
+//! other forever.
 
 mod support;
 
@@ -8,19 +9,15 @@ use std::time::Duration;
 
 use support::{connect, opts_timeout, start, watchdog, xform, xform_into, T};
 
-#[test]
-fn more_calls_in_flight_than_the_rings_hold() {
-    watchdog("pipeline", Duration::from_secs(60), || {
-        let srv = start(
-            T::Shm,
-            Default::default(),
-            |req: &[u8], resp: &mut Vec<u8>| {
-                xform_into(req, resp);
-                Ok(())
-            },
-        );
+fn more_calls_in_flight_than_buffers_hold(t: T) {
+    watchdog("pipeline", Duration::from_secs(60), move || {
+        let srv = start(t, Default::default(), |req: &[u8], resp: &mut Vec<u8>| {
+            xform_into(req, resp);
+            Ok(())
+        });
         let mut c = connect(&srv.addr, opts_timeout(Duration::from_secs(10)));
-        // 2,000 calls of 2 KiB each way: 4 MiB in flight against 64 KiB rings.
+        // 2,000 calls of 2 KiB each way: 4 MiB in flight against 64 KiB rings
+        // or a few hundred KiB of socket buffers.
         let reqs: Vec<Vec<u8>> = (0..2000u32)
             .map(|i| {
                 let mut r = vec![0u8; 2048];
@@ -41,4 +38,19 @@ fn more_calls_in_flight_than_the_rings_hold() {
         assert!(ids.is_empty());
         assert_eq!(c.call(b"after").expect("call"), xform(b"after"));
     });
+}
+
+#[test]
+fn shm_more_calls_in_flight_than_the_rings_hold() {
+    more_calls_in_flight_than_buffers_hold(T::Shm);
+}
+
+#[test]
+fn unix_more_calls_in_flight_than_the_socket_buffers_hold() {
+    more_calls_in_flight_than_buffers_hold(T::Unix);
+}
+
+#[test]
+fn tcp_more_calls_in_flight_than_the_socket_buffers_hold() {
+    more_calls_in_flight_than_buffers_hold(T::Tcp);
 }

@@ -14,9 +14,8 @@ use super::stats::{per_call_us, rate, Budget, Record};
 /// Calls kept in flight in the pipelined phase...
 pub(crate) const MAX_DEPTH: usize = 32;
 /// ...as long as their responses fit in this many bytes: 3/4 of the default
-/// 64 KiB ring. A server that cannot write a response stops reading
-/// requests, so more responses in flight than the response ring (or socket
-/// buffer) holds would deadlock client and server.
+/// 64 KiB ring, so the figure measures the rings themselves. (Deeper
+/// pipelines work too: a client waiting to send drains responses.)
 const IN_FLIGHT_BYTES: usize = 48 << 10;
 /// Frame header and padding per response, rounded up.
 const FRAME_OVERHEAD: usize = 64;

@@ -11,6 +11,15 @@ use crate::deadline::Deadline;
 use crate::error::Result;
 use crate::frame::{Assembler, FrameHeader, Message};
 
+/// Where a sender puts what it receives while waiting to send.
+#[derive(Debug)]
+pub struct Inbox<'a> {
+    /// The session's reassembly state.
+    pub asm: &'a mut Assembler,
+    /// Whole messages received.
+    pub out: &'a mut std::collections::VecDeque<Message>,
+}
+
 /// A session's data path.
 #[derive(Debug)]
 pub enum Link {
@@ -47,11 +56,11 @@ impl Link {
         h: &FrameHeader,
         payload: &[u8],
         deadline: &mut Deadline,
-        inbox: Option<shm::Inbox<'_>>,
+        inbox: Option<Inbox<'_>>,
     ) -> Result<()> {
         match self {
             Link::Shm(l) => l.send_frame(h, payload, deadline, inbox),
-            Link::Stream(l) => l.send_frame(h, payload, deadline),
+            Link::Stream(l) => l.send_frame(h, payload, deadline, inbox),
         }
     }
 

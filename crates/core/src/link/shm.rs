@@ -8,6 +8,7 @@ use shmlink_sys::futex;
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::frame::{Assembler, FrameHeader, Message, HEADER_LEN};
+use crate::link::Inbox;
 use crate::segment::Endpoints;
 use crate::watch::{remaining, verdict_error, Spinner, Verdict, Watch};
 
@@ -18,15 +19,6 @@ const BUSY_CHECK_EVERY: Duration = Duration::from_millis(1);
 /// A spinning side yields the CPU this often, so that on an oversubscribed
 /// machine the thread it waits for (or the server's accept thread) can run.
 const YIELD_EVERY: Duration = Duration::from_micros(10);
-
-/// Where a sender puts what it receives while waiting to send.
-#[derive(Debug)]
-pub struct Inbox<'a> {
-    /// The session's reassembly state.
-    pub asm: &'a mut Assembler,
-    /// Whole messages received.
-    pub out: &'a mut std::collections::VecDeque<Message>,
-}
 
 /// One side of a shared-memory session.
 #[derive(Debug)]

@@ -14,6 +14,7 @@ use shmlink_sys::poll::{self, Ready};
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::frame::{Assembler, FrameHeader, Message, HEADER_LEN};
+use crate::link::Inbox;
 use crate::watch::{verdict_error, Verdict, Watch};
 
 /// Largest payload of one frame on a stream.
@@ -211,6 +212,7 @@ impl StreamLink {
         h: &FrameHeader,
         payload: &[u8],
         deadline: &mut Deadline,
+        mut inbox: Option<Inbox<'_>>,
     ) -> Result<()> {
         let head = h.encode();
         let mut bufs = [IoSlice::new(&head), IoSlice::new(payload)];
@@ -220,7 +222,7 @@ impl StreamLink {
         // First the rest of an earlier frame; timing out here leaves this
         // frame unsent, so the caller may retry it.
         while !self.try_flush()? {
-            match poll::writable(&*self.sock, deadline).map_err(|e| self.io_error(e))? {
+            match self.wait_writable(deadline, inbox.as_mut())? {
                 Ready::Yes => {}
                 Ready::TimedOut => {
                     return Err(Error::Timeout {
@@ -241,7 +243,7 @@ impl StreamLink {
                     IoSlice::advance_slices(&mut slices, n)
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    match poll::writable(&*self.sock, deadline).map_err(|e| self.io_error(e))? {
+                    match self.wait_writable(deadline, inbox.as_mut())? {
                         Ready::Yes => {}
                         Ready::TimedOut if written > 0 => {
                             // Part of the frame is on the wire: it is sent
@@ -267,6 +269,90 @@ impl StreamLink {
             }
         }
         Ok(())
+    }
+
+    /// Waits until the socket takes more bytes. A sender with an inbox also
+    /// wakes up for incoming data and files it: the peer may be blocked
+    /// writing to us, and would never read what we send otherwise.
+    fn wait_writable(
+        &mut self,
+        deadline: Option<Instant>,
+        inbox: Option<&mut Inbox<'_>>,
+    ) -> Result<Ready> {
+        let Some(inbox) = inbox else {
+            return poll::writable(&*self.sock, deadline).map_err(|e| self.io_error(e));
+        };
+        let ready =
+            poll::readable_or_writable(&*self.sock, deadline).map_err(|e| self.io_error(e))?;
+        if ready == Ready::Yes {
+            // Readable, writable or both: file what arrived; the caller then
+            // tries writing again.
+            self.drain(inbox)?;
+        }
+        Ok(ready)
+    }
+
+    /// Reads what the socket has without blocking and files every complete
+    /// frame (whole messages into `inbox.out`).
+    fn drain(&mut self, inbox: &mut Inbox<'_>) -> Result<()> {
+        loop {
+            while let Some(frame) = self.take_buffered_frame(inbox.asm)? {
+                if let Some(m) = frame {
+                    inbox.out.push_back(m);
+                }
+            }
+            if self.rpos > 0 {
+                self.rbuf.copy_within(self.rpos..self.rend, 0);
+                self.rend -= self.rpos;
+                self.rpos = 0;
+            }
+            if self.rend == self.rbuf.len() {
+                return Ok(());
+            }
+            match self.sock.read_some(&mut self.rbuf[self.rend..]) {
+                Ok(0) => return Err(self.gone("connection closed by peer")),
+                Ok(n) => self.rend += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(self.io_error(e)),
+            }
+        }
+    }
+
+    /// Takes one frame out of the read buffer if it is there whole: `None`
+    /// when it is not (the buffer grows to hold a frame larger than it),
+    /// `Some(None)` for a chunk of a message still incomplete.
+    fn take_buffered_frame(&mut self, asm: &mut Assembler) -> Result<Option<Option<Message>>> {
+        if self.rend - self.rpos < HEADER_LEN {
+            return Ok(None);
+        }
+        let proto = |detail: String| Error::Protocol {
+            peer: self.address.clone(),
+            detail,
+        };
+        let h = FrameHeader::decode(&self.rbuf[self.rpos..self.rpos + HEADER_LEN])
+            .map_err(|e| proto(e.0))?;
+        let len = h.len as usize;
+        if len > MAX_CHUNK {
+            return Err(proto(format!(
+                "frame of {len} bytes exceeds the stream chunk limit of {MAX_CHUNK}"
+            )));
+        }
+        if self.rend - self.rpos < HEADER_LEN + len {
+            if self.rbuf.len() < HEADER_LEN + len {
+                let mut bigger = vec![0u8; HEADER_LEN + len].into_boxed_slice();
+                bigger[..self.rend - self.rpos].copy_from_slice(&self.rbuf[self.rpos..self.rend]);
+                self.rend -= self.rpos;
+                self.rpos = 0;
+                self.rbuf = bigger;
+            }
+            return Ok(None);
+        }
+        let body = self.rpos + HEADER_LEN;
+        let buf = asm.begin_chunk(&h).map_err(|e| proto(e.0))?;
+        buf.extend_from_slice(&self.rbuf[body..body + len]);
+        self.rpos = body + len;
+        asm.finish(&h).map_err(|e| proto(e.0)).map(Some)
     }
 
     /// Makes at least one more byte available in the read buffer.

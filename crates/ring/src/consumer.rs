@@ -10,6 +10,9 @@ use crate::producer::check_capacity;
 use crate::record::Record;
 use crate::sync::Ordering;
 
+/// Bytes of a record fetched ahead of parsing it (four cache lines).
+const PREFETCH: u64 = 256;
+
 /// Outcome of [`Consumer::try_pop`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pop<R> {
@@ -128,6 +131,11 @@ impl<'a, M: Memory> Consumer<'a, M> {
         }
         let mask = self.cap - 1;
         let mut head = self.head;
+        // Fetch the record's first lines together, before its length is
+        // known: otherwise each line is a cache miss waiting on the last.
+        let pos = head & mask;
+        let ahead = (self.tail - head).min(self.cap - pos).min(PREFETCH);
+        self.mem.prefetch(pos as usize, ahead as usize);
         // At most one pad precedes a data record.
         for _ in 0..2 {
             let avail = self.tail - head;

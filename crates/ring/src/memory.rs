@@ -13,4 +13,10 @@ pub trait Memory {
     fn write(&self, off: usize, src: &[u8]);
     /// Copies `[off, off + dst.len())` into `dst`. The ring guarantees the range is in bounds.
     fn read(&self, off: usize, dst: &mut [u8]);
+    /// Starts bringing `[off, off + len)` into this CPU's cache, so that the
+    /// reads that follow do not wait for one cache line after another. The
+    /// ring guarantees the range is in bounds. A hint: the default does nothing.
+    fn prefetch(&self, off: usize, len: usize) {
+        let _ = (off, len);
+    }
 }

@@ -46,6 +46,18 @@ impl Memory for RawMemory {
         unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), self.ptr.add(off), src.len()) }
     }
 
+    fn prefetch(&self, off: usize, len: usize) {
+        let end = off.saturating_add(len).min(self.len);
+        let mut at = off;
+        while at < end {
+            // SAFETY: `at < end <= len`, so the byte is inside the region; a
+            // volatile one-byte read of shared memory yields a plain byte we
+            // discard. Independent loads, so the CPU fetches the lines at once.
+            let _ = unsafe { std::ptr::read_volatile(self.ptr.add(at)) };
+            at += 64;
+        }
+    }
+
     fn read(&self, off: usize, dst: &mut [u8]) {
         assert!(
             off <= self.len && dst.len() <= self.len - off,

@@ -16,6 +16,10 @@ use crate::watch::{remaining, verdict_error, Spinner, Verdict, Watch};
 const SPINS_PER_CHECK: u32 = 64;
 /// Busy-waiting checks liveness and deadlines this often.
 const BUSY_CHECK_EVERY: Duration = Duration::from_millis(1);
+/// While a message streams through the ring in chunks the peer is known to be
+/// busy with it, so even the `sleep` strategy spins this long for the next
+/// chunk (or for room) before sleeping: a wake-up per chunk would cost more.
+const STREAM_SPIN: Duration = Duration::from_micros(20);
 /// A spinning side yields the CPU this often, so that on an oversubscribed
 /// machine the thread it waits for (or the server's accept thread) can run.
 const YIELD_EVERY: Duration = Duration::from_micros(10);
@@ -118,7 +122,8 @@ impl ShmLink {
                 Ok(Push::Full) => {
                     let t0 = *started.get_or_insert_with(Instant::now);
                     let at = deadline.at_from(t0);
-                    self.wait_space(need, at, t0, inbox.as_mut())?;
+                    let streaming = h.total > u64::from(h.len);
+                    self.wait_space(need, at, t0, streaming, inbox.as_mut())?;
                 }
                 Err(e) => return Err(self.corrupt(e)),
             }
@@ -138,10 +143,15 @@ impl ShmLink {
         need: usize,
         deadline: Option<Instant>,
         t0: Instant,
+        streaming: bool,
         mut inbox: Option<&mut Inbox<'_>>,
     ) -> Result<()> {
         // Spin first (the consumer is usually copying out right now).
-        let spin = self.spinner.budget().unwrap_or(Duration::MAX);
+        let spin = match self.spinner.budget() {
+            Some(b) if streaming => b.max(STREAM_SPIN),
+            Some(b) => b,
+            None => Duration::MAX,
+        };
         let mut n = 0u32;
         let mut next_yield = t0 + YIELD_EVERY;
         let mut next_check = t0 + BUSY_CHECK_EVERY;
@@ -302,7 +312,7 @@ impl ShmLink {
     fn wait_data(&mut self, deadline: &mut Deadline, mid_message: bool) -> Result<()> {
         // Most hand-offs complete within a few spins: catch those without
         // reading the clock (a clock read costs as much as the hand-off).
-        if self.spinner.budget() != Some(Duration::ZERO) {
+        if mid_message || self.spinner.budget() != Some(Duration::ZERO) {
             for _ in 0..SPINS_PER_CHECK {
                 if self
                     .ends
@@ -331,7 +341,10 @@ impl ShmLink {
         t0: Instant,
     ) -> Result<()> {
         let has_data = |l: &mut ShmLink| l.ends.0.consumer.has_data().map_err(|e| l.corrupt(e));
-        let budget = self.spinner.budget();
+        let budget = match self.spinner.budget() {
+            Some(b) if mid_message => Some(b.max(STREAM_SPIN)),
+            b => b,
+        };
         let cheap_watch = self.watch.is_cheap();
         let mut n = 0u32;
         let mut next_check = t0 + BUSY_CHECK_EVERY;

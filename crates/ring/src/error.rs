@@ -21,6 +21,17 @@ pub enum RingError {
         /// The limit.
         max: usize,
     },
+    /// A read from a [`Record`](crate::Record) outside its payload: a bug of
+    /// the caller, not of the peer.
+    #[error("read of {len} bytes at offset {off} is outside the record's {record} bytes")]
+    OutOfRange {
+        /// Offset asked for.
+        off: usize,
+        /// Bytes asked for.
+        len: usize,
+        /// The record's payload length.
+        record: usize,
+    },
     /// The peer wrote an impossible value into the shared ring.
     #[error("ring corrupted by peer: {what} (value {value}, bound {bound})")]
     Corrupt {

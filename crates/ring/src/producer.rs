@@ -148,7 +148,9 @@ impl<'a, M: Memory> Producer<'a, M> {
     /// # Errors
     /// [`RingError::TooLarge`] over [`Producer::max_record`]; a corrupted head.
     pub fn try_push(&mut self, parts: &[&[u8]]) -> Result<Push, RingError> {
-        let len: usize = parts.iter().map(|p| p.len()).sum();
+        // Saturating: many parts (even the same slice repeated) cannot wrap
+        // the sum into a small length.
+        let len = parts.iter().fold(0usize, |n, p| n.saturating_add(p.len()));
         if len > self.max_record() {
             return Err(RingError::TooLarge {
                 len,

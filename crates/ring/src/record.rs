@@ -1,6 +1,6 @@
 //! A record being consumed: bounds-checked copies out of the ring.
 
-use crate::error::{corrupt, RingError};
+use crate::error::RingError;
 use crate::memory::Memory;
 
 /// The payload of the record being consumed. Only copies are handed out.
@@ -29,18 +29,19 @@ impl<'r, M: Memory> Record<'r, M> {
     /// Copies `dst.len()` payload bytes starting at `off` into `dst`.
     ///
     /// # Errors
-    /// When the range is outside the payload.
+    /// [`RingError::OutOfRange`] when the range is outside the payload
+    /// (nothing is copied).
     pub fn read(&self, off: usize, dst: &mut [u8]) -> Result<(), RingError> {
         match off.checked_add(dst.len()) {
             Some(end) if end <= self.len => {
                 self.mem.read(self.off + off, dst);
                 Ok(())
             }
-            _ => Err(corrupt(
-                "read past the end of a record",
-                off as u64 + dst.len() as u64,
-                self.len as u64,
-            )),
+            _ => Err(RingError::OutOfRange {
+                off,
+                len: dst.len(),
+                record: self.len,
+            }),
         }
     }
 

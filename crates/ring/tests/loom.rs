@@ -1,13 +1,31 @@
 //! Model checks of the ring and doorbell protocol with loom.
 //!
-//! Run: `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p shmlink-ring --release --test loom`
-//! (`ci/loom.sh`). Every interleaving (up to the preemption bound) is explored:
-//! - message conservation and order, across a wrap with a pad record;
+//! Run (from the workspace root; `ci/loom.sh` does exactly this):
+//!
+//! ```text
+//! RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
+//!     cargo test -p shmlink-ring --release --test loom -- --test-threads=2
+//! ```
+//!
+//! About 20 s on 2 cores at the default bound of 3 preemptions
+//! (`LOOM_MAX_PREEMPTIONS=4`: about 3 minutes). Every interleaving up to the
+//! bound is explored, with two threads on a 64-byte ring:
+//! - (a)–(c) and the repeated-sleep scenario: message conservation and order,
+//!   an exact fill, a wrap with a pad record;
 //! - no lost wake-up on either bell: a lost one leaves a thread blocked
 //!   forever, which loom reports as a deadlock;
-//! - no torn read: ring bytes are loom cells, so a read racing a write is a
+//! - no torn read: ring bytes are loom cells, so a copy racing a write is a
 //!   reported causality violation;
-//! - a canary with the classic lost-wake-up bug must be caught.
+//! - (d) a canary with the classic lost-wake-up bug must be caught.
+//!
+//! Each of these mutations of the ring was checked to fail this suite: the
+//! tail or head published with a plain store instead of a swap, or with
+//! Relaxed; either re-check in `prepare_sleep` done with a load instead of
+//! `fetch_add(0)`; the head advanced before the record is copied out.
+//! A failing scenario may abort the test binary ("panic in a destructor
+//! during cleanup") instead of printing a normal failure: loom's deadlock
+//! panic unwinds through a thread still holding loom objects. Run one
+//! scenario at a time (`-- --exact NAME`) to see which failed.
 #![cfg(loom)]
 #![allow(unsafe_code)]
 
@@ -62,9 +80,7 @@ struct Futex {
 impl Futex {
     fn wait(&self, word: &AtomicU32, expected: u32) {
         let g = self.m.lock().expect("futex lock");
-        let v = word.load(Ordering::SeqCst);
-        eprintln!("futex sees {v}");
-        if v != expected {
+        if word.load(Ordering::SeqCst) != expected {
             return;
         }
         drop(self.cv.wait(g).expect("futex wait"));
@@ -81,12 +97,18 @@ struct Shared {
     space: Futex,
 }
 
-fn model(f: impl Fn() + Sync + Send + 'static) {
+/// A model builder bounded to 3 preemptions unless `LOOM_MAX_PREEMPTIONS`
+/// says otherwise: enough for every scenario here, and the suite stays fast.
+fn builder() -> loom::model::Builder {
     let mut b = loom::model::Builder::new();
     if b.preemption_bound.is_none() {
         b.preemption_bound = Some(3);
     }
-    b.check(f);
+    b
+}
+
+fn model(f: impl Fn() + Sync + Send + 'static) {
+    builder().check(f);
 }
 
 /// Producer pushing `msgs` with the full protocol (sleeping when full).
@@ -96,7 +118,6 @@ fn produce(sh: &Shared, mem: Mem, msgs: &[&[u8]]) {
         loop {
             match p.try_push(&[m]).expect("push") {
                 Push::Done { wake } => {
-                    eprintln!("P pushed {} wake={wake}", m.len());
                     if wake {
                         sh.data.wake();
                     }
@@ -127,7 +148,6 @@ fn consume(sh: &Shared, mem: Mem, n: usize, broken: bool) -> Vec<Vec<u8>> {
             .expect("pop")
         {
             Pop::Done { value, wake } => {
-                eprintln!("C popped {} wake={wake}", value.len());
                 if wake {
                     sh.space.wake();
                 }
@@ -157,7 +177,9 @@ fn consume(sh: &Shared, mem: Mem, n: usize, broken: bool) -> Vec<Vec<u8>> {
     got
 }
 
-fn run(ring: usize, msgs: &'static [&'static [u8]], broken: bool) {
+/// Runs one producer thread and one consumer (the model's main thread) over
+/// a ring of `ring` bytes; returns the final tail.
+fn run(ring: usize, msgs: &'static [&'static [u8]], broken: bool) -> u64 {
     let sh = Arc::new(Shared {
         hdr: RingHeader::new(),
         data: Futex::default(),
@@ -165,31 +187,59 @@ fn run(ring: usize, msgs: &'static [&'static [u8]], broken: bool) {
     });
     let mem = Mem::new(ring);
     let (sh2, mem2) = (Arc::clone(&sh), mem.clone());
-    eprintln!("---- execution");
     let t = thread::spawn(move || produce(&sh2, mem2, msgs));
     let got = consume(&sh, mem, msgs.len(), broken);
     t.join().expect("producer");
     let want: Vec<Vec<u8>> = msgs.iter().map(|m| m.to_vec()).collect();
     assert_eq!(got, want, "messages lost, duplicated or reordered");
+    sh.hdr.tail.load(Ordering::Relaxed)
 }
 
-/// Two records into an empty ring: conservation, order, consumer sleep.
+/// (a) Two records into an empty ring: conservation, order, and the
+/// consumer sleeping on `data_bell` whenever the ring is empty is always woken.
 #[test]
 fn consumer_sleeps_and_is_always_woken() {
-    model(|| run(64, &[b"abcdefgh", b"ijklmnop"], false));
+    model(|| {
+        run(64, &[b"abcdefgh", b"ijklmnop"], false);
+    });
 }
 
-/// Records that fill a 64-byte ring: the producer must sleep for space and
-/// the third record wraps after a pad.
+/// (b) Two records fill the 64-byte ring exactly (32 + 32): the producer
+/// sleeps on `space_bell` for the third, which starts again at offset 0.
 #[test]
-fn producer_sleeps_for_space_and_wraps() {
-    model(|| run(64, &[&[1; 20], &[2; 20], &[3; 16]], false));
+fn producer_sleeps_for_space_and_is_always_woken() {
+    model(|| {
+        let tail = run(64, &[&[1; 24], &[2; 24], &[3; 16]], false);
+        assert_eq!(tail, 64 + 24, "no pad: the ring was filled exactly");
+    });
 }
 
-/// Canary: the broken sleep order must be caught (a deadlock), proving loom
-/// really explores the interleavings that matter.
+/// (c) Wrap with a pad: after 16 + 32 bytes, a 24-byte record does not fit
+/// the 16 left before the end, so the producer waits for the whole ring to
+/// drain, writes a 16-byte pad and the record at offset 0.
 #[test]
-#[should_panic]
+fn wrap_with_a_pad_record() {
+    model(|| {
+        let tail = run(64, &[&[1; 8], &[2; 24], &[3; 16]], false);
+        assert_eq!(tail, 16 + 32 + 16 + 24, "a 16-byte pad was written");
+    });
+}
+
+/// Four records of 32 bytes through a 64-byte ring: each side may sleep
+/// more than once, so a new sleep must be owed a new wake-up (sleep epochs).
+#[test]
+fn repeated_sleeps_on_both_bells() {
+    model(|| {
+        run(64, &[&[1; 24], &[2; 24], &[3; 24], &[4; 24]], false);
+    });
+}
+
+/// (d) Canary: the broken sleep order (check, then announce) must be caught
+/// as a deadlock, proving loom really explores the interleavings that matter.
+#[test]
+#[should_panic(expected = "deadlock")]
 fn canary_lost_wakeup_is_detected() {
-    model(|| run(64, &[b"abcdefgh"], true));
+    model(|| {
+        run(64, &[b"abcdefgh"], true);
+    });
 }

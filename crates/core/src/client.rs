@@ -258,6 +258,13 @@ impl Client {
         Ok(Some(Reply { id, result }))
     }
 
+    /// Hands a response buffer back for reuse: the next response is received
+    /// into its allocation, so a caller that recycles each response makes
+    /// calls without allocating.
+    pub fn recycle(&mut self, buffer: Vec<u8>) {
+        self.session.recycle(buffer);
+    }
+
     /// Closes the session (also done on drop).
     pub fn close(self) {}
 }

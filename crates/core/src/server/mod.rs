@@ -206,6 +206,15 @@ impl RunningServer {
         self.join_thread()
     }
 
+    /// Waits until the server stops, asked by a [`StopHandle`] elsewhere
+    /// (another thread or a signal handler).
+    ///
+    /// # Errors
+    /// The accept loop's error, if it failed.
+    pub fn wait(mut self) -> Result<()> {
+        self.join_thread()
+    }
+
     fn join_thread(&mut self) -> Result<()> {
         match self.thread.take() {
             Some(t) => t.join().unwrap_or_else(|_| {

@@ -1,0 +1,307 @@
+//! The client handle and its entry points.
+
+use std::ffi::c_char;
+use std::sync::{Mutex, MutexGuard, TryLockError};
+use std::time::Duration;
+
+use shmlink::Client;
+
+use crate::buffer::shmlink_buffer;
+use crate::guard::{cstr, guard, required, slice, text};
+use crate::options::{client_options, shmlink_client_options};
+use crate::status::{shmlink_status, Failure};
+
+/// A client session (opaque). One thread at a time: a call made while another
+/// thread is inside a call on the same client fails with
+/// `SHMLINK_E_INVALID_ARGUMENT` instead of corrupting it.
+#[derive(Debug)]
+pub struct shmlink_client {
+    state: Mutex<Option<Client>>,
+    address: String,
+}
+
+impl shmlink_client {
+    /// The open client, or why it cannot be used.
+    fn open(&self) -> Result<MutexGuard<'_, Option<Client>>, Failure> {
+        let g = match self.state.try_lock() {
+            Ok(g) => g,
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(TryLockError::WouldBlock) => {
+                return Err(Failure::new(
+                    shmlink_status::SHMLINK_E_INVALID_ARGUMENT,
+                    format!(
+                        "client of {} is in use by another thread (a client serves one thread at a time)",
+                        self.address
+                    ),
+                ))
+            }
+        };
+        if g.is_none() {
+            return Err(Failure::new(
+                shmlink_status::SHMLINK_E_CLOSED,
+                format!(
+                    "client of {} was closed with shmlink_client_close",
+                    self.address
+                ),
+            ));
+        }
+        Ok(g)
+    }
+
+    /// Runs `f` on the open client.
+    fn with<R>(&self, f: impl FnOnce(&mut Client) -> Result<R, Failure>) -> Result<R, Failure> {
+        let mut g = self.open()?;
+        match g.as_mut() {
+            Some(c) => f(c),
+            None => Err(Failure::null("client")),
+        }
+    }
+}
+
+fn timeout(c: &Client, us: u64) -> Duration {
+    match us {
+        0 => c.options().timeout,
+        us => Duration::from_micros(us),
+    }
+}
+
+/// Connects to `address` (`shm:PATH`, `unix:PATH` or `tcp:HOST:PORT`) and
+/// performs the handshake.
+///
+/// Ownership: `address` and `options` are read during the call only (options
+/// may be NULL: defaults). On success `*out` receives a client the caller owns
+/// and releases with `shmlink_client_free`; on failure `*out` is set to NULL.
+/// Thread-safe.
+///
+/// # Safety
+/// `address` is NULL or a NUL-terminated string; `options` is NULL or valid;
+/// `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn shmlink_client_connect(
+    address: *const c_char,
+    options: *const shmlink_client_options,
+    out: *mut *mut shmlink_client,
+) -> shmlink_status {
+    guard(|| {
+        // SAFETY: the pointers are NULL or valid, per the contract.
+        let (address, options, out) = unsafe { (cstr(address), options.as_ref(), out.as_mut()) };
+        let out = required(out, "out")?;
+        *out = std::ptr::null_mut();
+        let address = text(address, "address")?;
+        let client = Client::connect(address, client_options(options)?)?;
+        *out = Box::into_raw(Box::new(shmlink_client {
+            state: Mutex::new(Some(client)),
+            address: address.to_string(),
+        }));
+        Ok(())
+    })
+}
+
+/// Calls with the client's default timeout; the response goes into `response`.
+///
+/// Ownership: `request` is read during the call; `response` stays the caller's,
+/// its bytes are replaced (its old allocation reused). Not thread-safe per client.
+///
+/// # Safety
+/// `client` is NULL or a live client; `request` is valid for `request_len`
+/// bytes (NULL allowed when 0); `response` is NULL or a buffer that is all
+/// zero or was filled by this library.
+#[no_mangle]
+pub unsafe extern "C" fn shmlink_client_call(
+    client: *mut shmlink_client,
+    request: *const u8,
+    request_len: usize,
+    response: *mut shmlink_buffer,
+) -> shmlink_status {
+    // SAFETY: forwarded under the same contract.
+    unsafe { shmlink_client_call_timeout(client, request, request_len, 0, response) }
+}
+
+/// Calls with a timeout in microseconds (0: the client's default). A response
+/// arriving after the timeout is discarded, never returned to a later call.
+///
+/// # Safety
+/// As `shmlink_client_call`.
+#[no_mangle]
+pub unsafe extern "C" fn shmlink_client_call_timeout(
+    client: *mut shmlink_client,
+    request: *const u8,
+    request_len: usize,
+    timeout_us: u64,
+    response: *mut shmlink_buffer,
+) -> shmlink_status {
+    guard(|| {
+        // SAFETY: the pointers are NULL or valid, per the contract.
+        let (client, request, response) = unsafe {
+            (
+                client.as_ref(),
+                slice(request, request_len, "request"),
+                response.as_mut(),
+            )
+        };
+        let (client, request) = (required(client, "client")?, request?);
+        let response = required(response, "response")?;
+        client.with(|c| {
+            // SAFETY: the buffer is all zero or was filled by the library.
+            c.recycle(unsafe { response.take() });
+            let t = timeout(c, timeout_us);
+            response.put(c.call_timeout(request, t)?);
+            Ok(())
+        })
+    })
+}
+
+/// Sends a request without waiting for its response (pipelining); `*out_id`
+/// (if not NULL) receives the call id that `shmlink_client_recv` reports.
+///
+/// # Safety
+/// `client` is NULL or a live client; `request` is valid for `request_len`
+/// bytes; `out_id` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn shmlink_client_send(
+    client: *mut shmlink_client,
+    request: *const u8,
+    request_len: usize,
+    out_id: *mut u64,
+) -> shmlink_status {
+    guard(|| {
+        // SAFETY: the pointers are NULL or valid, per the contract.
+        let (client, request, out_id) = unsafe {
+            (
+                client.as_ref(),
+                slice(request, request_len, "request"),
+                out_id.as_mut(),
+            )
+        };
+        let (client, request) = (required(client, "client")?, request?);
+        let id = client.with(|c| Ok(c.send(request)?))?;
+        if let Some(out) = out_id {
+            *out = id;
+        }
+        Ok(())
+    })
+}
+
+/// Receives the next response of a pipelined call, in arrival order; waits
+/// up to `timeout_us` microseconds (0: the client's default). `*out_id` gets
+/// the call id, also when the call failed with `SHMLINK_E_REMOTE`.
+///
+/// # Safety
+/// `client` is NULL or a live client; `out_id` is NULL or writable;
+/// `response` as in `shmlink_client_call`.
+#[no_mangle]
+pub unsafe extern "C" fn shmlink_client_recv(
+    client: *mut shmlink_client,
+    timeout_us: u64,
+    out_id: *mut u64,
+    response: *mut shmlink_buffer,
+) -> shmlink_status {
+    guard(|| {
+        // SAFETY: the pointers are NULL or valid, per the contract.
+        let (client, out_id, response) =
+            unsafe { (client.as_ref(), out_id.as_mut(), response.as_mut()) };
+        let client = required(client, "client")?;
+        let response = required(response, "response")?;
+        let reply = client.with(|c| {
+            // SAFETY: the buffer is all zero or was filled by the library.
+            c.recycle(unsafe { response.take() });
+            let t = timeout(c, timeout_us);
+            Ok(c.recv_timeout(t)?)
+        })?;
+        if let Some(out) = out_id {
+            *out = reply.id;
+        }
+        response.put(reply.result.map_err(shmlink::Error::Remote)?);
+        Ok(())
+    })
+}
+
+/// Sends a one-way message: no response, no id.
+///
+/// # Safety
+/// `client` is NULL or a live client; `message` is valid for `message_len` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn shmlink_client_notify(
+    client: *mut shmlink_client,
+    message: *const u8,
+    message_len: usize,
+) -> shmlink_status {
+    guard(|| {
+        // SAFETY: the pointers are NULL or valid, per the contract.
+        let (client, message) =
+            unsafe { (client.as_ref(), slice(message, message_len, "message")) };
+        let (client, message) = (required(client, "client")?, message?);
+        client.with(|c| Ok(c.notify(message)?))
+    })
+}
+
+/// 1 when the session is usable and the server alive (a non-blocking check),
+/// else 0 (also for NULL, closed clients, or a client busy in another thread).
+///
+/// # Safety
+/// `client` is NULL or a live client.
+#[no_mangle]
+pub unsafe extern "C" fn shmlink_client_is_connected(client: *const shmlink_client) -> i32 {
+    // SAFETY: NULL or a live client, per the contract.
+    let Some(client) = (unsafe { client.as_ref() }) else {
+        return 0;
+    };
+    match client.state.try_lock() {
+        Ok(g) => i32::from(g.as_ref().is_some_and(Client::is_connected)),
+        Err(_) => 0,
+    }
+}
+
+/// Calls sent with `shmlink_client_send` whose responses were not yet received
+/// (0 for NULL or closed clients).
+///
+/// # Safety
+/// `client` is NULL or a live client.
+#[no_mangle]
+pub unsafe extern "C" fn shmlink_client_in_flight(client: *const shmlink_client) -> usize {
+    // SAFETY: NULL or a live client, per the contract.
+    let Some(client) = (unsafe { client.as_ref() }) else {
+        return 0;
+    };
+    match client.state.try_lock() {
+        Ok(g) => g.as_ref().map_or(0, Client::in_flight),
+        Err(_) => 0,
+    }
+}
+
+/// Ends the session (the server is told goodbye). The handle stays valid:
+/// later calls fail with `SHMLINK_E_CLOSED`; release it with
+/// `shmlink_client_free`. Closing twice is fine.
+///
+/// # Safety
+/// `client` is NULL or a live client.
+#[no_mangle]
+pub unsafe extern "C" fn shmlink_client_close(client: *mut shmlink_client) -> shmlink_status {
+    guard(|| {
+        // SAFETY: NULL or a live client, per the contract.
+        let client = required(unsafe { client.as_ref() }, "client")?;
+        let mut g = match client.state.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        drop(g.take());
+        Ok(())
+    })
+}
+
+/// Closes the session if open and frees the handle. NULL is fine.
+///
+/// # Safety
+/// `client` is NULL or a live client not in use by another thread; it must
+/// not be used afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn shmlink_client_free(client: *mut shmlink_client) {
+    if client.is_null() {
+        return;
+    }
+    // SAFETY: `client` came from `Box::into_raw` in `shmlink_client_connect`
+    // and is freed once, per the contract.
+    let client = unsafe { Box::from_raw(client) };
+    // Dropping the client says goodbye; never let a panic escape.
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(client)));
+}

@@ -1,0 +1,34 @@
+//! The C ABI of shmlink: opaque client and server handles, plain option
+//! structs, library-owned buffers and integer status codes with a per-thread
+//! error detail. `include/shmlink.h` is generated from this crate by cbindgen.
+//!
+//! Rules every entry point follows:
+//! - no panic crosses the boundary: each body runs under `catch_unwind` and a
+//!   caught panic becomes `SHMLINK_E_INTERNAL`;
+//! - every pointer is checked for NULL and every option for range before use;
+//! - raw pointers are turned into references in one `unsafe` block at the top
+//!   of each function, relying on the contract the header documents.
+
+// A C ABI is unsafe by nature: every entry point takes raw pointers. Each
+// `unsafe` block still carries its SAFETY comment (clippy enforces it), and
+// `unsafe_op_in_unsafe_fn` keeps unsafe operations in explicit blocks.
+#![allow(unsafe_code)]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![allow(non_camel_case_types)]
+
+mod buffer;
+mod client;
+mod guard;
+mod info;
+mod options;
+mod response;
+mod server;
+mod status;
+
+pub use buffer::{shmlink_buffer, shmlink_buffer_free};
+pub use client::*;
+pub use info::*;
+pub use options::*;
+pub use response::*;
+pub use server::*;
+pub use status::shmlink_status;

@@ -1,0 +1,223 @@
+//! Option structs as C sees them, and their conversion to the core's options.
+
+use std::time::Duration;
+
+use shmlink::{ClientOptions, ServerOptions, WaitStrategy};
+
+use crate::guard::slice;
+use crate::status::{shmlink_status, Failure};
+
+/// Wait strategy: the library default (adaptive spin up to 50 µs, then sleep).
+pub const SHMLINK_WAIT_DEFAULT: u32 = 0;
+/// Wait strategy: sleep on the futex at once (lowest CPU).
+pub const SHMLINK_WAIT_SLEEP: u32 = 1;
+/// Wait strategy: spin up to `spin_us` microseconds, then sleep.
+pub const SHMLINK_WAIT_SPIN: u32 = 2;
+/// Wait strategy: never sleep (lowest latency, a full core while waiting).
+pub const SHMLINK_WAIT_BUSY: u32 = 3;
+
+/// Options of a client. Zero in any field means its default; fill with
+/// `shmlink_client_options_init` or zero-initialise.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct shmlink_client_options {
+    /// Timeout of connecting and of each call, in microseconds (0: 5 s).
+    pub timeout_us: u64,
+    /// One of `SHMLINK_WAIT_*` (0: default).
+    pub wait: u32,
+    /// Spin time for `SHMLINK_WAIT_SPIN`, in microseconds (0: 50).
+    pub spin_us: u32,
+    /// Ring bytes per direction on `shm:` sessions, a power of two (0: 64 KiB).
+    pub ring_size: u64,
+    /// Largest message sent or accepted, in bytes (0: 64 MiB).
+    pub max_message_size: u64,
+}
+
+/// Options of a server. Zero in any field means its default; fill with
+/// `shmlink_server_options_init` or zero-initialise. The arrays are read
+/// during `shmlink_server_bind` only.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct shmlink_server_options {
+    /// Uids allowed besides the server's own (NULL when the length is 0).
+    pub allowed_uids: *const u32,
+    /// Number of entries in `allowed_uids`.
+    pub allowed_uids_len: usize,
+    /// Gids allowed (a peer's primary gid).
+    pub allowed_gids: *const u32,
+    /// Number of entries in `allowed_gids`.
+    pub allowed_gids_len: usize,
+    /// Permission bits of the socket files (0: 0600, or 0660 with a group).
+    pub socket_mode: u32,
+    /// 1: give the socket files to group `socket_group`.
+    pub socket_group_set: u32,
+    /// Group of the socket files, when `socket_group_set` is 1.
+    pub socket_group: u32,
+    /// Most sessions at once (0: 4096).
+    pub max_sessions: u32,
+    /// One of `SHMLINK_WAIT_*` (0: default).
+    pub wait: u32,
+    /// Spin time for `SHMLINK_WAIT_SPIN`, in microseconds (0: 50).
+    pub spin_us: u32,
+    /// Largest message sent or accepted, in bytes (0: 64 MiB).
+    pub max_message_size: u64,
+    /// Time a connecting client has to send its hello, in microseconds (0: 2 s).
+    pub handshake_timeout_us: u64,
+    /// Time writing a response may wait for ring space, in microseconds (0: 5 s).
+    pub send_timeout_us: u64,
+}
+
+impl Default for shmlink_server_options {
+    fn default() -> Self {
+        shmlink_server_options {
+            allowed_uids: std::ptr::null(),
+            allowed_uids_len: 0,
+            allowed_gids: std::ptr::null(),
+            allowed_gids_len: 0,
+            socket_mode: 0,
+            socket_group_set: 0,
+            socket_group: 0,
+            max_sessions: 0,
+            wait: 0,
+            spin_us: 0,
+            max_message_size: 0,
+            handshake_timeout_us: 0,
+            send_timeout_us: 0,
+        }
+    }
+}
+
+/// Fills `options` with the defaults, spelled out. NULL is ignored.
+///
+/// # Safety
+/// `options` is NULL or points to writable memory for the struct.
+#[no_mangle]
+pub unsafe extern "C" fn shmlink_client_options_init(options: *mut shmlink_client_options) {
+    let d = ClientOptions::default();
+    let filled = shmlink_client_options {
+        timeout_us: micros(d.timeout),
+        wait: SHMLINK_WAIT_DEFAULT,
+        spin_us: micros(WaitStrategy::DEFAULT_SPIN) as u32,
+        ring_size: d.ring_size as u64,
+        max_message_size: d.max_message_size as u64,
+    };
+    if !options.is_null() {
+        // SAFETY: `options` is writable, per the contract; `write` does not
+        // read the (possibly uninitialised) old value.
+        unsafe { options.write(filled) };
+    }
+}
+
+/// Fills `options` with the defaults, spelled out. NULL is ignored.
+///
+/// # Safety
+/// `options` is NULL or points to writable memory for the struct.
+#[no_mangle]
+pub unsafe extern "C" fn shmlink_server_options_init(options: *mut shmlink_server_options) {
+    let d = ServerOptions::default();
+    let filled = shmlink_server_options {
+        socket_mode: d.effective_socket_mode(),
+        max_sessions: u32::try_from(d.max_sessions).unwrap_or(u32::MAX),
+        spin_us: micros(WaitStrategy::DEFAULT_SPIN) as u32,
+        max_message_size: d.max_message_size as u64,
+        handshake_timeout_us: micros(d.handshake_timeout),
+        send_timeout_us: micros(d.send_timeout),
+        ..shmlink_server_options::default()
+    };
+    if !options.is_null() {
+        // SAFETY: `options` is writable, per the contract; `write` does not
+        // read the (possibly uninitialised) old value.
+        unsafe { options.write(filled) };
+    }
+}
+
+fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+}
+
+fn invalid(name: &str, reason: String) -> Failure {
+    Failure::new(
+        shmlink_status::SHMLINK_E_INVALID_ARGUMENT,
+        format!("invalid option {name}: {reason}"),
+    )
+}
+
+/// A wait strategy from its C code.
+fn wait(code: u32, spin_us: u32) -> Result<WaitStrategy, Failure> {
+    let spin = match spin_us {
+        0 => WaitStrategy::DEFAULT_SPIN,
+        us => Duration::from_micros(u64::from(us)),
+    };
+    match code {
+        SHMLINK_WAIT_DEFAULT => Ok(WaitStrategy::Spin(WaitStrategy::DEFAULT_SPIN)),
+        SHMLINK_WAIT_SLEEP => Ok(WaitStrategy::Sleep),
+        SHMLINK_WAIT_SPIN => Ok(WaitStrategy::Spin(spin)),
+        SHMLINK_WAIT_BUSY => Ok(WaitStrategy::Busy),
+        n => Err(invalid(
+            "wait",
+            format!("{n} is not one of SHMLINK_WAIT_DEFAULT/SLEEP/SPIN/BUSY (0-3)"),
+        )),
+    }
+}
+
+fn size(name: &str, v: u64, default: usize) -> Result<usize, Failure> {
+    match v {
+        0 => Ok(default),
+        v => usize::try_from(v).map_err(|_| invalid(name, format!("{v} is too large"))),
+    }
+}
+
+fn duration(us: u64, default: Duration) -> Duration {
+    match us {
+        0 => default,
+        us => Duration::from_micros(us),
+    }
+}
+
+/// The core's client options for `o` (NULL: defaults). The core validates ranges.
+pub(crate) fn client_options(o: Option<&shmlink_client_options>) -> Result<ClientOptions, Failure> {
+    let d = ClientOptions::default();
+    let Some(o) = o else { return Ok(d) };
+    Ok(ClientOptions {
+        timeout: duration(o.timeout_us, d.timeout),
+        wait: wait(o.wait, o.spin_us)?,
+        ring_size: size("ring_size", o.ring_size, d.ring_size)?,
+        max_message_size: size("max_message_size", o.max_message_size, d.max_message_size)?,
+    })
+}
+
+/// The core's server options for `o` (NULL: defaults).
+///
+/// # Safety
+/// The arrays in `o` are valid for their lengths (or NULL with length 0).
+pub(crate) unsafe fn server_options(
+    o: Option<&shmlink_server_options>,
+) -> Result<ServerOptions, Failure> {
+    let d = ServerOptions::default();
+    let Some(o) = o else { return Ok(d) };
+    // SAFETY: the arrays are valid for their lengths, per this function's contract.
+    let (uids, gids) = unsafe {
+        (
+            slice(o.allowed_uids, o.allowed_uids_len, "allowed_uids")?,
+            slice(o.allowed_gids, o.allowed_gids_len, "allowed_gids")?,
+        )
+    };
+    Ok(ServerOptions {
+        allowed_uids: uids.to_vec(),
+        allowed_gids: gids.to_vec(),
+        socket_mode: (o.socket_mode != 0).then_some(o.socket_mode),
+        socket_group: match o.socket_group_set {
+            0 => None,
+            1 => Some(o.socket_group),
+            n => return Err(invalid("socket_group_set", format!("{n} is not 0 or 1"))),
+        },
+        max_sessions: match o.max_sessions {
+            0 => d.max_sessions,
+            n => n as usize,
+        },
+        wait: wait(o.wait, o.spin_us)?,
+        max_message_size: size("max_message_size", o.max_message_size, d.max_message_size)?,
+        handshake_timeout: duration(o.handshake_timeout_us, d.handshake_timeout),
+        send_timeout: duration(o.send_timeout_us, d.send_timeout),
+    })
+}

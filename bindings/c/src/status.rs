@@ -1,0 +1,162 @@
+//! Status codes and the per-thread error detail.
+
+use std::cell::RefCell;
+use std::ffi::CString;
+
+use shmlink::Error;
+
+/// Result of every fallible function: `SHMLINK_OK`, then error codes. Codes
+/// are only ever appended, never renumbered.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum shmlink_status {
+    /// Success.
+    SHMLINK_OK = 0,
+    /// A NULL pointer, text that is not UTF-8, an option out of range, or a
+    /// client used from two threads at once.
+    SHMLINK_E_INVALID_ARGUMENT = 1,
+    /// Not `shm:PATH`, `unix:PATH` or `tcp:HOST:PORT`.
+    SHMLINK_E_INVALID_ADDRESS = 2,
+    /// Cannot connect: no server there, or no permission on the socket file.
+    SHMLINK_E_CONNECT = 3,
+    /// The server refused the session (policy, session limit, version).
+    SHMLINK_E_REFUSED = 4,
+    /// The operation timed out.
+    SHMLINK_E_TIMEOUT = 5,
+    /// The peer died or closed the session.
+    SHMLINK_E_PEER_GONE = 6,
+    /// The session is closed (`shmlink_client_close`, or an earlier fatal error).
+    SHMLINK_E_CLOSED = 7,
+    /// The handler answered with an error: `shmlink_last_remote_code()` has its code.
+    SHMLINK_E_REMOTE = 8,
+    /// A message larger than the maximum message size; nothing was sent.
+    SHMLINK_E_TOO_LARGE = 9,
+    /// The peer broke the protocol; the session is closed.
+    SHMLINK_E_PROTOCOL = 10,
+    /// The server cannot listen on an address.
+    SHMLINK_E_BIND = 11,
+    /// Another operating-system error.
+    SHMLINK_E_IO = 12,
+    /// `shmlink_client_recv` with no call in flight.
+    SHMLINK_E_NOTHING_IN_FLIGHT = 13,
+    /// A bug inside the library (a caught panic); please report it.
+    SHMLINK_E_INTERNAL = 14,
+    /// The server is in the wrong state for this call (already serving, not started).
+    SHMLINK_E_STATE = 15,
+}
+
+use shmlink_status::*;
+
+impl shmlink_status {
+    /// Static description of the code.
+    pub(crate) fn describe(self) -> &'static std::ffi::CStr {
+        match self {
+            SHMLINK_OK => c"ok",
+            SHMLINK_E_INVALID_ARGUMENT => c"invalid argument",
+            SHMLINK_E_INVALID_ADDRESS => c"invalid address",
+            SHMLINK_E_CONNECT => c"cannot connect",
+            SHMLINK_E_REFUSED => c"refused by the server",
+            SHMLINK_E_TIMEOUT => c"timed out",
+            SHMLINK_E_PEER_GONE => c"peer gone",
+            SHMLINK_E_CLOSED => c"session closed",
+            SHMLINK_E_REMOTE => c"remote error",
+            SHMLINK_E_TOO_LARGE => c"message too large",
+            SHMLINK_E_PROTOCOL => c"protocol error",
+            SHMLINK_E_BIND => c"cannot listen",
+            SHMLINK_E_IO => c"i/o error",
+            SHMLINK_E_NOTHING_IN_FLIGHT => c"no call in flight",
+            SHMLINK_E_INTERNAL => c"internal error",
+            SHMLINK_E_STATE => c"wrong state",
+        }
+    }
+
+    /// The code of a core error.
+    pub(crate) fn of(e: &Error) -> Self {
+        match e {
+            Error::InvalidAddress { .. } => SHMLINK_E_INVALID_ADDRESS,
+            Error::InvalidOption { name: "recv", .. } => SHMLINK_E_NOTHING_IN_FLIGHT,
+            Error::InvalidOption { .. } => SHMLINK_E_INVALID_ARGUMENT,
+            Error::Connect { .. } => SHMLINK_E_CONNECT,
+            Error::Refused { .. } => SHMLINK_E_REFUSED,
+            Error::Protocol { .. } => SHMLINK_E_PROTOCOL,
+            Error::Timeout { .. } => SHMLINK_E_TIMEOUT,
+            Error::PeerGone { .. } => SHMLINK_E_PEER_GONE,
+            Error::Closed { .. } => SHMLINK_E_CLOSED,
+            Error::MessageTooLarge { .. } => SHMLINK_E_TOO_LARGE,
+            Error::Remote(_) => SHMLINK_E_REMOTE,
+            Error::Bind { .. } => SHMLINK_E_BIND,
+            _ => SHMLINK_E_IO,
+        }
+    }
+}
+
+/// A failure on its way to C: the code and the detail for `shmlink_last_error`.
+#[derive(Debug)]
+pub(crate) struct Failure {
+    pub(crate) status: shmlink_status,
+    pub(crate) detail: String,
+    pub(crate) remote_code: u32,
+}
+
+impl Failure {
+    pub(crate) fn new(status: shmlink_status, detail: impl Into<String>) -> Self {
+        Failure {
+            status,
+            detail: detail.into(),
+            remote_code: 0,
+        }
+    }
+
+    /// A NULL where a pointer is required.
+    pub(crate) fn null(what: &str) -> Self {
+        Self::new(SHMLINK_E_INVALID_ARGUMENT, format!("{what} is NULL"))
+    }
+}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Self {
+        let remote_code = match &e {
+            Error::Remote(r) => r.code,
+            _ => 0,
+        };
+        Failure {
+            status: shmlink_status::of(&e),
+            detail: e.to_string(),
+            remote_code,
+        }
+    }
+}
+
+struct LastError {
+    message: CString,
+    remote_code: u32,
+}
+
+thread_local! {
+    static LAST: RefCell<LastError> = RefCell::new(LastError {
+        message: CString::default(),
+        remote_code: 0,
+    });
+}
+
+/// Records `f` as this thread's last error and returns its code.
+pub(crate) fn record(f: Failure) -> shmlink_status {
+    // Interior NULs cannot be represented in a C string: show them escaped.
+    let message = CString::new(f.detail.replace('\0', "\\0")).unwrap_or_default();
+    LAST.with(|l| {
+        let mut l = l.borrow_mut();
+        l.message = message;
+        l.remote_code = f.remote_code;
+    });
+    f.status
+}
+
+/// This thread's last error message; valid until the thread records another.
+pub(crate) fn last_message() -> *const std::ffi::c_char {
+    LAST.with(|l| l.borrow().message.as_ptr())
+}
+
+/// This thread's last remote error code.
+pub(crate) fn last_remote_code() -> u32 {
+    LAST.with(|l| l.borrow().remote_code)
+}

@@ -8,7 +8,9 @@ SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 
 need_apt=()
-for pkg in build-essential pkg-config util-linux procps; do
+# cmake + libgtest-dev: the C/C++ tests and examples; clang-format: the C/C++
+# format check.
+for pkg in build-essential pkg-config util-linux procps cmake libgtest-dev clang-format; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then
@@ -25,5 +27,11 @@ rustup component add clippy rustfmt >/dev/null 2>&1 || true
 if ! rustup toolchain list | grep -q '^nightly'; then
   echo "setup: installing the nightly toolchain (for cargo fuzz)"
   rustup toolchain install nightly --profile minimal >/dev/null
+fi
+# The committed C header must be what this cbindgen generates: pin its version.
+CBINDGEN_VERSION=0.29.4
+if ! cbindgen --version 2>/dev/null | grep -qx "cbindgen $CBINDGEN_VERSION"; then
+  echo "setup: cargo install cbindgen $CBINDGEN_VERSION"
+  cargo install cbindgen --version "$CBINDGEN_VERSION" --locked --force >/dev/null 2>&1
 fi
 echo "setup: ok"

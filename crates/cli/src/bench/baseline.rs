@@ -73,6 +73,7 @@ impl Peer {
         checks.ensure(label)?;
         Ok(Record {
             transport: kind.name().to_string(),
+            client: "rust".into(),
             wait: "-".to_string(),
             size,
             reply_size: reply,

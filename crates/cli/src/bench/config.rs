@@ -64,6 +64,10 @@ pub(crate) struct BenchArgs {
     /// weighs on baselines and shmlink alike.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=15))]
     rounds: u32,
+    /// Also measure the C library: run this `shmlink-c-bench` program
+    /// (bench/c-client) beside every shm point with the default wait.
+    #[arg(long, value_name = "PROGRAM")]
+    c_client: Option<PathBuf>,
     /// Smoke-test preset: sizes 64,2048 and 0.05 s per phase.
     #[arg(long)]
     quick: bool,
@@ -101,6 +105,8 @@ pub(crate) struct Config {
     /// (client CPU, server CPU).
     pub(crate) pins: Option<(usize, usize)>,
     pub(crate) baselines: bool,
+    /// The C client program, when the C library is measured too.
+    pub(crate) c_client: Option<PathBuf>,
     pub(crate) quiet: bool,
     /// Rounds over all points; figures are medians across them.
     pub(crate) rounds: usize,
@@ -136,6 +142,7 @@ impl Config {
             connect,
             pins: if args.no_pin { None } else { two_cpus() },
             baselines: !args.no_baselines,
+            c_client: args.c_client.clone(),
             quiet: args.quiet,
             rounds: args.rounds as usize,
         })

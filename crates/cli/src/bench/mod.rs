@@ -3,6 +3,7 @@
 //! a table with the headline ratios.
 
 mod baseline;
+mod c_client;
 mod child;
 mod config;
 mod control;
@@ -25,7 +26,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use anyhow::Context;
-use shmlink::WaitStrategy;
+use shmlink::{Transport, WaitStrategy};
 
 use child::{ChildGuard, TempDir};
 use config::Config;
@@ -207,7 +208,18 @@ fn run_group(
                         Err(dead) => dead.context(e.to_string()),
                         Ok(()) => e,
                     })?;
+                    let c_program = env.cfg.c_client.as_deref().filter(|_| {
+                        *transport == Transport::Shm && *wait == Some(WaitStrategy::default())
+                    });
+                    let c_record = c_program
+                        .map(|p| {
+                            env.progress.phase("C client");
+                            c_client::measure(p, address, &record, Some(server.pid()))
+                        })
+                        .transpose()
+                        .with_context(|| format!("{label}: C client"))?;
                     out.push(record);
+                    out.extend(c_record);
                     env.progress.done();
                 }
             }

@@ -74,7 +74,10 @@ pub(crate) fn table(records: &[Record]) -> String {
         .iter()
         .map(|r| {
             vec![
-                r.transport.clone(),
+                match r.client.as_str() {
+                    "rust" => r.transport.clone(),
+                    c => format!("{} ({} client)", r.transport, c.to_uppercase()),
+                },
                 r.wait.clone(),
                 human_size(r.size),
                 us(r.p50_us),
@@ -151,17 +154,27 @@ pub(crate) fn headline(records: &[Record]) -> String {
             Goal::AtMost(3.5),
         ),
     ];
+    let c_checks = [64, 2048].map(|size| {
+        (
+            format!("C client p50 ÷ Rust client p50, shm spin {}", human_size(size)),
+            c_over_rust(records, size),
+            Goal::AtMost(1.1),
+        )
+    });
+    let checks = checks
+        .into_iter()
+        .map(|(n, v, g)| (n.to_string(), v, g))
+        .chain(c_checks.into_iter().filter(|(_, v, _)| v.is_some()));
     let rows: Vec<Vec<String>> = checks
-        .iter()
         .map(|(name, value, goal)| {
             let shown = value.map_or_else(|| "not measured".to_string(), |v| goal.show(v));
             let verdict = match value {
-                Some(v) if goal.met(*v) => "PASS",
+                Some(v) if goal.met(v) => "PASS",
                 Some(_) => "MISS",
                 None => "-",
             };
             vec![
-                name.to_string(),
+                name,
                 shown,
                 goal.to_string(),
                 verdict.to_string(),
@@ -210,7 +223,16 @@ impl std::fmt::Display for Goal {
 fn find<'a>(records: &'a [Record], transport: &str, wait: &str, size: usize) -> Option<&'a Record> {
     records
         .iter()
-        .find(|r| r.transport == transport && r.wait == wait && r.size == size)
+        .find(|r| r.transport == transport && r.wait == wait && r.size == size && r.client == "rust")
+}
+
+/// The C client's p50 over the Rust client's, both shm with the default wait.
+fn c_over_rust(records: &[Record], size: usize) -> Option<f64> {
+    let c = records
+        .iter()
+        .find(|r| r.client == "c" && r.transport == "shm" && r.wait == "spin" && r.size == size)?;
+    let rust = find(records, "shm", "spin", size)?;
+    (rust.p50_us > 0.0).then(|| c.p50_us / rust.p50_us)
 }
 
 /// An aligned markdown table; `numeric(col)` columns are right-aligned.
@@ -313,6 +335,7 @@ mod tests {
     fn rec(transport: &str, wait: &str, size: usize, p50: f64) -> Record {
         Record {
             transport: transport.into(),
+            client: "rust".into(),
             wait: wait.into(),
             size,
             reply_size: size / 8,

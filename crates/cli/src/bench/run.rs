@@ -79,6 +79,7 @@ pub(crate) fn measure(
 
     Ok(Record {
         transport: target.transport.scheme().to_string(),
+        client: "rust".into(),
         wait: target
             .wait
             .map_or_else(|| "-".to_string(), |w| w.to_string()),

@@ -58,6 +58,9 @@ impl Budget {
 pub(crate) struct Record {
     /// `shm`, `unix`, `tcp`, `baseline-spin`, `baseline-futex` or `baseline-unix`.
     pub(crate) transport: String,
+    /// The client that made the calls: `rust` (this program) or `c` (the C
+    /// library through `shmlink-c-bench`).
+    pub(crate) client: String,
     /// Wait strategy of both sides (`sleep`, `spin`, `busy`), `-` where none applies.
     pub(crate) wait: String,
     /// Request size in bytes.

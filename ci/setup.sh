@@ -9,8 +9,8 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 
 need_apt=()
 # cmake + libgtest-dev: the C/C++ tests and examples; clang-format: the C/C++
-# format check.
-for pkg in build-essential pkg-config util-linux procps cmake libgtest-dev clang-format; do
+# format check; fonts-dejavu-core: the font of `shmlink bench --plot`.
+for pkg in build-essential pkg-config util-linux procps cmake libgtest-dev clang-format fonts-dejavu-core; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then

@@ -250,3 +250,46 @@ fn bench_quick_writes_json_with_baselines() {
     let markdown = std::fs::read_to_string(&md).expect("markdown file");
     assert_eq!(markdown, stdout);
 }
+
+/// Width and height of a PNG, from its IHDR chunk.
+fn png_dimensions(bytes: &[u8]) -> Option<(u32, u32)> {
+    let sig = b"\x89PNG\r\n\x1a\n";
+    if bytes.len() < 24 || &bytes[..8] != sig || &bytes[12..16] != b"IHDR" {
+        return None;
+    }
+    let be =
+        |at: usize| u32::from_be_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
+    Some((be(16), be(20)))
+}
+
+#[test]
+fn bench_plot_writes_a_png_of_the_expected_size() {
+    let dir = TempDir::new("plot");
+    let png = dir.path().join("bench.png");
+    let out = Command::new(BIN)
+        .args([
+            "bench",
+            "--quiet",
+            "--transports",
+            "shm,unix",
+            "--waits",
+            "spin",
+            "--sizes",
+            "64,64K,1M",
+            "--duration",
+            "0.02",
+            "--plot",
+        ])
+        .arg(&png)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run bench");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bytes = std::fs::read(&png).expect("the plot file");
+    assert!(bytes.len() > 10_000, "plot of {} bytes only", bytes.len());
+    assert_eq!(png_dimensions(&bytes), Some((1600, 700)));
+}

@@ -60,7 +60,12 @@ pub(crate) fn measure(
     let o: Output = serde_json::from_str(text.trim())
         .with_context(|| format!("unexpected output of the C client: {text:?}"))?;
     if o.size != rust.size || o.calls == 0 {
-        bail!("the C client measured {} calls of {} bytes, not {} bytes", o.calls, o.size, rust.size);
+        bail!(
+            "the C client measured {} calls of {} bytes, not {} bytes",
+            o.calls,
+            o.size,
+            rust.size
+        );
     }
     Ok(Record {
         client: "c".into(),
@@ -68,7 +73,11 @@ pub(crate) fn measure(
         p50_us: o.p50_ns / 1e3,
         p99_us: o.p99_ns / 1e3,
         p999_us: o.p999_ns.unwrap_or(o.p99_ns) / 1e3,
-        calls_per_s: if o.mean_ns > 0.0 { 1e9 / o.mean_ns } else { 0.0 },
+        calls_per_s: if o.mean_ns > 0.0 {
+            1e9 / o.mean_ns
+        } else {
+            0.0
+        },
         pipelined_calls_per_s: None,
         pipeline_depth: None,
         sessions_per_s: None,

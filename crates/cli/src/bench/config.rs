@@ -10,6 +10,18 @@ use super::stats::Budget;
 use crate::parse::{self, Ratio};
 use crate::reply::ReplyShape;
 
+/// Sizes of a `--plot` run without `--sizes`: 64 B to 16 MiB, ×8 apart.
+const PLOT_SIZES: [usize; 8] = [
+    64,
+    512,
+    4 << 10,
+    32 << 10,
+    256 << 10,
+    1 << 20,
+    4 << 20,
+    16 << 20,
+];
+
 /// Options of `shmlink bench`.
 #[derive(Debug, Args)]
 #[command(
@@ -59,6 +71,10 @@ pub(crate) struct BenchArgs {
     /// Write the table and headline as markdown to FILE.
     #[arg(long, value_name = "FILE")]
     pub(crate) markdown: Option<PathBuf>,
+    /// Draw latency (p50, whisker to p99) and CPU per call against size into
+    /// FILE.png; without --sizes, sizes go from 64 B to 16 MiB.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) plot: Option<PathBuf>,
     /// Run every point N times, interleaved (all points, then all again), and
     /// report the median of each figure: slow drift of a shared machine then
     /// weighs on baselines and shmlink alike.
@@ -114,10 +130,11 @@ pub(crate) struct Config {
 
 impl Config {
     pub(crate) fn new(args: &BenchArgs) -> anyhow::Result<Self> {
-        let sizes = match (&args.sizes, args.quick) {
-            (Some(s), _) => s.clone(),
-            (None, true) => vec![64, 2048],
-            (None, false) => vec![64, 2048, 64 << 10, 1 << 20],
+        let sizes = match (&args.sizes, args.quick, &args.plot) {
+            (Some(s), _, _) => s.clone(),
+            (None, true, _) => vec![64, 2048],
+            (None, false, Some(_)) => PLOT_SIZES.to_vec(),
+            (None, false, None) => vec![64, 2048, 64 << 10, 1 << 20],
         };
         let time = match (args.duration, args.quick, args.requests) {
             (Some(d), _, _) => d,

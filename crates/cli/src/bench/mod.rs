@@ -14,6 +14,7 @@ mod measure;
 mod payload;
 mod peer;
 mod plan;
+mod plot;
 mod progress;
 mod report;
 mod run;
@@ -60,6 +61,13 @@ pub(crate) fn run(args: &BenchArgs) -> anyhow::Result<()> {
     }
     if let Some(path) = &args.markdown {
         write_file(path, &doc)?;
+    }
+    if let Some(path) = &args.plot {
+        let title = format!(
+            "shmlink bench — {} ({} CPUs), {}",
+            machine.cpu, machine.cores, machine.date
+        );
+        plot::write(path, &title, &records)?;
     }
     Ok(())
 }

@@ -156,7 +156,10 @@ pub(crate) fn headline(records: &[Record]) -> String {
     ];
     let c_checks = [64, 2048].map(|size| {
         (
-            format!("C client p50 ÷ Rust client p50, shm spin {}", human_size(size)),
+            format!(
+                "C client p50 ÷ Rust client p50, shm spin {}",
+                human_size(size)
+            ),
             c_over_rust(records, size),
             Goal::AtMost(1.1),
         )
@@ -173,12 +176,7 @@ pub(crate) fn headline(records: &[Record]) -> String {
                 Some(_) => "MISS",
                 None => "-",
             };
-            vec![
-                name,
-                shown,
-                goal.to_string(),
-                verdict.to_string(),
-            ]
+            vec![name, shown, goal.to_string(), verdict.to_string()]
         })
         .collect();
     render(&["check", "value", "goal", "result"], &rows, |col| {
@@ -221,9 +219,9 @@ impl std::fmt::Display for Goal {
 }
 
 fn find<'a>(records: &'a [Record], transport: &str, wait: &str, size: usize) -> Option<&'a Record> {
-    records
-        .iter()
-        .find(|r| r.transport == transport && r.wait == wait && r.size == size && r.client == "rust")
+    records.iter().find(|r| {
+        r.transport == transport && r.wait == wait && r.size == size && r.client == "rust"
+    })
 }
 
 /// The C client's p50 over the Rust client's, both shm with the default wait.

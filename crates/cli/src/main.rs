@@ -6,6 +6,8 @@
 
 mod bench;
 mod call;
+mod chaos;
+mod child;
 mod echo;
 mod parse;
 mod reply;
@@ -43,6 +45,13 @@ enum Command {
     /// Measure latency, throughput, session setup and CPU cost per call over
     /// every transport and wait strategy, next to raw baselines.
     Bench(Box<bench::BenchArgs>),
+    /// Kill clients and the server at random while they make checked calls
+    /// over shm, unix and tcp; count wrong replies, hangs and leaks (all
+    /// must be 0) and the recovery time after each server restart.
+    Chaos(chaos::ChaosArgs),
+    /// One client process of `chaos`.
+    #[command(name = "__chaos-client", hide = true)]
+    ChaosClient(chaos::ClientArgs),
     /// The peer process of the raw baselines (used by `bench`).
     #[command(name = "__baseline-peer", hide = true)]
     BaselinePeer(bench::PeerArgs),
@@ -55,6 +64,8 @@ fn main() -> ExitCode {
         Command::Call(args) => call::run(&args),
         Command::Bench(args) => bench::run(&args),
         Command::BaselinePeer(args) => bench::run_peer(&args),
+        Command::Chaos(args) => chaos::run(&args),
+        Command::ChaosClient(args) => chaos::run_client(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -293,3 +293,53 @@ fn bench_plot_writes_a_png_of_the_expected_size() {
     assert!(bytes.len() > 10_000, "plot of {} bytes only", bytes.len());
     assert_eq!(png_dimensions(&bytes), Some((1600, 700)));
 }
+
+#[test]
+fn chaos_short_run_has_no_wrong_replies_hangs_or_leaks() {
+    let dir = TempDir::new("chaos");
+    let json = dir.path().join("chaos.json");
+    let out = Command::new(BIN)
+        .args([
+            "chaos",
+            "--duration",
+            "4",
+            "--clients",
+            "3",
+            "--kill-every-ms",
+            "100",
+            "--server-every",
+            "5",
+            "--max-size",
+            "1MiB",
+            "--json",
+        ])
+        .arg(&json)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run chaos");
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("valid JSON");
+    for zero in [
+        "hung",
+        "wrong_replies",
+        "leaked_segments",
+        "socket_files_left",
+        "dev_shm_new",
+        "own_segments",
+    ] {
+        assert_eq!(s[zero], 0, "{zero}");
+    }
+    assert!(s["calls_completed"].as_u64() > Some(100), "{s}");
+    assert!(s["client_kills"].as_u64() >= Some(5), "{s}");
+    assert!(s["server_restarts"].as_u64() >= Some(1), "{s}");
+    assert!(
+        s["recoveries_ms"].as_array().is_some_and(|r| !r.is_empty()),
+        "{s}"
+    );
+}

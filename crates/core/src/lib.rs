@@ -41,5 +41,5 @@ pub use error::{Error, RefusalCode, RemoteError, Result};
 pub use options::{ClientOptions, ServerOptions, WaitStrategy};
 pub use server::{
     Handler, RunningServer, Server, Stats, StopHandle, CODE_HANDLER_PANICKED,
-    CODE_RESPONSE_TOO_LARGE,
+    CODE_RESPONSE_TOO_LARGE, PREPARED_SEGMENTS,
 };

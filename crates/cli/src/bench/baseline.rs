@@ -12,13 +12,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 
-use super::child::ChildGuard;
 use super::control::{self, BaselineKind, Order, DONE, READY};
 use super::framing::{self, FrameReader};
 use super::measure::{self, Checks, PointCtx, Sequential};
 use super::payload::Payloads;
 use super::shared::{self, SharedPage, REQ_DATA, REQ_SEQ, RESP_SEQ, STOP};
 use super::stats::{per_call_us, rate, Record};
+use crate::child::ChildGuard;
 
 /// Longest wait for one round trip or one acknowledgement.
 const CALL_TIMEOUT: Duration = Duration::from_secs(5);

@@ -9,8 +9,8 @@ use std::process::{Command, Stdio};
 use anyhow::{bail, Context};
 use serde::Deserialize;
 
-use super::child;
 use super::stats::{per_call_us, Record};
+use crate::child;
 
 /// What `shmlink-c-bench` prints.
 #[derive(Debug, Deserialize)]

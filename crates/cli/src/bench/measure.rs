@@ -6,10 +6,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::bail;
 
-use super::child;
 use super::interrupt::Interrupt;
 use super::progress::Progress;
 use super::stats::{Budget, Latency};
+use crate::child;
 use crate::reply::ReplyShape;
 
 /// What a point needs besides its payloads.

@@ -4,7 +4,7 @@
 
 mod baseline;
 mod c_client;
-mod child;
+
 mod config;
 mod control;
 mod framing;
@@ -29,7 +29,7 @@ use std::time::Duration;
 use anyhow::Context;
 use shmlink::{Transport, WaitStrategy};
 
-use child::{ChildGuard, TempDir};
+use crate::child::{self, ChildGuard, TempDir};
 use config::Config;
 use interrupt::Interrupt;
 use measure::PointCtx;

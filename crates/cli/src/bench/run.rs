@@ -120,10 +120,10 @@ fn idle_server_cpu(
     let req = payloads.get(0);
     let resp = client.call(req)?;
     checks.check(ctx.shape, req, &resp);
-    let before = super::child::process_cpu_time(pid)?;
+    let before = crate::child::process_cpu_time(pid)?;
     // A measurement window, not a wait for a condition.
     std::thread::sleep(IDLE_WINDOW);
-    let used = super::child::process_cpu_time(pid)?.saturating_sub(before);
+    let used = crate::child::process_cpu_time(pid)?.saturating_sub(before);
     Ok(Some(100.0 * used.as_secs_f64() / IDLE_WINDOW.as_secs_f64()))
 }
 

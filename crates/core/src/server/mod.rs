@@ -18,6 +18,11 @@ use crate::options::ServerOptions;
 
 pub use monitor::StopHandle;
 
+/// Segments a server keeps created and mapped ahead of connecting clients (so
+/// a handshake does not wait for memfd + mmap). An idle server holds at most
+/// this many `shmlink-session` memfds that belong to no session.
+pub const PREPARED_SEGMENTS: usize = prepare::READY;
+
 /// Remote error code the server sends when a handler panicked.
 pub const CODE_HANDLER_PANICKED: u32 = 0xFFFF_0001;
 /// Remote error code the server sends when a response exceeds the client's limit.

@@ -11,7 +11,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use crate::segment::Segment;
 
 /// Segments kept ready.
-const READY: usize = 4;
+pub(crate) const READY: usize = 4;
 
 #[derive(Default)]
 struct State {

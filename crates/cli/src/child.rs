@@ -1,10 +1,10 @@
-//! The bench's child processes (echo servers and the baseline peer) and its
+//! Child processes of `bench` and `chaos` (echo servers, peers, clients) and
 //! temp dir: guards that stop and reap every child and remove the dir on
 //! every exit path, and the CPU time of a child read from `/proc`.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStdout, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
@@ -63,10 +63,30 @@ impl ChildGuard {
         what: impl Into<String>,
         stderr_file: PathBuf,
     ) -> anyhow::Result<Self> {
-        let what = what.into();
+        cmd.stdout(Stdio::null());
+        Self::spawn_with(cmd, what.into(), stderr_file)
+    }
+
+    /// As [`ChildGuard::spawn`], with the child's stdout piped to us.
+    pub(crate) fn spawn_piped(
+        mut cmd: Command,
+        what: impl Into<String>,
+        stderr_file: PathBuf,
+    ) -> anyhow::Result<(Self, ChildStdout)> {
+        cmd.stdout(Stdio::piped());
+        let mut guard = Self::spawn_with(cmd, what.into(), stderr_file)?;
+        let out = guard
+            .child
+            .stdout
+            .take()
+            .with_context(|| format!("no stdout pipe from the {}", guard.what))?;
+        Ok((guard, out))
+    }
+
+    fn spawn_with(mut cmd: Command, what: String, stderr_file: PathBuf) -> anyhow::Result<Self> {
         let err = File::create(&stderr_file)
             .with_context(|| format!("cannot create {}", stderr_file.display()))?;
-        cmd.stdout(Stdio::null()).stderr(err);
+        cmd.stderr(err);
         let child = cmd
             .spawn()
             .with_context(|| format!("cannot start the {what}"))?;
@@ -101,6 +121,42 @@ impl ChildGuard {
         match text.lines().rev().find(|l| !l.trim().is_empty()) {
             Some(line) => format!(": {}", line.trim()),
             None => String::new(),
+        }
+    }
+
+    /// Kills the child with SIGKILL and reaps it.
+    pub(crate) fn kill_now(&mut self) -> anyhow::Result<()> {
+        if self.reaped {
+            return Ok(());
+        }
+        self.child
+            .kill()
+            .with_context(|| format!("cannot kill the {}", self.what))?;
+        self.child
+            .wait()
+            .with_context(|| format!("cannot reap the {}", self.what))?;
+        self.reaped = true;
+        Ok(())
+    }
+
+    /// Sends SIGTERM and waits up to `timeout` for the child to exit; its
+    /// exit status, or an error when it had to be killed.
+    pub(crate) fn terminate(&mut self, timeout: Duration) -> anyhow::Result<ExitStatus> {
+        let _ = kill_process(Pid::from_child(&self.child), Signal::TERM);
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.child.try_wait()? {
+                self.reaped = true;
+                return Ok(status);
+            }
+            if Instant::now() >= deadline {
+                self.kill_now()?;
+                bail!(
+                    "the {} did not exit within {timeout:?} of SIGTERM",
+                    self.what
+                );
+            }
+            std::thread::sleep(Duration::from_millis(2));
         }
     }
 

@@ -34,6 +34,9 @@ pub(crate) struct ChaosArgs {
     /// Client processes at any time, spread over shm, unix and tcp.
     #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(1..=256))]
     clients: u32,
+    /// Transports the clients use, comma-separated (clients are spread over them).
+    #[arg(long, value_delimiter = ',', default_values = ["shm", "unix", "tcp"], value_parser = ["shm", "unix", "tcp"])]
+    transports: Vec<String>,
     /// Mean time between two kills, in milliseconds (exponentially distributed).
     #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..))]
     kill_every_ms: u64,
@@ -90,8 +93,18 @@ fn chaos(args: &ChaosArgs, seed: u64, dir: &Path) -> anyhow::Result<Summary> {
     let mut rng = fastrand::Rng::with_seed(seed);
     let mut server = EchoServer::start(&exe, dir)?;
     let mut clients = Clients::new(&exe, dir, args.timeout_ms, args.max_size);
+    let targets: Vec<String> = server
+        .addresses()
+        .iter()
+        .filter(|a| {
+            args.transports
+                .iter()
+                .any(|t| a.starts_with(&format!("{t}:")))
+        })
+        .cloned()
+        .collect();
     for i in 0..args.clients as usize {
-        clients.spawn(&server.addresses()[i % 3], rng.u64(..))?;
+        clients.spawn(&targets[i % targets.len()], rng.u64(..))?;
     }
     let probe_addr = server.addresses()[0].clone();
     let mut probe = Some(Client::connect(&probe_addr, ClientOptions::default())?);
@@ -107,14 +120,14 @@ fn chaos(args: &ChaosArgs, seed: u64, dir: &Path) -> anyhow::Result<Summary> {
     loop {
         // Exponential gaps: kills land at every phase of a call.
         let gap = Duration::from_secs_f64(-mean * (1.0 - rng.f64()).ln());
-        let at = Instant::now() + gap;
-        if at >= end {
-            break;
-        }
+        let at = (Instant::now() + gap).min(end);
         // The chaos schedule itself, not a wait for a condition.
         while Instant::now() < at {
             clients.check_stalled(Duration::from_millis(args.timeout_ms) + Duration::from_secs(3));
             std::thread::sleep((at - Instant::now()).min(Duration::from_millis(50)));
+        }
+        if at >= end {
+            break;
         }
         kills += 1;
         if kills.is_multiple_of(u64::from(args.server_every)) {

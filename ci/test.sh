@@ -18,9 +18,22 @@ RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo clippy -p shmlink-ring
 if grep -rn "std::sync::atomic" crates/ring/src | grep -v "crates/ring/src/sync.rs"; then
   echo "ring: use crate::sync instead of std::sync::atomic" >&2; exit 1
 fi
+# C and C++ sources follow .clang-format (the generated header excepted).
+git ls-files -co --exclude-standard '*.c' '*.h' '*.cpp' '*.hpp' \
+  | grep -v '^bindings/c/include/shmlink.h$' | grep -v '_arginfo.h$' \
+  | xargs -r clang-format --dry-run --Werror
 
 step "unit, integration and multi-process tests"
 cargo test --workspace --release
+
+step "C ABI: header drift, install, GoogleTest (plain and ASan/UBSan), examples"
+make check-header
+make install PREFIX="$PWD/target/stage"
+SHMLINK_PREFIX="$PWD/target/stage" ci/c-tests.sh
+SHMLINK_PREFIX="$PWD/target/stage" ci/examples.sh
+
+step "PHP extension: .phpt tests, and once under valgrind"
+ci/php-tests.sh
 
 step "loom model checks of the ring and doorbell"
 ci/loom.sh
@@ -29,7 +42,9 @@ step "fuzz targets, bounded run"
 ci/fuzz.sh "${FUZZ_SECONDS:-15}"
 
 step "benchmark smoke run (numbers not checked)"
-target/release/shmlink bench --quick --quiet --json target/bench-smoke.json >/dev/null
+target/release/shmlink bench --quick --quiet --json target/bench-smoke.json \
+  --c-client target/examples/c-bench/shmlink-c-bench >/dev/null
 test -s target/bench-smoke.json
+grep -q '"client": "c"' target/bench-smoke.json
 
 step "done in $(( $(date +%s) - start )) s"

@@ -21,6 +21,17 @@
 // Wait strategy: never sleep (lowest latency, a full core while waiting).
 #define SHMLINK_WAIT_BUSY 3
 
+// Remote error code: the server's handler panicked (a Rust handler) and the
+// session survived it.
+#define SHMLINK_REMOTE_HANDLER_PANICKED 4294901761
+
+// Remote error code: the response was larger than the client accepts.
+#define SHMLINK_REMOTE_RESPONSE_TOO_LARGE 4294901762
+
+// Remote error code: a handler of a language binding threw an exception
+// that carried no code of its own (C++ wrapper, PHP extension).
+#define SHMLINK_REMOTE_HANDLER_EXCEPTION 4294901763
+
 // Result of every fallible function: `SHMLINK_OK`, then error codes. Codes
 // are only ever appended, never renumbered.
 typedef enum shmlink_status {

@@ -31,4 +31,7 @@ pub use info::*;
 pub use options::*;
 pub use response::*;
 pub use server::*;
-pub use status::shmlink_status;
+pub use status::{
+    shmlink_status, SHMLINK_REMOTE_HANDLER_EXCEPTION, SHMLINK_REMOTE_HANDLER_PANICKED,
+    SHMLINK_REMOTE_RESPONSE_TOO_LARGE,
+};

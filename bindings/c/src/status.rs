@@ -160,3 +160,15 @@ pub(crate) fn last_message() -> *const std::ffi::c_char {
 pub(crate) fn last_remote_code() -> u32 {
     LAST.with(|l| l.borrow().remote_code)
 }
+
+/// Remote error code: the server's handler panicked (a Rust handler) and the
+/// session survived it.
+pub const SHMLINK_REMOTE_HANDLER_PANICKED: u32 = 0xFFFF_0001;
+/// Remote error code: the response was larger than the client accepts.
+pub const SHMLINK_REMOTE_RESPONSE_TOO_LARGE: u32 = 0xFFFF_0002;
+/// Remote error code: a handler of a language binding threw an exception
+/// that carried no code of its own (C++ wrapper, PHP extension).
+pub const SHMLINK_REMOTE_HANDLER_EXCEPTION: u32 = 0xFFFF_0003;
+
+const _: () = assert!(SHMLINK_REMOTE_HANDLER_PANICKED == shmlink::CODE_HANDLER_PANICKED);
+const _: () = assert!(SHMLINK_REMOTE_RESPONSE_TOO_LARGE == shmlink::CODE_RESPONSE_TOO_LARGE);

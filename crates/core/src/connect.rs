@@ -5,7 +5,7 @@ use std::net::{TcpStream, ToSocketAddrs};
 use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::address::Address;
 use crate::error::{Error, Result};
@@ -56,7 +56,9 @@ pub(crate) fn connect(address: &Address, opts: &ClientOptions) -> Result<Session
             e.kind(),
             io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset
         ) {
-            if let Ok((Welcome::Refused { code, message }, _)) = read_welcome(&stream, &name) {
+            if let Ok((Welcome::Refused { code, message }, _)) =
+                read_welcome(&stream, &name, opts.timeout)
+            {
                 return Err(Error::Refused {
                     address: name,
                     code,
@@ -64,9 +66,14 @@ pub(crate) fn connect(address: &Address, opts: &ClientOptions) -> Result<Session
                 });
             }
         }
-        return Err(handshake_io(&name, "sending hello", e));
+        return Err(handshake_io(
+            &name,
+            "handshake (sending hello)",
+            opts.timeout,
+            e,
+        ));
     }
-    let (welcome, fds) = read_welcome(&stream, &name)?;
+    let (welcome, fds) = read_welcome(&stream, &name, opts.timeout)?;
     let (ring_c2s, ring_s2c, server_max) = match welcome {
         Welcome::Refused { code, message } => {
             return Err(Error::Refused {
@@ -169,11 +176,12 @@ fn connect_tcp(hostport: &str, deadline: Instant) -> io::Result<TcpStream> {
     Err(last)
 }
 
-fn handshake_io(address: &str, what: &str, e: io::Error) -> Error {
+fn handshake_io(address: &str, what: &'static str, timeout: Duration, e: io::Error) -> Error {
     match e.kind() {
-        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => Error::Protocol {
-            peer: address.to_string(),
-            detail: format!("handshake timed out while {what}"),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => Error::Timeout {
+            address: address.to_string(),
+            op: what,
+            after: timeout,
         },
         io::ErrorKind::UnexpectedEof
         | io::ErrorKind::ConnectionReset
@@ -186,7 +194,7 @@ fn handshake_io(address: &str, what: &str, e: io::Error) -> Error {
 }
 
 /// Reads the welcome (and the descriptors that come with it).
-fn read_welcome(stream: &Stream, name: &str) -> Result<(Welcome, Vec<OwnedFd>)> {
+fn read_welcome(stream: &Stream, name: &str, timeout: Duration) -> Result<(Welcome, Vec<OwnedFd>)> {
     let mut buf = [0u8; WELCOME_LEN + handshake::MAX_REFUSAL_TEXT];
     let mut have = 0;
     let mut fds = Vec::new();
@@ -194,13 +202,15 @@ fn read_welcome(stream: &Stream, name: &str) -> Result<(Welcome, Vec<OwnedFd>)> 
         let n = match stream {
             Stream::Unix(s) => {
                 let (n, mut got) = shmlink_sys::fdpass::recv_with_fds(s, &mut buf[have..])
-                    .map_err(|e| handshake_io(name, "reading the welcome", e))?;
+                    .map_err(|e| {
+                        handshake_io(name, "handshake (reading the welcome)", timeout, e)
+                    })?;
                 fds.append(&mut got);
                 n
             }
             Stream::Tcp(_) => stream
                 .read_some(&mut buf[have..WELCOME_LEN])
-                .map_err(|e| handshake_io(name, "reading the welcome", e))?,
+                .map_err(|e| handshake_io(name, "handshake (reading the welcome)", timeout, e))?,
         };
         if n == 0 {
             return Err(Error::PeerGone {
@@ -219,7 +229,7 @@ fn read_welcome(stream: &Stream, name: &str) -> Result<(Welcome, Vec<OwnedFd>)> 
     if have < end {
         stream
             .read_exact(&mut buf[have..end])
-            .map_err(|e| handshake_io(name, "reading the refusal", e))?;
+            .map_err(|e| handshake_io(name, "handshake (reading the refusal)", timeout, e))?;
     } else if have > end {
         return Err(Error::Protocol {
             peer: name.to_string(),

@@ -1,0 +1,619 @@
+// shmlink C++17 API: a header-only RAII wrapper over the C API in shmlink.h.
+//
+//   shmlink::Client c = shmlink::Client::connect("shm:/run/app.sock");
+//   std::string answer = c.call("hello");
+//
+//   shmlink::Server s = shmlink::Server::bind({"shm:/run/app.sock"});
+//   s.serve([](std::string_view request, std::string& response) { response = request; });
+//
+// Errors are reported as shmlink::Error exceptions (code, remote code and the
+// library's detail message), or as shmlink::Status values by the try_* and
+// Status& variants, which never throw.
+//
+// Threads: a Client serves one thread at a time (it may move between
+// threads). A Server is set up and served from one thread; Server::stop may
+// be called from any thread and from a signal handler. Handlers run on many
+// session threads at once and must be thread-safe.
+
+#ifndef SHMLINK_HPP
+#define SHMLINK_HPP
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <new>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "shmlink.h"
+
+namespace shmlink {
+
+// How a side waits for the other (see the SHMLINK_WAIT_* constants).
+enum class Wait : uint32_t {
+  Default = SHMLINK_WAIT_DEFAULT,  // adaptive spin (50 µs), then sleep
+  Sleep = SHMLINK_WAIT_SLEEP,      // sleep at once (lowest CPU)
+  Spin = SHMLINK_WAIT_SPIN,        // spin up to spin_us, then sleep
+  Busy = SHMLINK_WAIT_BUSY,        // never sleep (lowest latency)
+};
+
+// Remote error codes reserved by the library (docs/protocol.md): a handler
+// that panicked (Rust servers), a response larger than the client accepts.
+inline constexpr uint32_t kHandlerPanicked = SHMLINK_REMOTE_HANDLER_PANICKED;
+inline constexpr uint32_t kResponseTooLarge = SHMLINK_REMOTE_RESPONSE_TOO_LARGE;
+// Remote error code a caller receives when a C++ handler threw something
+// other than HandlerError (the message is e.what(), or "unknown exception").
+inline constexpr uint32_t kHandlerException = SHMLINK_REMOTE_HANDLER_EXCEPTION;
+
+// Options of a client; 0 in any field means the library default.
+struct ClientOptions {
+  std::chrono::microseconds timeout{0};  // connect and per-call timeout (0: 5 s)
+  Wait wait = Wait::Default;
+  uint32_t spin_us = 0;              // spin time for Wait::Spin (0: 50 µs)
+  std::size_t ring_size = 0;         // shm ring per direction, a power of two (0: 64 KiB)
+  std::size_t max_message_size = 0;  // largest message sent or accepted (0: 64 MiB)
+};
+
+// Options of a server; 0 (or empty) in any field means the library default.
+struct ServerOptions {
+  std::vector<uint32_t> allowed_uids;    // uids allowed besides the server's own
+  std::vector<uint32_t> allowed_gids;    // primary gids allowed
+  uint32_t socket_mode = 0;              // permission bits of socket files (0: 0600/0660)
+  std::optional<uint32_t> socket_group;  // group given the socket files
+  uint32_t max_sessions = 0;             // most sessions at once (0: 4096)
+  Wait wait = Wait::Default;
+  uint32_t spin_us = 0;                            // spin time for Wait::Spin (0: 50 µs)
+  std::size_t max_message_size = 0;                // (0: 64 MiB)
+  std::chrono::microseconds handshake_timeout{0};  // time a client has for its hello (0: 2 s)
+  std::chrono::microseconds send_timeout{0};  // time a response may wait for ring space (0: 5 s)
+};
+
+// Outcome of a non-throwing operation; true when it succeeded.
+struct Status {
+  shmlink_status code = SHMLINK_OK;
+  uint32_t remote_code = 0;  // the handler's code when code == SHMLINK_E_REMOTE
+  std::string message;       // the library's detail (shmlink_last_error) on failure
+  explicit operator bool() const noexcept { return code == SHMLINK_OK; }
+};
+
+// A failed operation: what() is the library's detail message, captured right
+// after the failing call.
+class Error : public std::runtime_error {
+ public:
+  Error(shmlink_status code, uint32_t remote_code, const std::string& message, uint64_t call_id = 0)
+      : std::runtime_error(message), code_(code), remote_code_(remote_code), call_id_(call_id) {}
+
+  // The status code (never SHMLINK_OK).
+  shmlink_status code() const noexcept { return code_; }
+  // The handler's error code for SHMLINK_E_REMOTE, else 0.
+  uint32_t remote_code() const noexcept { return remote_code_; }
+  // The id of the pipelined call a Client::recv error answers, else 0.
+  uint64_t call_id() const noexcept { return call_id_; }
+
+ private:
+  shmlink_status code_;
+  uint32_t remote_code_;
+  uint64_t call_id_;
+};
+
+// The handler answered with an error (SHMLINK_E_REMOTE); remote_code() is its code.
+class RemoteError : public Error {
+ public:
+  using Error::Error;
+};
+
+// The operation timed out (SHMLINK_E_TIMEOUT). A timed-out call's late
+// response is discarded; the session stays usable unless the timeout struck
+// in the middle of sending a message (is_connected() tells).
+class TimeoutError : public Error {
+ public:
+  using Error::Error;
+};
+
+// The session cannot be used any more: the peer is gone (SHMLINK_E_PEER_GONE),
+// it was closed (SHMLINK_E_CLOSED) or the peer broke the protocol
+// (SHMLINK_E_PROTOCOL). Connect again.
+class DisconnectedError : public Error {
+ public:
+  using Error::Error;
+};
+
+// Thrown by a handler to answer with an error: the caller gets SHMLINK_E_REMOTE
+// with this code and message. Code 0 means success to the library, so a
+// HandlerError with code 0 reaches the caller as kHandlerException.
+class HandlerError : public std::runtime_error {
+ public:
+  HandlerError(uint32_t code, std::string message)
+      : std::runtime_error(std::move(message)), code_(code) {}
+  uint32_t code() const noexcept { return code_; }
+
+ private:
+  uint32_t code_;
+};
+
+namespace detail {
+
+// The status of a failure of the wrapper itself (not of a C call).
+inline Status make_status(shmlink_status code, const char* message) noexcept {
+  Status s;
+  s.code = code;
+  try {
+    s.message = message;
+  } catch (...) {  // out of memory: the code alone must do
+  }
+  return s;
+}
+
+// The status of a C call that just returned `code`, with this thread's
+// detail. Call it right after the C call, before anything else can fail.
+inline Status capture(shmlink_status code) noexcept {
+  if (code == SHMLINK_OK) return Status{};
+  const char* detail = shmlink_last_error();
+  if (detail == nullptr || *detail == '\0') detail = shmlink_error_string(code);
+  Status s = make_status(code, detail);
+  if (code == SHMLINK_E_REMOTE) s.remote_code = shmlink_last_remote_code();
+  return s;
+}
+
+[[noreturn]] inline void raise(const Status& s, uint64_t call_id = 0) {
+  switch (s.code) {
+    case SHMLINK_E_REMOTE:
+      throw RemoteError(s.code, s.remote_code, s.message, call_id);
+    case SHMLINK_E_TIMEOUT:
+      throw TimeoutError(s.code, s.remote_code, s.message, call_id);
+    case SHMLINK_E_PEER_GONE:
+    case SHMLINK_E_CLOSED:
+    case SHMLINK_E_PROTOCOL:
+      throw DisconnectedError(s.code, s.remote_code, s.message, call_id);
+    default:
+      throw Error(s.code, s.remote_code, s.message, call_id);
+  }
+}
+
+// Throws the error of a failed C call.
+inline void check(shmlink_status code) {
+  if (code != SHMLINK_OK) raise(capture(code));
+}
+
+inline const uint8_t* bytes(std::string_view s) noexcept {
+  return reinterpret_cast<const uint8_t*>(s.data());
+}
+
+inline std::string_view view(const shmlink_buffer& b) noexcept {
+  if (b.len == 0) return {};
+  return {reinterpret_cast<const char*>(b.data), b.len};
+}
+
+// Microseconds for the C API; false when the duration is negative.
+inline bool micros(std::chrono::microseconds d, uint64_t& out) noexcept {
+  if (d.count() < 0) return false;
+  out = static_cast<uint64_t>(d.count());
+  return true;
+}
+
+inline const char* const kNoClient =
+    "shmlink::Client has no session: it was moved from, or its connect failed";
+inline const char* const kNoServer =
+    "shmlink::Server has no server: it was moved from, or its bind failed";
+inline const char* const kNegativeTimeout = "shmlink: a timeout must not be negative";
+
+// The handler trampoline: runs the C++ handler, never lets an exception
+// unwind into the library.
+inline uint32_t handle(void* user_data, const uint8_t* request, size_t request_len,
+                       shmlink_response* response) noexcept {
+  const char* message = "unknown exception";
+  try {
+    // One reusable response string per session thread: no allocation per
+    // call once it has grown to the usual response size.
+    thread_local std::string out;
+    out.clear();
+    const auto& handler =
+        *static_cast<const std::function<void(std::string_view, std::string&)>*>(user_data);
+    handler(std::string_view(reinterpret_cast<const char*>(request), request_len), out);
+    shmlink_status st = shmlink_response_write(response, bytes(out), out.size());
+    // Do not keep a huge buffer per thread after an unusually large response.
+    if (out.capacity() > (std::size_t{1} << 20)) std::string().swap(out);
+    if (st == SHMLINK_OK) return 0;
+    message = "shmlink: the response could not be written";
+  } catch (const HandlerError& e) {
+    shmlink_response_set_error_message(response, e.what());
+    return e.code() != 0 ? e.code() : kHandlerException;
+  } catch (const std::exception& e) {
+    shmlink_response_set_error_message(response, e.what());
+    return kHandlerException;
+  } catch (...) {
+  }
+  shmlink_response_set_error_message(response, message);
+  return kHandlerException;
+}
+
+}  // namespace detail
+
+// A session with a server. Move-only; the destructor ends the session.
+// Thread-safety: one thread at a time (the library reports concurrent use as
+// SHMLINK_E_INVALID_ARGUMENT); moving it to another thread is fine.
+class Client {
+ public:
+  // An empty client (no session): calls throw Error(SHMLINK_E_CLOSED).
+  Client() noexcept = default;
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+  // The session moves; `other` becomes empty.
+  Client(Client&& other) noexcept
+      : handle_(std::exchange(other.handle_, nullptr)),
+        buffer_(std::exchange(other.buffer_, shmlink_buffer{})) {}
+  Client& operator=(Client&& other) noexcept {
+    if (this != &other) {
+      reset();
+      handle_ = std::exchange(other.handle_, nullptr);
+      buffer_ = std::exchange(other.buffer_, shmlink_buffer{});
+    }
+    return *this;
+  }
+  // Ends the session (the server is told goodbye) and frees everything.
+  ~Client() { reset(); }
+
+  // Connects to `address` (shm:PATH, unix:PATH or tcp:HOST:PORT) and performs
+  // the handshake; the returned Client owns the session. `address` and
+  // `options` are read during the call only. Throws Error. Thread-safe.
+  static Client connect(std::string_view address, const ClientOptions& options = {}) {
+    Status s;
+    Client c = connect(address, options, s);
+    if (!s) detail::raise(s);
+    return c;
+  }
+
+  // As above without throwing: on failure `status` holds the error and the
+  // returned client is empty.
+  static Client connect(std::string_view address, const ClientOptions& options,
+                        Status& status) noexcept {
+    status = Status{};
+    shmlink_client_options o{};
+    if (!detail::micros(options.timeout, o.timeout_us)) {
+      status = detail::make_status(SHMLINK_E_INVALID_ARGUMENT, detail::kNegativeTimeout);
+      return Client();
+    }
+    o.wait = static_cast<uint32_t>(options.wait);
+    o.spin_us = options.spin_us;
+    o.ring_size = options.ring_size;
+    o.max_message_size = options.max_message_size;
+    if (address.find('\0') != std::string_view::npos) {
+      status = detail::make_status(SHMLINK_E_INVALID_ADDRESS,
+                                   "shmlink: the address contains a NUL byte");
+      return Client();
+    }
+    std::string text;
+    try {
+      text.assign(address.data(), address.size());
+    } catch (...) {
+      status = detail::make_status(SHMLINK_E_INTERNAL, "shmlink: out of memory");
+      return Client();
+    }
+    shmlink_client* handle = nullptr;
+    shmlink_status code = shmlink_client_connect(text.c_str(), &o, &handle);
+    if (code != SHMLINK_OK) {
+      status = detail::capture(code);
+      return Client();
+    }
+    return Client(handle);
+  }
+
+  // Calls with the client's default timeout and returns the response (a
+  // copy the caller owns). Throws Error (RemoteError when the handler failed).
+  // `request` is read during the call only.
+  std::string call(std::string_view request) { return call(request, std::chrono::microseconds{0}); }
+
+  // Calls with `timeout` (0: the client's default). A response arriving after
+  // the timeout is discarded, never returned to a later call.
+  std::string call(std::string_view request, std::chrono::microseconds timeout) {
+    return std::string(call_view(request, timeout));
+  }
+
+  // Calls without allocating once warmed up: the view points into a buffer
+  // owned by this client and stays valid until the next call, send, recv,
+  // close, move or destruction of this client.
+  std::string_view call_view(std::string_view request,
+                             std::chrono::microseconds timeout = std::chrono::microseconds{0}) {
+    uint64_t us = 0;
+    if (!detail::micros(timeout, us)) raise_negative_timeout();
+    require();
+    detail::check(
+        shmlink_client_call_timeout(handle_, detail::bytes(request), request.size(), us, &buffer_));
+    return detail::view(buffer_);
+  }
+
+  // Non-throwing call: on success `response` holds the response (its
+  // capacity is reused); on failure it is left empty.
+  Status try_call(std::string_view request, std::string& response,
+                  std::chrono::microseconds timeout = std::chrono::microseconds{0}) noexcept {
+    response.clear();
+    uint64_t us = 0;
+    if (!detail::micros(timeout, us))
+      return detail::make_status(SHMLINK_E_INVALID_ARGUMENT, detail::kNegativeTimeout);
+    if (handle_ == nullptr) return detail::make_status(SHMLINK_E_CLOSED, detail::kNoClient);
+    Status s = detail::capture(
+        shmlink_client_call_timeout(handle_, detail::bytes(request), request.size(), us, &buffer_));
+    if (s) return copy_out(response);
+    return s;
+  }
+
+  // Sends a request without waiting (pipelining); returns its call id, which
+  // recv reports with the response. Throws Error.
+  uint64_t send(std::string_view request) {
+    require();
+    uint64_t id = 0;
+    detail::check(shmlink_client_send(handle_, detail::bytes(request), request.size(), &id));
+    return id;
+  }
+
+  // Non-throwing send; `id` receives the call id on success.
+  Status try_send(std::string_view request, uint64_t& id) noexcept {
+    if (handle_ == nullptr) return detail::make_status(SHMLINK_E_CLOSED, detail::kNoClient);
+    return detail::capture(
+        shmlink_client_send(handle_, detail::bytes(request), request.size(), &id));
+  }
+
+  // Receives the next pipelined response in arrival order, waiting up to
+  // `timeout` (0: the client's default): {call id, response}. A handler's
+  // error throws RemoteError whose call_id() names the call.
+  // SHMLINK_E_NOTHING_IN_FLIGHT when nothing was sent.
+  std::pair<uint64_t, std::string> recv(std::chrono::microseconds timeout = {}) {
+    uint64_t us = 0;
+    if (!detail::micros(timeout, us)) raise_negative_timeout();
+    require();
+    uint64_t id = 0;
+    shmlink_status code = shmlink_client_recv(handle_, us, &id, &buffer_);
+    if (code != SHMLINK_OK) detail::raise(detail::capture(code), id);
+    return {id, std::string(detail::view(buffer_))};
+  }
+
+  // Non-throwing recv: `id` receives the call id (also on SHMLINK_E_REMOTE),
+  // `response` the response (empty on failure).
+  Status try_recv(uint64_t& id, std::string& response,
+                  std::chrono::microseconds timeout = {}) noexcept {
+    response.clear();
+    uint64_t us = 0;
+    if (!detail::micros(timeout, us))
+      return detail::make_status(SHMLINK_E_INVALID_ARGUMENT, detail::kNegativeTimeout);
+    if (handle_ == nullptr) return detail::make_status(SHMLINK_E_CLOSED, detail::kNoClient);
+    Status s = detail::capture(shmlink_client_recv(handle_, us, &id, &buffer_));
+    if (s) return copy_out(response);
+    return s;
+  }
+
+  // Sends a one-way message: no response, no id. Throws Error.
+  void notify(std::string_view message) {
+    require();
+    detail::check(shmlink_client_notify(handle_, detail::bytes(message), message.size()));
+  }
+
+  // Non-throwing notify.
+  Status try_notify(std::string_view message) noexcept {
+    if (handle_ == nullptr) return detail::make_status(SHMLINK_E_CLOSED, detail::kNoClient);
+    return detail::capture(shmlink_client_notify(handle_, detail::bytes(message), message.size()));
+  }
+
+  // True when the session is usable and the server alive (non-blocking;
+  // false while another thread is inside a call on this client).
+  bool is_connected() const noexcept { return shmlink_client_is_connected(handle_) == 1; }
+
+  // Calls sent and not yet received (0 for an empty or closed client).
+  std::size_t in_flight() const noexcept { return shmlink_client_in_flight(handle_); }
+
+  // Ends the session; later calls throw Error(SHMLINK_E_CLOSED). Closing
+  // twice, or closing an empty client, is fine.
+  void close() noexcept {
+    if (handle_ != nullptr) shmlink_client_close(handle_);
+  }
+
+  // True when the client holds a session handle (even a closed one).
+  explicit operator bool() const noexcept { return handle_ != nullptr; }
+
+  // The C handle, still owned by this client.
+  shmlink_client* native_handle() const noexcept { return handle_; }
+
+ private:
+  explicit Client(shmlink_client* handle) noexcept : handle_(handle) {}
+
+  void reset() noexcept {
+    shmlink_client_free(handle_);
+    shmlink_buffer_free(&buffer_);
+    handle_ = nullptr;
+  }
+
+  void require() const {
+    if (handle_ == nullptr) throw DisconnectedError(SHMLINK_E_CLOSED, 0, detail::kNoClient);
+  }
+
+  [[noreturn]] static void raise_negative_timeout() {
+    throw Error(SHMLINK_E_INVALID_ARGUMENT, 0, detail::kNegativeTimeout);
+  }
+
+  Status copy_out(std::string& response) noexcept {
+    try {
+      response.assign(detail::view(buffer_));
+      return Status{};
+    } catch (...) {
+      return detail::make_status(SHMLINK_E_INTERNAL, "shmlink: out of memory copying the response");
+    }
+  }
+
+  shmlink_client* handle_ = nullptr;
+  shmlink_buffer buffer_ = SHMLINK_BUFFER_INIT;
+};
+
+// A server bound to one or more addresses. Move-only; the destructor stops it
+// (joining a started one) and removes its socket files.
+// Thread-safety: bind/serve/start/wait from one thread; stop, stats and
+// addresses from any thread (stop also from a signal handler).
+class Server {
+ public:
+  // Fills `response` for `request`; throw HandlerError to answer with an
+  // error. Called from many session threads at once: must be thread-safe.
+  using Handler = std::function<void(std::string_view request, std::string& response)>;
+
+  // An empty server: operations throw Error(SHMLINK_E_INVALID_ARGUMENT).
+  Server() noexcept = default;
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+  Server(Server&& other) noexcept
+      : handle_(std::exchange(other.handle_, nullptr)), handler_(std::move(other.handler_)) {}
+  Server& operator=(Server&& other) noexcept {
+    if (this != &other) {
+      reset();
+      handle_ = std::exchange(other.handle_, nullptr);
+      handler_ = std::move(other.handler_);
+    }
+    return *this;
+  }
+  // Stops the server and waits for a started one. A serve() running on
+  // another thread must have returned before the Server is destroyed.
+  ~Server() { reset(); }
+
+  // Binds every address (shm:, unix:, tcp: in any mix; tcp:HOST:0 picks a
+  // free port); the returned Server owns the listeners. `addresses` and
+  // `options` are read during the call only. Throws Error. Thread-safe.
+  static Server bind(const std::vector<std::string>& addresses, const ServerOptions& options = {}) {
+    Status s;
+    Server server = bind(addresses, options, s);
+    if (!s) detail::raise(s);
+    return server;
+  }
+
+  // As above without throwing: on failure `status` holds the error and the
+  // returned server is empty.
+  static Server bind(const std::vector<std::string>& addresses, const ServerOptions& options,
+                     Status& status) noexcept {
+    status = Status{};
+    shmlink_server_options o{};
+    o.allowed_uids = options.allowed_uids.data();
+    o.allowed_uids_len = options.allowed_uids.size();
+    o.allowed_gids = options.allowed_gids.data();
+    o.allowed_gids_len = options.allowed_gids.size();
+    o.socket_mode = options.socket_mode;
+    o.socket_group_set = options.socket_group.has_value() ? 1 : 0;
+    o.socket_group = options.socket_group.value_or(0);
+    o.max_sessions = options.max_sessions;
+    o.wait = static_cast<uint32_t>(options.wait);
+    o.spin_us = options.spin_us;
+    o.max_message_size = options.max_message_size;
+    if (!detail::micros(options.handshake_timeout, o.handshake_timeout_us) ||
+        !detail::micros(options.send_timeout, o.send_timeout_us)) {
+      status = detail::make_status(SHMLINK_E_INVALID_ARGUMENT, detail::kNegativeTimeout);
+      return Server();
+    }
+    std::vector<const char*> list;
+    try {
+      list.reserve(addresses.size());
+    } catch (...) {
+      status = detail::make_status(SHMLINK_E_INTERNAL, "shmlink: out of memory");
+      return Server();
+    }
+    for (const std::string& a : addresses) {
+      if (a.find('\0') != std::string::npos) {
+        status = detail::make_status(SHMLINK_E_INVALID_ADDRESS,
+                                     "shmlink: an address contains a NUL byte");
+        return Server();
+      }
+      list.push_back(a.c_str());
+    }
+    shmlink_server* handle = nullptr;
+    shmlink_status code = shmlink_server_bind(list.data(), list.size(), &o, &handle);
+    if (code != SHMLINK_OK) {
+      status = detail::capture(code);
+      return Server();
+    }
+    return Server(handle);
+  }
+
+  // Serves on the calling thread until stop(): requests already received are
+  // answered, sessions closed, socket files removed, then it returns. Once
+  // per server; the server keeps the handler until it is destroyed. Throws
+  // Error. Call from one thread; stop() from any.
+  void serve(Handler handler) {
+    detail::check(shmlink_server_serve(handle_, &detail::handle, install(std::move(handler))));
+  }
+
+  // Serves on background threads and returns at once; end it with stop()
+  // then wait(), or by destroying the server. Once per server; the server
+  // keeps the handler until it is destroyed. Throws Error.
+  void start(Handler handler) {
+    detail::check(shmlink_server_start(handle_, &detail::handle, install(std::move(handler))));
+  }
+
+  // Asks the server to stop and returns at once. Thread-safe and
+  // async-signal-safe: it only calls shmlink_server_stop. No-op when empty.
+  void stop() const noexcept { shmlink_server_stop(handle_); }
+
+  // Waits until a started server has stopped (after stop() from any thread
+  // or a signal handler); returns at once for a stopped one. Throws Error
+  // (SHMLINK_E_STATE when the server was never started).
+  void wait() {
+    require();
+    detail::check(shmlink_server_wait(handle_));
+  }
+
+  // The bound addresses, with the real port for tcp:HOST:0. Thread-safe.
+  std::vector<std::string> addresses() const {
+    std::vector<std::string> out;
+    std::size_t n = shmlink_server_address_count(handle_);
+    out.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const char* a = shmlink_server_address(handle_, i);
+      if (a != nullptr) out.emplace_back(a);
+    }
+    return out;
+  }
+
+  // The server's counters (all zero for an empty server). Thread-safe.
+  shmlink_server_stats stats() const noexcept {
+    shmlink_server_stats s{};
+    if (handle_ != nullptr) shmlink_server_stats_get(handle_, &s);
+    return s;
+  }
+
+  // True when the server holds a handle.
+  explicit operator bool() const noexcept { return handle_ != nullptr; }
+
+  // The C handle, still owned by this server.
+  shmlink_server* native_handle() const noexcept { return handle_; }
+
+ private:
+  explicit Server(shmlink_server* handle) noexcept : handle_(handle) {}
+
+  void reset() noexcept {
+    // Stops and joins a started server before its handler goes away.
+    shmlink_server_free(handle_);
+    handle_ = nullptr;
+    handler_.reset();
+  }
+
+  void require() const {
+    if (handle_ == nullptr) throw Error(SHMLINK_E_INVALID_ARGUMENT, 0, detail::kNoServer);
+  }
+
+  // Stores the handler at a stable address for the C trampoline. Refuses a
+  // second one: the first may still be in use by serving threads.
+  void* install(Handler handler) {
+    require();
+    if (handler_ != nullptr)
+      throw Error(SHMLINK_E_STATE, 0, "shmlink::Server: serve or start was already called");
+    if (!handler) throw Error(SHMLINK_E_INVALID_ARGUMENT, 0, "shmlink::Server: empty handler");
+    handler_ = std::make_unique<Handler>(std::move(handler));
+    return handler_.get();
+  }
+
+  shmlink_server* handle_ = nullptr;
+  std::unique_ptr<Handler> handler_;
+};
+
+}  // namespace shmlink
+
+#endif  // SHMLINK_HPP

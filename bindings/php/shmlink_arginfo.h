@@ -1,0 +1,200 @@
+/* This is a generated file, edit the .stub.php file instead.
+ * Stub hash: 48c6cb1bf219ccd7061424e12b6e2f1d99eb9729 */
+
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_Shmlink_stats, 0, 0, IS_ARRAY, 0)
+ZEND_END_ARG_INFO()
+
+ZEND_BEGIN_ARG_INFO_EX(arginfo_class_Shmlink_Client___construct, 0, 0, 1)
+	ZEND_ARG_TYPE_INFO(0, address, IS_STRING, 0)
+	ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, options, IS_ARRAY, 0, "[]")
+ZEND_END_ARG_INFO()
+
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_class_Shmlink_Client_call, 0, 1, IS_STRING, 0)
+	ZEND_ARG_TYPE_INFO(0, request, IS_STRING, 0)
+	ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, timeout, IS_DOUBLE, 1, "null")
+ZEND_END_ARG_INFO()
+
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_class_Shmlink_Client_send, 0, 1, IS_LONG, 0)
+	ZEND_ARG_TYPE_INFO(0, request, IS_STRING, 0)
+ZEND_END_ARG_INFO()
+
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_class_Shmlink_Client_receive, 0, 0, IS_STRING, 0)
+	ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(1, id, IS_LONG, 1, "null")
+	ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, timeout, IS_DOUBLE, 1, "null")
+ZEND_END_ARG_INFO()
+
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_class_Shmlink_Client_notify, 0, 1, IS_VOID, 0)
+	ZEND_ARG_TYPE_INFO(0, message, IS_STRING, 0)
+ZEND_END_ARG_INFO()
+
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_class_Shmlink_Client_isConnected, 0, 0, _IS_BOOL, 0)
+ZEND_END_ARG_INFO()
+
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_class_Shmlink_Client_close, 0, 0, IS_VOID, 0)
+ZEND_END_ARG_INFO()
+
+ZEND_BEGIN_ARG_INFO_EX(arginfo_class_Shmlink_Server___construct, 0, 0, 1)
+	ZEND_ARG_TYPE_MASK(0, addresses, MAY_BE_STRING|MAY_BE_ARRAY, NULL)
+	ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, options, IS_ARRAY, 0, "[]")
+ZEND_END_ARG_INFO()
+
+#define arginfo_class_Shmlink_Server_addresses arginfo_Shmlink_stats
+
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_class_Shmlink_Server_serve, 0, 1, IS_VOID, 0)
+	ZEND_ARG_TYPE_INFO(0, handler, IS_CALLABLE, 0)
+ZEND_END_ARG_INFO()
+
+#define arginfo_class_Shmlink_Server_stop arginfo_class_Shmlink_Client_close
+
+
+ZEND_FUNCTION(Shmlink_stats);
+ZEND_METHOD(Shmlink_Client, __construct);
+ZEND_METHOD(Shmlink_Client, call);
+ZEND_METHOD(Shmlink_Client, send);
+ZEND_METHOD(Shmlink_Client, receive);
+ZEND_METHOD(Shmlink_Client, notify);
+ZEND_METHOD(Shmlink_Client, isConnected);
+ZEND_METHOD(Shmlink_Client, close);
+ZEND_METHOD(Shmlink_Server, __construct);
+ZEND_METHOD(Shmlink_Server, addresses);
+ZEND_METHOD(Shmlink_Server, serve);
+ZEND_METHOD(Shmlink_Server, stop);
+
+
+static const zend_function_entry ext_functions[] = {
+	ZEND_NS_FALIAS("Shmlink", stats, Shmlink_stats, arginfo_Shmlink_stats)
+	ZEND_FE_END
+};
+
+
+static const zend_function_entry class_Shmlink_Client_methods[] = {
+	ZEND_ME(Shmlink_Client, __construct, arginfo_class_Shmlink_Client___construct, ZEND_ACC_PUBLIC)
+	ZEND_ME(Shmlink_Client, call, arginfo_class_Shmlink_Client_call, ZEND_ACC_PUBLIC)
+	ZEND_ME(Shmlink_Client, send, arginfo_class_Shmlink_Client_send, ZEND_ACC_PUBLIC)
+	ZEND_ME(Shmlink_Client, receive, arginfo_class_Shmlink_Client_receive, ZEND_ACC_PUBLIC)
+	ZEND_ME(Shmlink_Client, notify, arginfo_class_Shmlink_Client_notify, ZEND_ACC_PUBLIC)
+	ZEND_ME(Shmlink_Client, isConnected, arginfo_class_Shmlink_Client_isConnected, ZEND_ACC_PUBLIC)
+	ZEND_ME(Shmlink_Client, close, arginfo_class_Shmlink_Client_close, ZEND_ACC_PUBLIC)
+	ZEND_FE_END
+};
+
+
+static const zend_function_entry class_Shmlink_Server_methods[] = {
+	ZEND_ME(Shmlink_Server, __construct, arginfo_class_Shmlink_Server___construct, ZEND_ACC_PUBLIC)
+	ZEND_ME(Shmlink_Server, addresses, arginfo_class_Shmlink_Server_addresses, ZEND_ACC_PUBLIC)
+	ZEND_ME(Shmlink_Server, serve, arginfo_class_Shmlink_Server_serve, ZEND_ACC_PUBLIC)
+	ZEND_ME(Shmlink_Server, stop, arginfo_class_Shmlink_Server_stop, ZEND_ACC_PUBLIC)
+	ZEND_FE_END
+};
+
+
+static const zend_function_entry class_Shmlink_Exception_methods[] = {
+	ZEND_FE_END
+};
+
+
+static const zend_function_entry class_Shmlink_ConnectException_methods[] = {
+	ZEND_FE_END
+};
+
+
+static const zend_function_entry class_Shmlink_TimeoutException_methods[] = {
+	ZEND_FE_END
+};
+
+
+static const zend_function_entry class_Shmlink_ClosedException_methods[] = {
+	ZEND_FE_END
+};
+
+
+static const zend_function_entry class_Shmlink_RemoteException_methods[] = {
+	ZEND_FE_END
+};
+
+
+static const zend_function_entry class_Shmlink_ProtocolException_methods[] = {
+	ZEND_FE_END
+};
+
+static zend_class_entry *register_class_Shmlink_Client(void)
+{
+	zend_class_entry ce, *class_entry;
+
+	INIT_NS_CLASS_ENTRY(ce, "Shmlink", "Client", class_Shmlink_Client_methods);
+	class_entry = zend_register_internal_class_ex(&ce, NULL);
+	class_entry->ce_flags |= ZEND_ACC_FINAL|ZEND_ACC_NO_DYNAMIC_PROPERTIES|ZEND_ACC_NOT_SERIALIZABLE;
+
+	return class_entry;
+}
+
+static zend_class_entry *register_class_Shmlink_Server(void)
+{
+	zend_class_entry ce, *class_entry;
+
+	INIT_NS_CLASS_ENTRY(ce, "Shmlink", "Server", class_Shmlink_Server_methods);
+	class_entry = zend_register_internal_class_ex(&ce, NULL);
+	class_entry->ce_flags |= ZEND_ACC_FINAL|ZEND_ACC_NO_DYNAMIC_PROPERTIES|ZEND_ACC_NOT_SERIALIZABLE;
+
+	return class_entry;
+}
+
+static zend_class_entry *register_class_Shmlink_Exception(zend_class_entry *class_entry_RuntimeException)
+{
+	zend_class_entry ce, *class_entry;
+
+	INIT_NS_CLASS_ENTRY(ce, "Shmlink", "Exception", class_Shmlink_Exception_methods);
+	class_entry = zend_register_internal_class_ex(&ce, class_entry_RuntimeException);
+
+	return class_entry;
+}
+
+static zend_class_entry *register_class_Shmlink_ConnectException(zend_class_entry *class_entry_Shmlink_Exception)
+{
+	zend_class_entry ce, *class_entry;
+
+	INIT_NS_CLASS_ENTRY(ce, "Shmlink", "ConnectException", class_Shmlink_ConnectException_methods);
+	class_entry = zend_register_internal_class_ex(&ce, class_entry_Shmlink_Exception);
+
+	return class_entry;
+}
+
+static zend_class_entry *register_class_Shmlink_TimeoutException(zend_class_entry *class_entry_Shmlink_Exception)
+{
+	zend_class_entry ce, *class_entry;
+
+	INIT_NS_CLASS_ENTRY(ce, "Shmlink", "TimeoutException", class_Shmlink_TimeoutException_methods);
+	class_entry = zend_register_internal_class_ex(&ce, class_entry_Shmlink_Exception);
+
+	return class_entry;
+}
+
+static zend_class_entry *register_class_Shmlink_ClosedException(zend_class_entry *class_entry_Shmlink_Exception)
+{
+	zend_class_entry ce, *class_entry;
+
+	INIT_NS_CLASS_ENTRY(ce, "Shmlink", "ClosedException", class_Shmlink_ClosedException_methods);
+	class_entry = zend_register_internal_class_ex(&ce, class_entry_Shmlink_Exception);
+
+	return class_entry;
+}
+
+static zend_class_entry *register_class_Shmlink_RemoteException(zend_class_entry *class_entry_Shmlink_Exception)
+{
+	zend_class_entry ce, *class_entry;
+
+	INIT_NS_CLASS_ENTRY(ce, "Shmlink", "RemoteException", class_Shmlink_RemoteException_methods);
+	class_entry = zend_register_internal_class_ex(&ce, class_entry_Shmlink_Exception);
+
+	return class_entry;
+}
+
+static zend_class_entry *register_class_Shmlink_ProtocolException(zend_class_entry *class_entry_Shmlink_Exception)
+{
+	zend_class_entry ce, *class_entry;
+
+	INIT_NS_CLASS_ENTRY(ce, "Shmlink", "ProtocolException", class_Shmlink_ProtocolException_methods);
+	class_entry = zend_register_internal_class_ex(&ce, class_entry_Shmlink_Exception);
+
+	return class_entry;
+}

@@ -1,0 +1,11 @@
+--TEST--
+The loaded extension declares exactly what shmlink.stub.php declares (tools/check-arginfo.php)
+--EXTENSIONS--
+shmlink
+--FILE--
+<?php
+$argv = [__FILE__];
+require dirname(__DIR__) . '/tools/check-arginfo.php';
+?>
+--EXPECT--
+check-arginfo: 8 classes, 11 methods and 1 functions agree with shmlink.stub.php

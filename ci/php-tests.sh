@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# The PHP extension (bindings/php): build it against the Rust static library,
+# check it, run its .phpt suite, then run the suite again under valgrind.
+#   ci/php-tests.sh              everything
+#   ci/php-tests.sh --no-valgrind  skip the memcheck run (about a minute)
+# Installs what is missing with apt (php8.2-dev php8.2-cli php8.2-fpm
+# valgrind php-parser clang-format). Fails on any failed, borked, skipped or leaking
+# test. Ends with one line "php: N passed, N failed".
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+start=$(date +%s)
+step() { echo; echo "=== php: $* ($(( $(date +%s) - start )) s)"; }
+valgrind=1
+[ "${1:-}" = "--no-valgrind" ] && valgrind=0
+
+step "setup"
+missing=()
+command -v phpize >/dev/null || missing+=(php8.2-dev)
+command -v php >/dev/null || missing+=(php8.2-cli)
+[ -x /usr/sbin/php-fpm8.2 ] || missing+=(php8.2-fpm) # tests/017-fpm.phpt
+[ -d /usr/share/php/PhpParser ] || missing+=(php-parser) # gen_stub.php's parser
+command -v clang-format >/dev/null || missing+=(clang-format)
+if [ "$valgrind" = 1 ] && ! command -v valgrind >/dev/null; then missing+=(valgrind); fi
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+php -r 'if (!function_exists("pcntl_fork")) { fwrite(STDERR, "php: the tests need pcntl\n"); exit(1); }'
+
+step "Rust static library and CLI"
+cargo build --release -p shmlink-capi -p shmlink-cli
+export SHMLINK_BIN="$root/target/release/shmlink"
+
+cd bindings/php
+step "arginfo is what gen_stub.php makes of the stub; C formatting"
+tools/gen-arginfo.sh --check
+clang-format --style=file:"$root/.clang-format" --dry-run --Werror \
+  $(ls ./*.c ./*.h | grep -v '_arginfo\.h$')
+
+step "build the extension"
+# From scratch, so a re-run never picks up another configuration.
+if [ -f Makefile ]; then make distclean >/dev/null 2>&1 || true; fi
+phpize --clean >/dev/null
+quiet() { "$@" >"$root/target/php-build.log" 2>&1 || { cat "$root/target/php-build.log" >&2; exit 1; }; }
+quiet phpize
+quiet ./configure --with-shmlink
+quiet make -j"$(nproc)"
+test -f modules/shmlink.so
+# Self-contained: exports get_module only, needs no libshmlink at run time.
+exported=$(nm -D --defined-only modules/shmlink.so | awk '{print $3}')
+if [ "$exported" != "get_module" ]; then
+  echo "php: modules/shmlink.so exports more than get_module:" >&2
+  echo "$exported" | head -n 20 >&2
+  exit 1
+fi
+if ldd modules/shmlink.so | grep -q shmlink; then
+  echo "php: modules/shmlink.so links to a shared libshmlink" >&2; exit 1
+fi
+php -n -d extension="$PWD/modules/shmlink.so" tools/check-arginfo.php
+
+# Runs `make test` with the given run-tests arguments; fails on anything
+# but passed tests. Sets $passed.
+run_suite() {
+  local log=$1 args=$2
+  rm -f tests/*.diff tests/*.exp tests/*.log tests/*.mem tests/*.out tests/*.sh
+  local status=0
+  NO_INTERACTION=1 TEST_PHP_ARGS="$args" make test >"$log" 2>&1 || status=$?
+  count() { sed -n "s/^Tests $1 *: *\([0-9]*\).*/\1/p" "$log" | head -n1; }
+  passed=$(count passed)
+  local failed skipped leaked warned total
+  failed=$(count failed); skipped=$(count skipped); leaked=$(count leaked); warned=$(count warned)
+  total=$(sed -n 's/^Number of tests *: *\([0-9]*\).*/\1/p' "$log" | head -n1)
+  if [ "$status" != 0 ] || [ -z "$total" ] || [ "${total:-0}" = 0 ] || [ "${passed:-0}" != "$total" ] \
+    || [ "${failed:-0}" != 0 ] || [ "${skipped:-0}" != 0 ] || [ "${leaked:-0}" != 0 ] \
+    || [ "${warned:-0}" != 0 ] || ls tests/*.mem >/dev/null 2>&1; then
+    sed -n '/^TEST RESULT SUMMARY/,$p' "$log" >&2
+    for f in tests/*.diff tests/*.mem; do
+      [ -f "$f" ] || continue
+      echo "--- $f" >&2
+      head -n 60 "$f" >&2
+      echo >&2
+    done
+    echo "php: ${passed:-0} passed, $(( ${total:-0} - ${passed:-0} )) failed" >&2
+    exit 1
+  fi
+  sed -n '/^TEST RESULT SUMMARY/,/^Time taken/p' "$log"
+}
+
+step "tests"
+run_suite "$root/target/php-tests.log" "-q"
+suite_passed=$passed
+
+if [ "$valgrind" = 1 ]; then
+  step "tests under valgrind (leaks and memory errors)"
+  # The echo server, php-fpm and helper commands run outside valgrind; the
+  # forked PHP servers stay inside it. PCRE's JIT confuses memcheck: off.
+  export USE_ZEND_ALLOC=0
+  export VALGRIND_OPTS="--suppressions=$PWD/tests/valgrind.supp --leak-check=full \
+--trace-children-skip=*/shmlink,*/sh,*/kill,*/php-fpm*"
+  run_suite "$root/target/php-tests-valgrind.log" "-q -m -d pcre.jit=0"
+  unset USE_ZEND_ALLOC VALGRIND_OPTS
+fi
+
+step "done"
+echo "php: $suite_passed passed, 0 failed"

@@ -64,7 +64,7 @@ uninstall:
 examples:
 	@for ex in $(EXAMPLES); do \
 	  if [ -f $$ex/CMakeLists.txt ]; then \
-	    name=$$(basename $$ex); \
+	    name=$$(echo $$ex | sed -e "s|^examples/||" -e "s|/|-|g"); \
 	    cmake -S $$ex -B target/examples/$$name -DCMAKE_PREFIX_PATH=$(abspath $(PREFIX)) -DCMAKE_BUILD_TYPE=Release >/dev/null && \
 	    cmake --build target/examples/$$name -j $(JOBS) >/dev/null || exit 1; \
 	    echo "built $$ex in target/examples/$$name"; \

@@ -43,7 +43,7 @@ ci/fuzz.sh "${FUZZ_SECONDS:-15}"
 
 step "benchmark smoke run (numbers not checked)"
 target/release/shmlink bench --quick --quiet --json target/bench-smoke.json \
-  --c-client target/examples/c-bench/shmlink-c-bench >/dev/null
+  --c-client target/examples/bench-c-client/shmlink-c-bench >/dev/null
 test -s target/bench-smoke.json
 grep -q '"client": "c"' target/bench-smoke.json
 

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Builds the examples against the installed package and runs them: the C++
+# daemon on shm, unix and tcp (plus its raw-socket listeners), the C and C++
+# clients against each address, the C bench client once, then SIGTERM.
+#   SHMLINK_PREFIX   where `make install` put shmlink (default target/stage)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PREFIX=${SHMLINK_PREFIX:-$PWD/target/stage}
+make examples PREFIX="$PREFIX"
+bin=target/examples
+
+dir=$(mktemp -d)
+daemon=""
+cleanup() {
+  if [ -n "$daemon" ] && kill -0 "$daemon" 2>/dev/null; then kill -KILL "$daemon"; fi
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+
+"$bin/cpp-daemon/shmlink-daemon" "shm:$dir/d.sock" "unix:$dir/d-unix.sock" tcp:127.0.0.1:0 \
+  --raw-unix "$dir/raw.sock" --ready-file "$dir/ready" >"$dir/log" 2>&1 &
+daemon=$!
+for _ in $(seq 500); do            # up to 5 s for the daemon to listen
+  [ -s "$dir/ready" ] && break
+  kill -0 "$daemon" 2>/dev/null || { cat "$dir/log"; echo "examples: daemon died" >&2; exit 1; }
+  sleep 0.01
+done
+[ -s "$dir/ready" ] || { cat "$dir/log"; echo "examples: daemon not ready in 5 s" >&2; exit 1; }
+read -r -a addresses <"$dir/ready"
+
+for a in "${addresses[@]}"; do
+  case $a in raw:*) continue ;; esac
+  "$bin/c-client/shmlink-c-client" "$a" 2000
+  "$bin/cpp-client/shmlink-cpp-client" "$a" 2000
+done
+out=$("$bin/bench-c-client/shmlink-c-bench" "shm:$dir/d.sock" 2048 2000 100)
+echo "$out" | grep -Eq '^\{"size":2048,"calls":2000,"p50_ns":[0-9]+,"p99_ns":[0-9]+,"p999_ns":[0-9]+,"mean_ns":[0-9.]+,"cpu_ns":[0-9]+\}$' \
+  || { echo "examples: unexpected c-bench output: $out" >&2; exit 1; }
+
+kill -TERM "$daemon"
+for _ in $(seq 500); do kill -0 "$daemon" 2>/dev/null || break; sleep 0.01; done
+if kill -0 "$daemon" 2>/dev/null; then echo "examples: daemon still running 5 s after SIGTERM" >&2; exit 1; fi
+status=0; wait "$daemon" || status=$?
+daemon=""
+cat "$dir/log"
+[ "$status" = 0 ] || { echo "examples: daemon exited with $status" >&2; exit 1; }
+grep -q "^session opened" "$dir/log" && grep -q "^session closed" "$dir/log" \
+  && grep -q "^stopped: " "$dir/log" || { echo "examples: daemon log incomplete" >&2; exit 1; }
+[ ! -e "$dir/d.sock" ] && [ ! -e "$dir/d-unix.sock" ] && [ ! -e "$dir/raw.sock" ] \
+  || { echo "examples: socket files left behind" >&2; exit 1; }
+echo "=== examples: daemon, C and C++ clients, C bench client ok"

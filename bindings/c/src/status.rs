@@ -74,7 +74,7 @@ impl shmlink_status {
     pub(crate) fn of(e: &Error) -> Self {
         match e {
             Error::InvalidAddress { .. } => SHMLINK_E_INVALID_ADDRESS,
-            Error::InvalidOption { name: "recv", .. } => SHMLINK_E_NOTHING_IN_FLIGHT,
+            Error::NothingInFlight { .. } => SHMLINK_E_NOTHING_IN_FLIGHT,
             Error::InvalidOption { .. } => SHMLINK_E_INVALID_ARGUMENT,
             Error::Connect { .. } => SHMLINK_E_CONNECT,
             Error::Refused { .. } => SHMLINK_E_REFUSED,

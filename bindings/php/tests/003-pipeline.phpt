@@ -34,10 +34,10 @@ foreach (['shm', 'unix', 'tcp'] as $t) {
     echo "  ", shmlink_throws(fn () => $c->receive($id, 0.2)), "\n";
 }
 ?>
---EXPECT--
+--EXPECTF--
 shm: ids increasing=true responses match=true middle=middle plain=no id wanted after=after notify
-  Shmlink\Exception: invalid option recv: no call is in flight
+  Shmlink\Exception: recv on the session with %s: no call is in flight
 unix: ids increasing=true responses match=true middle=middle plain=no id wanted after=after notify
-  Shmlink\Exception: invalid option recv: no call is in flight
+  Shmlink\Exception: recv on the session with %s: no call is in flight
 tcp: ids increasing=true responses match=true middle=middle plain=no id wanted after=after notify
-  Shmlink\Exception: invalid option recv: no call is in flight
+  Shmlink\Exception: recv on the session with %s: no call is in flight

@@ -193,9 +193,8 @@ impl Client {
             return Ok(r);
         }
         if self.in_flight.is_empty() {
-            return Err(Error::InvalidOption {
-                name: "recv",
-                reason: "no call is in flight".into(),
+            return Err(Error::NothingInFlight {
+                address: self.address.to_string(),
             });
         }
         let mut deadline = Deadline::In(timeout);

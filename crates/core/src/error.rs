@@ -183,6 +183,12 @@ pub enum Error {
     /// The handler on the other side returned an error.
     #[error(transparent)]
     Remote(#[from] RemoteError),
+    /// `recv` was called with no call in flight: nothing can arrive.
+    #[error("recv on the session with {address}: no call is in flight")]
+    NothingInFlight {
+        /// The server's address.
+        address: String,
+    },
     /// A server could not listen on an address.
     #[error("cannot listen on {address}: {reason}")]
     Bind {

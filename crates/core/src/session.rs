@@ -95,6 +95,13 @@ impl Session {
     /// # Errors
     /// [`Error::MessageTooLarge`].
     pub fn check_size(&self, len: usize) -> Result<()> {
+        if len > self.local_max {
+            return Err(Error::MessageTooLarge {
+                size: len,
+                max: self.local_max,
+                side: "this side's max_message_size",
+            });
+        }
         if len > self.peer_max {
             return Err(Error::MessageTooLarge {
                 size: len,

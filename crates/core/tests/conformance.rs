@@ -143,7 +143,7 @@ fn pipelining_100(t: T) {
     assert!(expected.is_empty());
     assert_eq!(c.in_flight(), 0);
     match c.recv_timeout(Duration::from_millis(100)) {
-        Err(Error::InvalidOption { .. }) => {}
+        Err(Error::NothingInFlight { .. }) => {}
         other => panic!("{t:?}: recv with nothing in flight: {other:?}"),
     }
 }
@@ -335,6 +335,22 @@ fn oversize_request_refused_before_sending(t: T) {
         2,
         "the oversize calls never reached the server"
     );
+    // The client's own limit binds too, when it is the lower one.
+    let mut small = connect(
+        &srv.addr,
+        ClientOptions {
+            max_message_size: 100,
+            ..ClientOptions::default()
+        },
+    );
+    match small.call(&[3u8; 101]) {
+        Err(Error::MessageTooLarge { size, max, .. }) => assert_eq!((size, max), (101, 100)),
+        other => panic!("{t:?}: client limit: expected MessageTooLarge, got {other:?}"),
+    }
+    assert_eq!(
+        small.call(&[4u8; 100]).expect("at the client's limit"),
+        xform(&[4u8; 100])
+    );
 }
 
 fn response_too_large_for_client(t: T) {
@@ -424,7 +440,7 @@ fn timeout_then_own_answer(t: T) {
     assert_eq!((r.id, r.result), (id, Ok(xform(b"fast-3"))));
     assert!(matches!(
         c.recv_timeout(Duration::from_millis(50)),
-        Err(Error::InvalidOption { .. })
+        Err(Error::NothingInFlight { .. })
     ));
 
     // Two abandoned calls queued behind each other, then a fresh one.

@@ -38,6 +38,9 @@ ci/php-tests.sh
 step "loom model checks of the ring and doorbell"
 ci/loom.sh
 
+step "Rust test suites under AddressSanitizer, with a canary"
+ci/asan.sh
+
 step "fuzz targets, bounded run"
 ci/fuzz.sh "${FUZZ_SECONDS:-15}"
 

@@ -118,6 +118,27 @@ impl StopHandle {
 pub(crate) struct Monitor {
     listeners: Vec<Listener>,
     shared: Arc<Shared>,
+    /// A descriptor held in reserve: when accept fails for lack of
+    /// descriptors, it is released so the waiting client can be accepted and
+    /// told why it is refused, instead of waiting for its handshake timeout
+    /// while the level-triggered listener keeps the loop spinning.
+    spare: Mutex<Option<OwnedFd>>,
+}
+
+/// Opens the reserve descriptor.
+fn is_out_of_descriptors(e: &io::Error) -> bool {
+    let code = e.raw_os_error();
+    code == Some(rustix::io::Errno::MFILE.raw_os_error())
+        || code == Some(rustix::io::Errno::NFILE.raw_os_error())
+}
+
+fn open_spare() -> Option<OwnedFd> {
+    rustix::fs::open(
+        "/dev/null",
+        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )
+    .ok()
 }
 
 impl Monitor {
@@ -165,7 +186,11 @@ impl Monitor {
             all_done: Condvar::new(),
             next_id: std::sync::atomic::AtomicU64::new(1),
         });
-        Ok(Monitor { listeners, shared })
+        Ok(Monitor {
+            listeners,
+            shared,
+            spare: Mutex::new(open_spare()),
+        })
     }
 
     pub(crate) fn addresses(&self) -> Vec<Address> {
@@ -238,11 +263,36 @@ impl Monitor {
                 Ok(c) => self.start_session(c, l, handler),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                // Out of descriptors or memory: leave the rest queued; the
-                // level-triggered listener fires again.
+                Err(e) if is_out_of_descriptors(&e) => {
+                    if !self.refuse_one_for_lack_of_descriptors(l, &e) {
+                        return;
+                    }
+                }
+                // Out of memory: leave the rest queued; the level-triggered
+                // listener fires again.
                 Err(_) => return,
             }
         }
+    }
+
+    /// Releases the reserve descriptor to accept one waiting client and
+    /// refuse it with the reason; false when there was no reserve.
+    fn refuse_one_for_lack_of_descriptors(&self, l: &Listener, e: &io::Error) -> bool {
+        let mut reserve = self.spare.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(spare) = reserve.take() else {
+            return false;
+        };
+        drop(spare);
+        let conn = match l {
+            Listener::Unix { sock, .. } => sock.accept().map(|(s, _)| Conn::Unix(s)),
+            Listener::Tcp { sock, .. } => sock.accept().map(|(s, _)| Conn::Tcp(s)),
+        };
+        if let Ok(c) = conn {
+            self.shared.stats.refused.fetch_add(1, Ordering::Relaxed);
+            session::refuse_exhausted(c, &l.address().to_string(), e);
+        }
+        *reserve = open_spare();
+        true
     }
 
     fn start_session(&self, conn: Conn, l: &Listener, handler: &Arc<dyn Handler>) {

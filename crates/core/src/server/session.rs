@@ -132,6 +132,21 @@ pub(crate) fn refuse_busy(conn: Conn, address: &str, max: usize) {
     );
 }
 
+/// Refuses a client the server cannot take for lack of resources.
+pub(crate) fn refuse_exhausted(conn: Conn, address: &str, e: &std::io::Error) {
+    let s = conn.into_stream();
+    let _ = s.set_nonblocking(true);
+    let msg = format!("server at {address} cannot take a session now: {e}");
+    let _ = send_welcome(
+        &s,
+        &Welcome::Refused {
+            code: RefusalCode::ServerFailure,
+            message: msg,
+        },
+        None,
+    );
+}
+
 /// Runs one session to its end (handshake included).
 pub(crate) fn run(
     shared: &Shared,

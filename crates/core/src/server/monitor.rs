@@ -125,13 +125,14 @@ pub(crate) struct Monitor {
     spare: Mutex<Option<OwnedFd>>,
 }
 
-/// Opens the reserve descriptor.
+/// Whether an error means the process (or system) is out of descriptors.
 fn is_out_of_descriptors(e: &io::Error) -> bool {
     let code = e.raw_os_error();
     code == Some(rustix::io::Errno::MFILE.raw_os_error())
         || code == Some(rustix::io::Errno::NFILE.raw_os_error())
 }
 
+/// Opens the reserve descriptor.
 fn open_spare() -> Option<OwnedFd> {
     rustix::fs::open(
         "/dev/null",
@@ -275,24 +276,43 @@ impl Monitor {
         }
     }
 
-    /// Releases the reserve descriptor to accept one waiting client and
-    /// refuse it with the reason; false when there was no reserve.
+    /// Frees a descriptor (the reserve, else a prepared segment's) to accept
+    /// one waiting client and refuse it with the reason. Another thread may
+    /// take the freed slot first, so it tries a few times; false when
+    /// nothing could be freed or accepted (the listener fires again).
     fn refuse_one_for_lack_of_descriptors(&self, l: &Listener, e: &io::Error) -> bool {
         let mut reserve = self.spare.lock().unwrap_or_else(|p| p.into_inner());
-        let Some(spare) = reserve.take() else {
-            return false;
-        };
-        drop(spare);
-        let conn = match l {
-            Listener::Unix { sock, .. } => sock.accept().map(|(s, _)| Conn::Unix(s)),
-            Listener::Tcp { sock, .. } => sock.accept().map(|(s, _)| Conn::Tcp(s)),
-        };
-        if let Ok(c) = conn {
-            self.shared.stats.refused.fetch_add(1, Ordering::Relaxed);
-            session::refuse_exhausted(c, &l.address().to_string(), e);
+        let mut refused = false;
+        for _ in 0..4 {
+            let freed = match reserve.take() {
+                Some(spare) => {
+                    drop(spare);
+                    // Stop the preparer from taking the slot meanwhile.
+                    self.shared.segments.shed();
+                    true
+                }
+                None => self.shared.segments.shed(),
+            };
+            if !freed {
+                break;
+            }
+            let conn = match l {
+                Listener::Unix { sock, .. } => sock.accept().map(|(s, _)| Conn::Unix(s)),
+                Listener::Tcp { sock, .. } => sock.accept().map(|(s, _)| Conn::Tcp(s)),
+            };
+            match conn {
+                Ok(c) => {
+                    self.shared.stats.refused.fetch_add(1, Ordering::Relaxed);
+                    session::refuse_exhausted(c, &l.address().to_string(), e);
+                    refused = true;
+                    break;
+                }
+                Err(again) if is_out_of_descriptors(&again) => continue,
+                Err(_) => break,
+            }
         }
         *reserve = open_spare();
-        true
+        refused
     }
 
     fn start_session(&self, conn: Conn, l: &Listener, handler: &Arc<dyn Handler>) {

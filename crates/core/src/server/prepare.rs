@@ -18,6 +18,9 @@ struct State {
     ready: Vec<(Segment, OwnedFd)>,
     sizes: (usize, usize),
     closed: bool,
+    /// The process ran out of descriptors: do not refill (each prepared
+    /// segment holds one) until a session takes a segment again.
+    starved: bool,
 }
 
 /// The stock of prepared segments.
@@ -62,7 +65,7 @@ impl Preparer {
     fn refill_loop(&self) {
         let mut st = self.lock();
         loop {
-            while !st.closed && st.ready.len() >= READY {
+            while !st.closed && (st.starved || st.ready.len() >= READY) {
                 st = self.wanted.wait(st).unwrap_or_else(|p| p.into_inner());
             }
             if st.closed {
@@ -88,6 +91,7 @@ impl Preparer {
     /// When a segment has to be created here and the kernel refuses.
     pub(crate) fn take(&self, c2s: usize, s2c: usize) -> std::io::Result<(Segment, OwnedFd)> {
         let mut st = self.lock();
+        st.starved = false;
         let got = if st.sizes == (c2s, s2c) {
             st.ready.pop()
         } else {
@@ -101,6 +105,15 @@ impl Preparer {
             Some(s) => Ok(s),
             None => make((c2s, s2c)),
         }
+    }
+
+    /// Frees one prepared segment (and its descriptor) for a process out of
+    /// descriptors, and stops refilling until a session takes a segment.
+    /// False when the stock was empty.
+    pub(crate) fn shed(&self) -> bool {
+        let mut st = self.lock();
+        st.starved = true;
+        st.ready.pop().is_some()
     }
 
     /// Stops the background thread and frees the stock.

@@ -31,12 +31,23 @@ all: lib
 lib:
 	$(CARGO) build --release -p shmlink-capi
 
+# cbindgen, installed with cargo when it is not on PATH.
+FIND_CBINDGEN = cb=$$(command -v $(CBINDGEN) || true); \
+	if [ -z "$$cb" ]; then \
+	  echo "cbindgen not found: $(CARGO) install cbindgen --locked" >&2; \
+	  $(CARGO) install cbindgen --locked || exit 1; \
+	  cb=$$(command -v cbindgen || echo "$${CARGO_HOME:-$$HOME/.cargo}/bin/cbindgen"); \
+	fi
+
 header:
-	$(CBINDGEN) --quiet --config bindings/c/cbindgen.toml --crate shmlink-capi --output $(HEADER)
+	@$(FIND_CBINDGEN); \
+	echo "$$cb --config bindings/c/cbindgen.toml --crate shmlink-capi --output $(HEADER)"; \
+	"$$cb" --quiet --config bindings/c/cbindgen.toml --crate shmlink-capi --output $(HEADER)
 
 check-header:
-	@tmp=$$(mktemp); \
-	$(CBINDGEN) --quiet --config bindings/c/cbindgen.toml --crate shmlink-capi --output $$tmp || { rm -f $$tmp; exit 1; }; \
+	@$(FIND_CBINDGEN); \
+	tmp=$$(mktemp); \
+	"$$cb" --quiet --config bindings/c/cbindgen.toml --crate shmlink-capi --output $$tmp || { rm -f $$tmp; exit 1; }; \
 	if ! diff -u $(HEADER) $$tmp; then rm -f $$tmp; \
 	  echo "check-header: $(HEADER) differs from what cbindgen generates: run make header" >&2; exit 1; fi; \
 	rm -f $$tmp; echo "check-header: $(HEADER) is up to date"
@@ -71,5 +82,7 @@ examples:
 	  fi; \
 	done
 
+# What make made: example builds and the staging install of ci/ (cargo's own
+# output stays; ci/c-tests.sh's target/ctest is its own).
 clean:
-	rm -rf target/examples target/ctest target/stage
+	rm -rf target/examples target/stage

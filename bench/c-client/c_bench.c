@@ -7,6 +7,7 @@
  * Prints one JSON line: size, calls, p50_ns, p99_ns, p999_ns, mean_ns and the
  * process CPU time over the timed calls (cpu_ns). Fails on any error or on a
  * response that is not a prefix of its request. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime under -std=c11 */
 #include <shmlink.h>
 #include <stdio.h>
 #include <stdlib.h>

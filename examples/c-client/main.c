@@ -4,6 +4,7 @@
  *
  * Works against the example daemon or `shmlink echo`, whose response is the
  * first len/8 bytes of the request. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime under -std=c11 */
 #include <shmlink.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -29,13 +29,15 @@
 
 namespace {
 
-const shmlink::Server* g_server = nullptr;
-std::vector<RawServer*> g_raw;
+// The server the signal handler stops (a lock-free atomic: signal-safe to read).
+std::atomic<const shmlink::Server*> g_server{nullptr};
 
 extern "C" void on_signal(int) {
-  // Both only store a flag and make a syscall: async-signal-safe.
-  if (g_server != nullptr) g_server->stop();
-  for (RawServer* r : g_raw) r->request_stop();
+  // Server::stop() only calls shmlink_server_stop (a flag and an eventfd
+  // write): async-signal-safe. The raw listeners are stopped by main once
+  // server.wait() returns.
+  const shmlink::Server* server = g_server.load();
+  if (server != nullptr) server->stop();
 }
 
 struct Args {
@@ -99,11 +101,14 @@ Args parse(int argc, char** argv) {
 }
 
 // Logs sessions opening and closing. The library has no per-session event
-// yet, so this polls the server's counters every 100 ms: close together
-// sessions are reported as one line with their count.
+// yet, so this polls the server's counters every 100 ms: it is approximate
+// until the library offers session events (sessions opening or closing
+// within one interval are reported as one line with their count, and a
+// session both opened and closed in it shows as one of each).
 void log_sessions(const shmlink::Server& server, const std::atomic<bool>& done) {
   shmlink_server_stats last{};
-  while (!done.load()) {
+  for (;;) {
+    bool finishing = done.load();  // one last look after the server stopped
     shmlink_server_stats s = server.stats();
     if (s.sessions_opened > last.sessions_opened)
       std::printf("session opened (%" PRIu64 " new, active %" PRIu64 ")\n",
@@ -113,6 +118,7 @@ void log_sessions(const shmlink::Server& server, const std::atomic<bool>& done) 
                   s.sessions_closed - last.sessions_closed, s.active_sessions);
     std::fflush(stdout);
     last = s;
+    if (finishing) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
 }
@@ -126,8 +132,7 @@ int main(int argc, char** argv) {
     std::vector<std::unique_ptr<RawServer>> raw;
     for (const auto& a : args.raw) raw.push_back(std::make_unique<RawServer>(a));
 
-    g_server = &server;
-    for (auto& r : raw) g_raw.push_back(r.get());
+    g_server.store(&server);
     struct sigaction sa {};
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
@@ -145,7 +150,10 @@ int main(int argc, char** argv) {
     std::printf("listening on%s\n", listening.c_str());
     std::fflush(stdout);
     if (!args.ready_file.empty()) {
-      std::ofstream(args.ready_file) << listening.substr(1) << "\n";
+      // Written aside then renamed: a reader never sees half a line.
+      const std::string tmp = args.ready_file + ".tmp";
+      std::ofstream(tmp) << listening.substr(1) << "\n";
+      std::rename(tmp.c_str(), args.ready_file.c_str());
     }
 
     std::atomic<bool> done{false};
@@ -155,8 +163,7 @@ int main(int argc, char** argv) {
     for (auto& r : raw) r->join();
     done.store(true);
     logger.join();
-    g_server = nullptr;
-    g_raw.clear();
+    g_server.store(nullptr);
 
     shmlink_server_stats s = server.stats();
     std::printf("stopped: %" PRIu64 " sessions, %" PRIu64 " calls, %" PRIu64

@@ -1,18 +1,70 @@
 #!/usr/bin/env bash
-# The README's main command: installs what is missing, builds everything,
-# and runs the main job (for now `shmlink bench`: every transport and wait
-# strategy against raw baselines measured in the same run, the C library's
-# client beside the Rust one, and the plot). Results are written to
-# bench/results/latest.{md,json,png}; extra arguments go to `shmlink bench`.
+# The README's main command: installs what is missing, builds everything
+# (Rust workspace, C library, C/C++ examples, PHP extension) and runs the
+# main job:
+#   1. `shmlink bench`: every transport and wait strategy against raw socket
+#      baselines measured in the same run, the C library's client beside the
+#      Rust one -> bench/results/latest.{md,json}; the latency and CPU plot
+#      from 64 B to 16 MiB -> bench/results/latest.png;
+#   2. the scenario (bench/scenario/run.sh): the example C++ daemon on shm,
+#      unix and tcp, the PHP client over each, plain PHP sockets and a Redis
+#      broker beside it -> bench/results/scenario-latest.{md,json}, and its
+#      table printed last.
+#
+#   ci/main.sh [--quick] [--no-redis]
+#
+# --quick: tiny counts (a smoke run of everything, about a minute after the
+# build; ci/test.sh runs it, writing to target/main-quick instead);
+# --no-redis: no Redis row. A run after an interrupted one cleans up what
+# that one left (see bench/scenario/run.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+start=$(date +%s)
+step() { echo; echo "=== main: $* ($(($(date +%s) - start)) s)"; }
+quick=0
+scenario_args=()
+for a in "$@"; do
+  case $a in
+    --quick) quick=1 ;;
+    --no-redis) scenario_args+=(--no-redis) ;;
+    *) echo "usage: ci/main.sh [--quick] [--no-redis]" >&2; exit 2 ;;
+  esac
+done
+out=bench/results
+bench_args=(--rounds 3 --duration 0.5)
+plot_args=(--duration 0.2)
+requests=20000
+if [ "$quick" = 1 ]; then
+  out=target/main-quick
+  bench_args=(--quick)
+  plot_args=(--quick)
+  requests=300
+fi
+
+step "setup"
 ci/setup.sh
+
+step "build: Rust workspace, C library, examples, PHP extension"
 cargo build --release --workspace
 make install PREFIX="$PWD/target/stage"
 make examples PREFIX="$PWD/target/stage"
-mkdir -p bench/results
-target/release/shmlink bench --rounds 3 --duration 0.5 \
+ci/php-build.sh --no-valgrind >target/php-build-main.log 2>&1 || {
+  cat target/php-build-main.log >&2
+  exit 1
+}
+
+mkdir -p "$out"
+step "shmlink bench: transports and wait strategies against raw sockets"
+target/release/shmlink bench "${bench_args[@]}" \
   --c-client target/examples/bench-c-client/shmlink-c-bench \
-  --json bench/results/latest.json --markdown bench/results/latest.md "$@"
-target/release/shmlink bench --quiet --duration 0.2 --plot bench/results/latest.png >/dev/null
-echo "results: bench/results/latest.md bench/results/latest.json bench/results/latest.png"
+  --json "$out/latest.json" --markdown "$out/latest.md"
+
+step "shmlink bench --plot: latency and CPU from 64 B to 16 MiB"
+target/release/shmlink bench --quiet "${plot_args[@]}" --plot "$out/latest.png" >/dev/null
+test -s "$out/latest.png"
+
+step "the scenario: C++ daemon, PHP client, shm/unix/tcp, raw sockets, Redis"
+bench/scenario/run.sh --requests "$requests" --out "$out" "${scenario_args[@]}"
+
+step "done"
+echo "results: $out/latest.md $out/latest.json $out/latest.png $out/scenario-latest.md $out/scenario-latest.json"

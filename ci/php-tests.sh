@@ -1,11 +1,10 @@
 #!/usr/bin/env bash
-# The PHP extension (bindings/php): build it against the Rust static library,
-# check it, run its .phpt suite, then run the suite again under valgrind.
+# The PHP extension (bindings/php): build it (ci/php-build.sh), run its .phpt
+# suite, then run the suite again under valgrind.
 #   ci/php-tests.sh              everything
 #   ci/php-tests.sh --no-valgrind  skip the memcheck run (about a minute)
-# Installs what is missing with apt (php8.2-dev php8.2-cli php8.2-fpm
-# valgrind php-parser clang-format). Fails on any failed, borked, skipped or leaking
-# test. Ends with one line "php: N passed, N failed".
+# Fails on any failed, borked, skipped or leaking test. Ends with one line
+# "php: N passed, N failed".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -14,52 +13,9 @@ step() { echo; echo "=== php: $* ($(( $(date +%s) - start )) s)"; }
 valgrind=1
 [ "${1:-}" = "--no-valgrind" ] && valgrind=0
 
-step "setup"
-missing=()
-command -v phpize >/dev/null || missing+=(php8.2-dev)
-command -v php >/dev/null || missing+=(php8.2-cli)
-[ -x /usr/sbin/php-fpm8.2 ] || missing+=(php8.2-fpm) # tests/017-fpm.phpt
-[ -d /usr/share/php/PhpParser ] || missing+=(php-parser) # gen_stub.php's parser
-command -v clang-format >/dev/null || missing+=(clang-format)
-if [ "$valgrind" = 1 ] && ! command -v valgrind >/dev/null; then missing+=(valgrind); fi
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "installing: ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
-php -r 'if (!function_exists("pcntl_fork")) { fwrite(STDERR, "php: the tests need pcntl\n"); exit(1); }'
-
-step "Rust static library and CLI"
-cargo build --release -p shmlink-capi -p shmlink-cli
+ci/php-build.sh "$@"
 export SHMLINK_BIN="$root/target/release/shmlink"
-
 cd bindings/php
-step "arginfo is what gen_stub.php makes of the stub; C formatting"
-tools/gen-arginfo.sh --check
-clang-format --style=file:"$root/.clang-format" --dry-run --Werror \
-  $(ls ./*.c ./*.h | grep -v '_arginfo\.h$')
-
-step "build the extension"
-# From scratch, so a re-run never picks up another configuration.
-if [ -f Makefile ]; then make distclean >/dev/null 2>&1 || true; fi
-phpize --clean >/dev/null
-quiet() { "$@" >"$root/target/php-build.log" 2>&1 || { cat "$root/target/php-build.log" >&2; exit 1; }; }
-quiet phpize
-quiet ./configure --with-shmlink
-quiet make -j"$(nproc)"
-test -f modules/shmlink.so
-# Self-contained: exports get_module only, needs no libshmlink at run time.
-exported=$(nm -D --defined-only modules/shmlink.so | awk '{print $3}')
-if [ "$exported" != "get_module" ]; then
-  echo "php: modules/shmlink.so exports more than get_module:" >&2
-  echo "$exported" | head -n 20 >&2
-  exit 1
-fi
-if ldd modules/shmlink.so | grep -q shmlink; then
-  echo "php: modules/shmlink.so links to a shared libshmlink" >&2; exit 1
-fi
-php -n -d extension="$PWD/modules/shmlink.so" tools/check-arginfo.php
 
 # Runs `make test` with the given run-tests arguments; fails on anything
 # but passed tests. Sets $passed.

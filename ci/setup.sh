@@ -9,8 +9,12 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 
 need_apt=()
 # cmake + libgtest-dev: the C/C++ tests and examples; clang-format: the C/C++
-# format check; fonts-dejavu-core: the font of `shmlink bench --plot`.
-for pkg in build-essential pkg-config util-linux procps cmake libgtest-dev clang-format fonts-dejavu-core; do
+# format check; fonts-dejavu-core: the font of `shmlink bench --plot`;
+# php8.2-dev/cli/fpm + php-parser + valgrind: the PHP extension, its build
+# (gen_stub) and its tests; nginx + curl: the php-fpm end-to-end test;
+# redis-server + php8.2-redis: the Redis broker baseline of the scenario.
+for pkg in build-essential pkg-config util-linux procps cmake libgtest-dev clang-format fonts-dejavu-core \
+  php8.2-dev php8.2-cli php8.2-fpm php-parser valgrind nginx curl redis-server php8.2-redis; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then

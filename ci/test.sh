@@ -35,6 +35,12 @@ SHMLINK_PREFIX="$PWD/target/stage" ci/examples.sh
 step "PHP extension: .phpt tests, and once under valgrind"
 ci/php-tests.sh
 
+step "PHP end to end: php-fpm behind nginx, 1,800 checked requests"
+ci/php-e2e.sh
+
+step "PHP benchmark smoke run (every response checked, figures not)"
+ci/php-bench.sh --quick
+
 step "loom model checks of the ring and doorbell"
 ci/loom.sh
 
@@ -44,10 +50,18 @@ ci/asan.sh
 step "fuzz targets, bounded run"
 ci/fuzz.sh "${FUZZ_SECONDS:-15}"
 
-step "benchmark smoke run (numbers not checked)"
-target/release/shmlink bench --quick --quiet --json target/bench-smoke.json \
-  --c-client target/examples/bench-c-client/shmlink-c-bench >/dev/null
-test -s target/bench-smoke.json
-grep -q '"client": "c"' target/bench-smoke.json
+step "the main command with tiny counts (ci/main.sh --quick; numbers not checked)"
+ci/main.sh --quick >target/main-quick.log 2>&1 || { tail -n 60 target/main-quick.log >&2; exit 1; }
+for f in latest.json latest.md latest.png scenario-latest.json scenario-latest.md; do
+  test -s "target/main-quick/$f" || { echo "main --quick wrote no $f" >&2; exit 1; }
+done
+grep -q '"client": "c"' target/main-quick/latest.json
+# The scenario table: every transport and baseline, both sizes, every case.
+for row in 'shm +\| +2048 B \| never' 'unix +\| +128 B \| every 1 ' 'tcp +\| +2048 B \| every 10' \
+  'raw unix +\| +128 B' 'raw tcp +\| +2048 B' 'redis broker +\| +128 B \| every 1 '; do
+  grep -Eq "\| $row" target/main-quick/scenario-latest.md || {
+    echo "main --quick: no row matching \"$row\" in the scenario table" >&2; exit 1; }
+done
+tail -n 50 target/main-quick.log
 
 step "done in $(( $(date +%s) - start )) s"

@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# The scenario of docs/benchmarks.md (CONTEXT.md scenario 1) end to end: the
+# example C++ daemon on shm, unix and tcp (and its raw length-framed
+# listeners); the PHP benchmark client (bench/php/bench.php) through the
+# extension over each, PHP's own sockets to the raw listeners, and a Redis
+# broker round trip; 2048 B and 128 B requests, one connection, reconnect
+# every 10 calls, reconnect every call; every response checked; one table
+# with calls/s, p50, p99 and the ratios to shmlink shm.
+#
+#   bench/scenario/run.sh [--requests N] [--no-redis] [--out DIR]
+#
+# --requests: calls a point (default 20000); --no-redis: skip the Redis row
+# (skipped with one line anyway when redis-server or php8.2-redis is
+# missing); --out: where scenario-latest.{md,json} go (default
+# bench/results). Expects the build of ci/main.sh: the daemon in
+# target/examples, the extension in bindings/php/modules.
+#
+# State lives in target/scenario: a rerun, or a run after Ctrl-C, first
+# stops what an earlier run left there (pid files, checked against the
+# process's command line) and removes its sockets.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+root=$(pwd)
+requests=20000
+redis=1
+out=$root/bench/results
+while [ $# -gt 0 ]; do
+  case $1 in
+    --requests) requests=${2:?--requests needs a number}; shift 2 ;;
+    --no-redis) redis=0; shift ;;
+    --out) out=${2:?--out needs a directory}; shift 2 ;;
+    *) echo "scenario: unknown argument $1 (bench/scenario/run.sh [--requests N] [--no-redis] [--out DIR])" >&2; exit 2 ;;
+  esac
+done
+run=$root/target/scenario
+daemon=$root/target/examples/cpp-daemon/shmlink-daemon
+module=$root/bindings/php/modules/shmlink.so
+fail() { echo "scenario: $*" >&2; exit 1; }
+[ -x "$daemon" ] || fail "$daemon is not built (make install PREFIX=\$PWD/target/stage && make examples PREFIX=\$PWD/target/stage)"
+[ -f "$module" ] || fail "$module is not built (ci/php-build.sh)"
+mkdir -p "$run" "$out"
+
+# shellcheck source=ci/lib/procs.sh
+source "$root/ci/lib/procs.sh"
+
+# Stops the process of pid file $1 left by this or an earlier run, if it is
+# still the one started (its command line contains $2).
+stop_pidfile() {
+  local file=$run/$1.pid pid
+  [ -f "$file" ] || return 0
+  pid=$(cat "$file")
+  if [ -n "$pid" ] && alive "$pid" && [[ "$(cmdline "$pid")" == *"$2"* ]]; then
+    stop_process "$pid" TERM 10 || echo "scenario: $1 (pid $pid) did not stop on SIGTERM: killed" >&2
+  fi
+  rm -f "$file"
+}
+cleanup() {
+  stop_pidfile worker bench/redis/worker.php
+  stop_pidfile redis redis-server
+  stop_pidfile daemon shmlink-daemon
+  rm -f "$run"/*.sock "$run/ready"
+}
+for f in "$run"/*.pid; do
+  [ -e "$f" ] && echo "scenario: cleaning up after an earlier run ($(basename "$f" .pid))"
+done
+cleanup
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# On 2 CPUs or more the daemon runs on the last CPU, the client on CPU 0.
+server_pin=() client_pin=()
+cpus=$(nproc)
+if [ "$cpus" -ge 2 ] && command -v taskset >/dev/null; then
+  server_pin=(taskset -c "$((cpus - 1))")
+  client_pin=(taskset -c 0)
+fi
+
+echo "scenario: the example daemon on shm, unix, tcp, raw unix and raw tcp"
+"${server_pin[@]}" "$daemon" "shm:$run/shm.sock" "unix:$run/unix.sock" tcp:127.0.0.1:0 \
+  --raw-unix "$run/raw.sock" --raw-tcp 127.0.0.1:0 --ready-file "$run/ready" </dev/null >"$run/daemon.log" 2>&1 &
+echo $! >"$run/daemon.pid"
+daemon_ready() {
+  alive "$(cat "$run/daemon.pid")" || fail "the daemon exited: $(tail -n 5 "$run/daemon.log")"
+  [ -s "$run/ready" ] # written by rename: complete once it exists
+}
+poll_until 20 daemon_ready || fail "the daemon did not start within 20 s: $(tail -n 5 "$run/daemon.log")"
+args=()
+for a in $(cat "$run/ready"); do
+  case $a in
+    shm:* | unix:* | tcp:*) args+=("--${a%%:*}" "$a") ;;
+    raw:unix:*) args+=(--raw-unix "${a#raw:unix:}") ;;
+    raw:tcp:*) args+=(--raw-tcp "${a#raw:tcp:}") ;;
+  esac
+done
+[ ${#args[@]} = 10 ] || fail "unexpected addresses in the daemon's ready file: $(cat "$run/ready")"
+
+if [ "$redis" = 1 ]; then
+  if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
+    echo "scenario: no Redis row: redis-server is not installed (apt-get install redis-server php8.2-redis)"
+  elif ! php -m | grep -qx redis; then
+    echo "scenario: no Redis row: PHP's redis extension is not installed (apt-get install php8.2-redis)"
+  else
+    port=$(php -n -r '$s = stream_socket_server("tcp://127.0.0.1:0"); $n = stream_socket_get_name($s, false);
+                      echo substr($n, strrpos($n, ":") + 1);')
+    echo "scenario: redis-server on 127.0.0.1:$port and the PHP worker (bench/redis/worker.php)"
+    redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --daemonize no \
+      </dev/null >"$run/redis.log" 2>&1 &
+    echo $! >"$run/redis.pid"
+    redis_ready() {
+      alive "$(cat "$run/redis.pid")" || fail "redis-server exited: $(tail -n 5 "$run/redis.log")"
+      [ "$(redis-cli -p "$port" ping 2>/dev/null)" = PONG ]
+    }
+    poll_until 20 redis_ready || fail "redis-server did not answer within 20 s"
+    php bench/redis/worker.php 127.0.0.1 "$port" </dev/null >"$run/worker.log" 2>&1 &
+    echo $! >"$run/worker.pid"
+    worker_ready() {
+      alive "$(cat "$run/worker.pid")" || fail "the Redis worker exited: $(tail -n 5 "$run/worker.log")"
+      grep -qx ready "$run/worker.log"
+    }
+    poll_until 20 worker_ready || fail "the Redis worker did not start within 20 s"
+    args+=(--redis "127.0.0.1:$port")
+  fi
+fi
+
+echo "scenario: bench/php/bench.php, $requests calls a point"
+"${client_pin[@]}" php -d extension="$module" bench/php/bench.php "${args[@]}" \
+  --requests "$requests" --sizes 2048,128 --reconnect-every 0,10,1 --reply floor --no-rust \
+  --server "shmlink-daemon (examples/cpp-daemon)${server_pin:+, on CPU $((cpus - 1)), the client on CPU 0}" \
+  --json "$out/scenario-latest.json" --markdown "$out/scenario-latest.md" ||
+  fail "the benchmark failed (every response is checked: see above)"
+stop_pidfile daemon shmlink-daemon
+echo "scenario: results in $out/scenario-latest.md and $out/scenario-latest.json"

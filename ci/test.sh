@@ -41,6 +41,10 @@ ci/php-e2e.sh
 step "PHP benchmark smoke run (every response checked, figures not)"
 ci/php-bench.sh --quick
 
+step "chaos with PHP clients: 3 of 6 clients are PHP processes, 10 s of SIGKILLs"
+target/release/shmlink chaos --duration 10 --clients 6 --php-clients 3 \
+  --php-extension bindings/php/modules/shmlink.so
+
 step "loom model checks of the ring and doorbell"
 ci/loom.sh
 

@@ -20,10 +20,13 @@ use shmlink::{Client, ClientOptions, PREPARED_SEGMENTS};
 
 use crate::child::TempDir;
 use crate::parse;
-use procs::{Clients, EchoServer};
+use procs::{Clients, EchoServer, Lang, PhpCommand};
 use report::Summary;
 
 pub(crate) use client::{run_client, ClientArgs};
+
+/// The PHP client, written into the run directory when PHP clients run.
+const PHP_CLIENT: &str = include_str!("php_client.php");
 
 /// Options of `shmlink chaos`.
 #[derive(Debug, Args)]
@@ -34,6 +37,16 @@ pub(crate) struct ChaosArgs {
     /// Client processes at any time, spread over shm, unix and tcp.
     #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(1..=256))]
     clients: u32,
+    /// Of the clients, how many are PHP processes calling through the
+    /// extension (needs --php-extension).
+    #[arg(long, default_value_t = 0, requires = "php_extension")]
+    php_clients: u32,
+    /// The PHP extension the PHP clients load (bindings/php/modules/shmlink.so).
+    #[arg(long, value_name = "PATH")]
+    php_extension: Option<PathBuf>,
+    /// The PHP interpreter.
+    #[arg(long, value_name = "PATH", default_value = "php")]
+    php: PathBuf,
     /// Transports the clients use, comma-separated (clients are spread over them).
     #[arg(long, value_delimiter = ',', default_values = ["shm", "unix", "tcp"], value_parser = ["shm", "unix", "tcp"])]
     transports: Vec<String>,
@@ -92,7 +105,29 @@ fn chaos(args: &ChaosArgs, seed: u64, dir: &Path) -> anyhow::Result<Summary> {
     let exe = std::env::current_exe().context("cannot find the shmlink executable")?;
     let mut rng = fastrand::Rng::with_seed(seed);
     let mut server = EchoServer::start(&exe, dir)?;
-    let mut clients = Clients::new(&exe, dir, args.timeout_ms, args.max_size);
+    if args.php_clients > args.clients {
+        bail!(
+            "--php-clients {} is more than --clients {}",
+            args.php_clients,
+            args.clients
+        );
+    }
+    let php = match &args.php_extension {
+        Some(ext) if args.php_clients > 0 => {
+            let extension = std::fs::canonicalize(ext)
+                .with_context(|| format!("cannot find the PHP extension {}", ext.display()))?;
+            let script = dir.join("chaos-client.php");
+            std::fs::write(&script, PHP_CLIENT)
+                .with_context(|| format!("cannot write {}", script.display()))?;
+            Some(PhpCommand {
+                php: args.php.clone(),
+                extension,
+                script,
+            })
+        }
+        _ => None,
+    };
+    let mut clients = Clients::new(&exe, dir, args.timeout_ms, args.max_size, php);
     let targets: Vec<String> = server
         .addresses()
         .iter()
@@ -104,13 +139,20 @@ fn chaos(args: &ChaosArgs, seed: u64, dir: &Path) -> anyhow::Result<Summary> {
         .cloned()
         .collect();
     for i in 0..args.clients as usize {
-        clients.spawn(&targets[i % targets.len()], rng.u64(..))?;
+        // PHP clients take the first transports in turn too.
+        let lang = if (i as u32) < args.php_clients {
+            Lang::Php
+        } else {
+            Lang::Rust
+        };
+        clients.spawn(lang, &targets[i % targets.len()], rng.u64(..))?;
     }
     let probe_addr = server.addresses()[0].clone();
     let mut probe = Some(Client::connect(&probe_addr, ClientOptions::default())?);
     let mut s = Summary {
         seed,
         clients: args.clients,
+        php_clients: args.php_clients,
         ..Summary::default()
     };
     let start = Instant::now();
@@ -138,9 +180,12 @@ fn chaos(args: &ChaosArgs, seed: u64, dir: &Path) -> anyhow::Result<Summary> {
                 .push(recover(&mut probe, &probe_addr, ready)?.as_secs_f64() * 1e3);
         } else {
             let i = rng.usize(..clients.live());
-            let address = clients.kill(i)?;
+            let (lang, address) = clients.kill(i)?;
             s.client_kills += 1;
-            clients.spawn(&address, rng.u64(..))?;
+            if lang == Lang::Php {
+                s.php_client_kills += 1;
+            }
+            clients.spawn(lang, &address, rng.u64(..))?;
         }
     }
     s.seconds = start.elapsed().as_secs_f64();

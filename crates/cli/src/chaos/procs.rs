@@ -102,6 +102,23 @@ impl EchoServer {
     }
 }
 
+/// Which program a client process runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Lang {
+    /// `shmlink __chaos-client`.
+    Rust,
+    /// The PHP twin (`php_client.php`) through the extension.
+    Php,
+}
+
+/// How to start PHP clients: the php binary, the extension, the script.
+#[derive(Debug, Clone)]
+pub(crate) struct PhpCommand {
+    pub(crate) php: PathBuf,
+    pub(crate) extension: PathBuf,
+    pub(crate) script: PathBuf,
+}
+
 /// A client's latest counters and when they came.
 pub(crate) struct Slot {
     pub(crate) counters: Counters,
@@ -110,6 +127,7 @@ pub(crate) struct Slot {
 
 struct Proc {
     guard: ChildGuard,
+    lang: Lang,
     address: String,
     slot: Arc<Mutex<Slot>>,
     reader: Option<JoinHandle<()>>,
@@ -122,9 +140,10 @@ pub(crate) struct Clients {
     dir: PathBuf,
     timeout_ms: u64,
     max_size: usize,
+    php: Option<PhpCommand>,
     next_id: u32,
     live: Vec<Proc>,
-    finished: Vec<Arc<Mutex<Slot>>>,
+    finished: Vec<(Lang, Arc<Mutex<Slot>>)>,
     stalled: u64,
 }
 
@@ -134,12 +153,19 @@ fn lock(slot: &Mutex<Slot>) -> std::sync::MutexGuard<'_, Slot> {
 
 impl Clients {
     /// No clients yet.
-    pub(crate) fn new(exe: &Path, dir: &Path, timeout_ms: u64, max_size: usize) -> Self {
+    pub(crate) fn new(
+        exe: &Path,
+        dir: &Path,
+        timeout_ms: u64,
+        max_size: usize,
+        php: Option<PhpCommand>,
+    ) -> Self {
         Clients {
             exe: exe.to_path_buf(),
             dir: dir.to_path_buf(),
             timeout_ms,
             max_size,
+            php,
             next_id: 0,
             live: Vec::new(),
             finished: Vec::new(),
@@ -147,17 +173,42 @@ impl Clients {
         }
     }
 
-    /// Starts a client calling `address`.
-    pub(crate) fn spawn(&mut self, address: &str, seed: u64) -> anyhow::Result<()> {
+    /// The command of a client process.
+    fn command(&self, lang: Lang, address: &str, id: u32, seed: u64) -> anyhow::Result<Command> {
+        let (timeout, max) = (self.timeout_ms.to_string(), self.max_size.to_string());
+        Ok(match lang {
+            Lang::Rust => {
+                let mut cmd = Command::new(&self.exe);
+                cmd.args(["__chaos-client", "--address", address])
+                    .args(["--id", &id.to_string(), "--seed", &seed.to_string()])
+                    .args(["--timeout-ms", &timeout, "--max-size", &max]);
+                cmd
+            }
+            Lang::Php => {
+                let Some(php) = &self.php else {
+                    bail!("a PHP client without --php-extension");
+                };
+                let mut cmd = Command::new(&php.php);
+                // -n: no php.ini; the extension and nothing else.
+                cmd.arg("-n")
+                    .arg("-d")
+                    .arg(format!("extension={}", php.extension.display()))
+                    .args(["-d", "memory_limit=-1"])
+                    .arg(&php.script)
+                    .args([address, &id.to_string(), &seed.to_string(), &timeout, &max]);
+                cmd
+            }
+        })
+    }
+
+    /// Starts a client of `lang` calling `address`.
+    pub(crate) fn spawn(&mut self, lang: Lang, address: &str, seed: u64) -> anyhow::Result<()> {
         self.next_id += 1;
         let id = self.next_id;
-        let mut cmd = Command::new(&self.exe);
-        cmd.args(["__chaos-client", "--address", address])
-            .args(["--id", &id.to_string(), "--seed", &seed.to_string()])
-            .args(["--timeout-ms", &self.timeout_ms.to_string()])
-            .args(["--max-size", &self.max_size.to_string()]);
+        let cmd = self.command(lang, address, id, seed)?;
         let stderr = self.dir.join(format!("client-{id}.stderr"));
-        let (guard, out) = ChildGuard::spawn_piped(cmd, format!("chaos client #{id}"), stderr)?;
+        let what = format!("chaos client #{id} ({lang:?})");
+        let (guard, out) = ChildGuard::spawn_piped(cmd, what, stderr)?;
         let slot = Arc::new(Mutex::new(Slot {
             counters: Counters::default(),
             updated: Instant::now(),
@@ -179,6 +230,7 @@ impl Clients {
             .context("cannot start a reader thread")?;
         self.live.push(Proc {
             guard,
+            lang,
             address: address.to_string(),
             slot,
             reader: Some(reader),
@@ -192,15 +244,16 @@ impl Clients {
         self.live.len()
     }
 
-    /// SIGKILLs live client `i`; returns the address it was calling.
-    pub(crate) fn kill(&mut self, i: usize) -> anyhow::Result<String> {
+    /// SIGKILLs live client `i`; returns its program and the address it was
+    /// calling.
+    pub(crate) fn kill(&mut self, i: usize) -> anyhow::Result<(Lang, String)> {
         let mut p = self.live.swap_remove(i);
         p.guard.kill_now()?;
         if let Some(r) = p.reader.take() {
             let _ = r.join();
         }
-        self.finished.push(p.slot);
-        Ok(p.address)
+        self.finished.push((p.lang, p.slot));
+        Ok((p.lang, p.address))
     }
 
     /// SIGKILLs every live client.
@@ -227,12 +280,13 @@ impl Clients {
         self.stalled
     }
 
-    /// The counters of every client, finished or live.
-    pub(crate) fn counters(&self) -> Vec<Counters> {
+    /// The counters of every client, finished or live, with its program.
+    pub(crate) fn counters(&self) -> Vec<(Lang, Counters)> {
         self.finished
             .iter()
-            .chain(self.live.iter().map(|p| &p.slot))
-            .map(|s| lock(s).counters.clone())
+            .map(|(l, s)| (*l, s))
+            .chain(self.live.iter().map(|p| (p.lang, &p.slot)))
+            .map(|(l, s)| (l, lock(s).counters.clone()))
             .collect()
     }
 }

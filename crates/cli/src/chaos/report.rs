@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::procs::Clients;
+use super::procs::{Clients, Lang};
 
 /// What a chaos run counted.
 #[derive(Debug, Default, Serialize)]
@@ -14,12 +14,16 @@ pub(crate) struct Summary {
     pub(crate) seed: u64,
     /// Client processes at any time.
     pub(crate) clients: u32,
+    /// Of them, PHP clients (through the extension).
+    pub(crate) php_clients: u32,
     /// Length of the kill phase.
     pub(crate) seconds: f64,
     /// Calls started.
     pub(crate) calls_made: u64,
     /// Calls answered with the right reply.
     pub(crate) calls_completed: u64,
+    /// Of them, by PHP clients.
+    pub(crate) php_calls_completed: u64,
     /// Calls that failed with an error, by kind.
     pub(crate) calls_failed: BTreeMap<String, u64>,
     /// One-way messages sent.
@@ -30,6 +34,8 @@ pub(crate) struct Summary {
     pub(crate) connect_failures: u64,
     /// Client processes killed with SIGKILL.
     pub(crate) client_kills: u64,
+    /// Of them, PHP clients.
+    pub(crate) php_client_kills: u64,
     /// Server processes killed with SIGKILL and restarted.
     pub(crate) server_restarts: u64,
     /// Per restart: ms from the new server's readiness to the first
@@ -56,9 +62,12 @@ pub(crate) struct Summary {
 impl Summary {
     /// Adds up the clients' counters.
     pub(crate) fn add_clients(&mut self, clients: &Clients) {
-        for c in clients.counters() {
+        for (lang, c) in clients.counters() {
             self.calls_made += c.made;
             self.calls_completed += c.completed;
+            if lang == Lang::Php {
+                self.php_calls_completed += c.completed;
+            }
             for (k, n) in c.failed {
                 *self.calls_failed.entry(k).or_default() += n;
             }
@@ -116,14 +125,17 @@ pub(crate) fn markdown(s: &Summary) -> String {
         (
             "duration",
             format!(
-                "{:.0} s, {} client processes, seed {}",
-                s.seconds, s.clients, s.seed
+                "{:.0} s, {} client processes ({} PHP), seed {}",
+                s.seconds, s.clients, s.php_clients, s.seed
             ),
         ),
         ("calls made", s.calls_made.to_string()),
         (
             "calls completed (reply checked)",
-            s.calls_completed.to_string(),
+            format!(
+                "{} ({} by PHP clients)",
+                s.calls_completed, s.php_calls_completed
+            ),
         ),
         (
             "calls failed with a clear error",
@@ -131,7 +143,10 @@ pub(crate) fn markdown(s: &Summary) -> String {
         ),
         ("one-way messages", s.one_way.to_string()),
         ("sessions opened", s.sessions.to_string()),
-        ("client SIGKILLs", s.client_kills.to_string()),
+        (
+            "client SIGKILLs",
+            format!("{} ({} of PHP clients)", s.client_kills, s.php_client_kills),
+        ),
         ("server SIGKILLs + restarts", s.server_restarts.to_string()),
         (
             "recovery after restart, p50",

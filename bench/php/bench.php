@@ -488,7 +488,7 @@ $rustLine = $opt['rust_bin'] === null ? null : ($rust === null ? 'Rust client: n
 $md = "# PHP client benchmark\n\n"
     . "- date: {$meta['date']}\n- machine: {$meta['machine']}\n"
     . ($meta['server'] !== null ? "- server: {$meta['server']}\n" : '')
-    . "- PHP {$meta['php']}, client wait {$meta['wait']}, on CPU(s) {$meta['cpus_allowed']} (the Rust client too)\n"
+    . "- PHP {$meta['php']}, client wait {$meta['wait']}, on CPU(s) {$meta['cpus_allowed']}" . ($opt['rust_bin'] !== null ? ' (the Rust client too)' : '') . "\n"
     . "- each point: $n calls with $n distinct payloads made before the clock starts; every response checked"
     . " (shmlink: {$opt['reply']}(S/8) bytes, raw: {$opt['raw_reply']}(S/8) bytes)\n"
     . "- reconnect: never = one connection; every M = a new non-persistent client every M calls"

@@ -14,7 +14,7 @@ echo "=== asan: canary (a deliberate heap overflow must be reported)"
 out=$(cargo +nightly run --quiet --release --manifest-path ci/asan-canary/Cargo.toml \
   --target "$target" --target-dir target/asan 2>&1) && {
   echo "$out"; echo "asan: the canary ran without a report: the sanitizer is not working" >&2; exit 1; }
-echo "$out" | grep -q "AddressSanitizer: heap-buffer-overflow" || {
+grep -q "AddressSanitizer: heap-buffer-overflow" <<<"$out" || {
   echo "$out"; echo "asan: the canary failed without an AddressSanitizer report" >&2; exit 1; }
 echo "asan: canary reported as it must"
 

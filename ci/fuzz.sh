@@ -22,7 +22,7 @@ case "$secs" in
   ''|*[!0-9]*) echo "fuzz: seconds must be a whole number, got '$secs'" >&2; exit 2 ;;
 esac
 
-if ! rustup toolchain list | grep -q '^nightly'; then
+if ! rustup toolchain list | grep '^nightly' >/dev/null; then
   echo "fuzz: installing the nightly toolchain"
   rustup toolchain install nightly --profile minimal >/dev/null || {
     echo "fuzz: the nightly toolchain is required (rustup toolchain install nightly)" >&2

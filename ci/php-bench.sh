@@ -121,7 +121,7 @@ for t in shm unix tcp; do
 done
 if [ "$raw" = 1 ]; then
   [ ${#raw_args[@]} = 4 ] || fail "no raw addresses in the daemon's ready file: $(cat "$work/ready")"
-  if php -m | grep -qx sockets; then
+  if php -r 'exit(extension_loaded("sockets") ? 0 : 1);'; then
     args+=("${raw_args[@]}")
   else
     echo "note: PHP's sockets extension is not loaded: no raw baseline"

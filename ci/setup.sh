@@ -28,13 +28,13 @@ if ! command -v cargo >/dev/null 2>&1; then
   exit 1
 fi
 rustup component add clippy rustfmt >/dev/null 2>&1 || true
-if ! rustup toolchain list | grep -q '^nightly'; then
+if ! rustup toolchain list | grep '^nightly' >/dev/null; then
   echo "setup: installing the nightly toolchain (for cargo fuzz)"
   rustup toolchain install nightly --profile minimal >/dev/null
 fi
 # The committed C header must be what this cbindgen generates: pin its version.
 CBINDGEN_VERSION=0.29.4
-if ! cbindgen --version 2>/dev/null | grep -qx "cbindgen $CBINDGEN_VERSION"; then
+if ! cbindgen --version 2>/dev/null | grep -x "cbindgen $CBINDGEN_VERSION" >/dev/null; then
   echo "setup: cargo install cbindgen $CBINDGEN_VERSION"
   cargo install cbindgen --version "$CBINDGEN_VERSION" --locked --force >/dev/null 2>&1
 fi

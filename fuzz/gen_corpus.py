@@ -2,10 +2,11 @@
 """Writes the committed seed corpus under fuzz/corpus/<target>/: a few small
 valid inputs per target, in the input formats the targets document.
 
-    python3 fuzz/gen_corpus.py        (idempotent: rewrites the same files)
+    python3 fuzz/gen_corpus.py [TARGET...]   (default all; idempotent: rewrites the same files)
 """
 import os
 import struct
+import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORPUS = os.path.join(HERE, "corpus")
@@ -61,7 +62,37 @@ def push(payload, split=0):
     return bytes([0, len(payload), split]) + payload
 
 
+def desc(slot, generation, offset, length, version=1, flags=0):
+    return struct.pack("<HHIQQQ", version, flags, slot, generation, offset, length)
+
+
+def desc_input(max_message, slots, body):
+    """slots: (generation, len) per slot, None for a free slot."""
+    b = struct.pack("<BQ", len(slots), max_message)
+    for s in slots:
+        b += struct.pack("<BQQ", 0, 0, 0) if s is None else struct.pack("<BQQ", 1, *s)
+    return b + body
+
+
+# Slot 0 free, slot 1 (64 KiB) at generation 7, slot 2 (4 KiB) at generation 1.
+DESC_TABLE = [None, (7, 65536), (1, 4096)]
+
+
 SEEDS = {
+    "descriptor": {
+        "valid": desc_input(1 << 20, DESC_TABLE, desc(1, 7, 4096, 8192)),
+        "exact_fit": desc_input(4096, DESC_TABLE, desc(2, 1, 0, 4096)),
+        "zero_length_at_end": desc_input(0, DESC_TABLE, desc(1, 7, 65536, 0)),
+        "past_end": desc_input(1 << 20, DESC_TABLE, desc(2, 1, 4096, 8)),
+        "stale_generation": desc_input(1 << 20, DESC_TABLE, desc(1, 6, 0, 8)),
+        "free_slot": desc_input(1 << 20, DESC_TABLE, desc(0, 0, 0, 8)),
+        "unknown_slot": desc_input(1 << 20, DESC_TABLE, desc(3, 0, 0, 8)),
+        "over_max_message": desc_input(1000, DESC_TABLE, desc(1, 7, 0, 1001)),
+        "overflow": desc_input(2**64 - 1, [(0, 2**64 - 1)], desc(0, 0, 2**64 - 8, 16)),
+        "misaligned": desc_input(1 << 20, DESC_TABLE, desc(1, 7, 4097, 8)),
+        "bad_version_flags": desc_input(1 << 20, DESC_TABLE, desc(1, 7, 0, 8, version=2, flags=1)),
+        "short_body": desc_input(1 << 20, DESC_TABLE, desc(1, 7, 0, 8)[:31]),
+    },
     "frame_header": {
         "request": frame(5, REQUEST, 0, 1, 5),
         "response_more": frame(3, RESPONSE, MORE, 2, 10),
@@ -132,13 +163,17 @@ SEEDS = {
 
 
 def main():
-    for target, seeds in SEEDS.items():
+    targets = sys.argv[1:] or list(SEEDS)
+    unknown = [t for t in targets if t not in SEEDS]
+    if unknown:
+        sys.exit(f"gen_corpus: unknown targets {unknown}; known: {list(SEEDS)}")
+    for target in targets:
         d = os.path.join(CORPUS, target)
         os.makedirs(d, exist_ok=True)
-        for name, data in seeds.items():
+        for name, data in SEEDS[target].items():
             with open(os.path.join(d, name), "wb") as f:
                 f.write(data)
-    n = sum(len(s) for s in SEEDS.values())
+    n = sum(len(SEEDS[t]) for t in targets)
     print(f"wrote {n} seeds under {CORPUS}")
 
 

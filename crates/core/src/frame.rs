@@ -31,8 +31,9 @@ pub enum Kind {
     Error = 3,
     /// A one-way message: no response.
     OneWay = 4,
-    /// Reserved for zero-copy descriptors (segment, offset, length); refused
-    /// until negotiated.
+    /// Reserved for zero-copy descriptors: the payload is a body in the
+    /// [`crate::descriptor`] format (slot, generation, offset, length).
+    /// Refused until negotiated.
     Descriptor = 5,
     /// The sender is closing the session cleanly.
     Goodbye = 6,

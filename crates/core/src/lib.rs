@@ -24,6 +24,7 @@ pub mod address;
 mod client;
 mod connect;
 pub mod deadline;
+pub mod descriptor;
 pub mod error;
 pub mod frame;
 pub mod handshake;

@@ -58,8 +58,22 @@ impl Ratio {
     pub(crate) const EIGHTH: Ratio = Ratio { num: 1, den: 8 };
 
     /// ⌈self × len⌉, never more than `len`.
+    #[inline]
     pub(crate) fn ceil_of(self, len: usize) -> usize {
-        let n = (len as u128 * u128::from(self.num)).div_ceil(u128::from(self.den));
+        // The echo server computes this for every request: a 128-bit
+        // division is a library call of tens of cycles, so take the 64-bit
+        // path (a shift for the usual powers of two) whenever it cannot overflow.
+        let (num, den) = (self.num, self.den);
+        let n = match (len as u64).checked_mul(num) {
+            Some(p) if den.is_power_of_two() => {
+                (p >> den.trailing_zeros()) + u64::from(p & (den - 1) != 0)
+            }
+            Some(p) => p.div_ceil(den),
+            None => {
+                let wide = (len as u128 * u128::from(num)).div_ceil(u128::from(den));
+                u64::try_from(wide).unwrap_or(u64::MAX)
+            }
+        };
         usize::try_from(n).unwrap_or(len).min(len)
     }
 }
@@ -100,7 +114,19 @@ pub(crate) fn ratio(s: &str) -> Result<Ratio, String> {
     if num > den {
         return Err(format!("{s:?} is greater than 1"));
     }
-    Ok(Ratio { num, den })
+    // In lowest terms: 0.125 becomes 1/8, which `ceil_of` computes with a shift.
+    let g = gcd(num, den);
+    Ok(Ratio {
+        num: num / g,
+        den: den / g,
+    })
+}
+
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a.max(1)
 }
 
 #[cfg(test)]
@@ -121,13 +147,18 @@ mod tests {
         let r = ratio("0.1").expect("0.1");
         assert_eq!(r.ceil_of(30), 3);
         assert_eq!(r.ceil_of(31), 4);
-        assert_eq!(
-            ratio("0.125").expect("eighth"),
-            Ratio {
-                num: 125,
-                den: 1000
-            }
-        );
+        assert_eq!(ratio("0.125").expect("eighth"), Ratio::EIGHTH);
+        assert_eq!(ratio("0.50").expect("half"), Ratio { num: 1, den: 2 });
+        assert_eq!(Ratio::EIGHTH.ceil_of(64), 8);
+        assert_eq!(Ratio::EIGHTH.ceil_of(1), 1);
+        assert_eq!(Ratio::EIGHTH.ceil_of(0), 0);
+        let r = ratio("0.3").expect("0.3");
+        assert_eq!(r.ceil_of(10), 3);
+        assert_eq!(r.ceil_of(11), 4);
+        // len × num overflows 64 bits: the 128-bit path, still exact.
+        let big = usize::MAX;
+        let exact = (big as u128 * 3).div_ceil(10) as usize;
+        assert_eq!(r.ceil_of(big), exact);
         assert_eq!(Ratio::EIGHTH.ceil_of(65), 9);
         assert_eq!(ratio("1").expect("one").ceil_of(7), 7);
         assert_eq!(ratio("0").expect("zero").ceil_of(7), 0);

@@ -210,6 +210,24 @@ impl Assembler {
         self.current.is_some()
     }
 
+    /// The fast path of a message that fits in one frame: when no message is
+    /// in progress and `h` is a whole message within the limit, returns an
+    /// empty buffer (the recycled one) for its payload, which then is the
+    /// message. `None`: go through [`Assembler::begin_chunk`], which also
+    /// reports what is wrong with the frame, if anything.
+    #[inline]
+    pub fn take_whole(&mut self, h: &FrameHeader) -> Option<Vec<u8>> {
+        if self.current.is_some() || h.more() || u64::from(h.len) != h.total {
+            return None;
+        }
+        if h.total > self.max_message {
+            return None;
+        }
+        let mut buf = std::mem::take(&mut self.spare);
+        buf.clear();
+        Some(buf)
+    }
+
     /// Accepts a chunk header; returns the buffer to append its payload to.
     /// Call [`Assembler::finish`] after appending.
     ///

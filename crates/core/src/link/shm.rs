@@ -261,6 +261,16 @@ impl ShmLink {
                         h.len
                     )));
                 }
+                if let Some(mut body) = asm.take_whole(&h) {
+                    body.resize(h.len as usize, 0);
+                    rec.read(HEADER_LEN, &mut body)
+                        .map_err(|e| proto(e.to_string()))?;
+                    return Ok(Some(Message {
+                        kind: h.kind,
+                        id: h.id,
+                        body,
+                    }));
+                }
                 let buf = asm.begin_chunk(&h).map_err(|e| proto(e.0))?;
                 let start = buf.len();
                 buf.resize(start + h.len as usize, 0);

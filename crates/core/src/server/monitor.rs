@@ -20,6 +20,7 @@ use super::prepare::Preparer;
 use super::session::{self, Conn, Entry};
 use super::{Handler, Stats};
 use crate::address::Address;
+use crate::address::Transport;
 use crate::error::{Error, Result};
 use crate::options::{ServerOptions, DEFAULT_RING_SIZE};
 
@@ -180,7 +181,13 @@ impl Monitor {
             epoll,
             stop_evt,
             stopping: AtomicBool::new(false),
-            segments: Preparer::start((DEFAULT_RING_SIZE, DEFAULT_RING_SIZE)),
+            // Servers without an `shm:` address never need a segment: no
+            // preparer thread, no idle segments.
+            segments: if listeners.iter().any(|l| l.transport() == Transport::Shm) {
+                Preparer::start((DEFAULT_RING_SIZE, DEFAULT_RING_SIZE))
+            } else {
+                Preparer::idle()
+            },
             pool: Arc::new(Pool::default()),
             sessions: Mutex::new(HashMap::new()),
             live: Mutex::new(0),

@@ -62,6 +62,14 @@ impl Preparer {
         p
     }
 
+    /// A stock that is never refilled: no thread, no segments kept; `take`
+    /// creates each segment itself.
+    pub(crate) fn idle() -> Arc<Preparer> {
+        let p = Arc::new(Preparer::default());
+        p.lock().closed = true;
+        p
+    }
+
     fn refill_loop(&self) {
         let mut st = self.lock();
         loop {

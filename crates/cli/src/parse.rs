@@ -60,19 +60,11 @@ impl Ratio {
     /// ⌈self × len⌉, never more than `len`.
     #[inline]
     pub(crate) fn ceil_of(self, len: usize) -> usize {
-        // The echo server computes this for every request: a 128-bit
-        // division is a library call of tens of cycles, so take the 64-bit
-        // path (a shift for the usual powers of two) whenever it cannot overflow.
-        let (num, den) = (self.num, self.den);
-        let n = match (len as u64).checked_mul(num) {
-            Some(p) if den.is_power_of_two() => {
-                (p >> den.trailing_zeros()) + u64::from(p & (den - 1) != 0)
-            }
-            Some(p) => p.div_ceil(den),
-            None => {
-                let wide = (len as u128 * u128::from(num)).div_ceil(u128::from(den));
-                u64::try_from(wide).unwrap_or(u64::MAX)
-            }
+        // The echo server computes this for every request: 64-bit arithmetic
+        // unless the product overflows (a 128-bit division is a library call).
+        let n = match (len as u64).checked_mul(self.num) {
+            Some(p) => u128::from(p.div_ceil(self.den)),
+            None => (len as u128 * u128::from(self.num)).div_ceil(u128::from(self.den)),
         };
         usize::try_from(n).unwrap_or(len).min(len)
     }
@@ -114,7 +106,8 @@ pub(crate) fn ratio(s: &str) -> Result<Ratio, String> {
     if num > den {
         return Err(format!("{s:?} is greater than 1"));
     }
-    // In lowest terms: 0.125 becomes 1/8, which `ceil_of` computes with a shift.
+    // In lowest terms (0.125 is 1/8): equal ratios compare equal, and
+    // `ceil_of` stays on its 64-bit path for longer lengths.
     let g = gcd(num, den);
     Ok(Ratio {
         num: num / g,

@@ -23,6 +23,8 @@
 
 use std::ops::Range;
 
+use crate::le::{u16_at, u32_at, u64_at};
+
 /// Encoded size of a descriptor body.
 pub const DESCRIPTOR_LEN: usize = 32;
 
@@ -84,29 +86,23 @@ impl Descriptor {
                 body.len()
             ))
         })?;
-        // Little-endian field of `r.len()` (at most 8) bytes.
-        let field = |r: Range<usize>| {
-            b[r].iter()
-                .rev()
-                .fold(0u64, |v, &byte| (v << 8) | u64::from(byte))
-        };
-        let version = field(0..2);
-        if version != u64::from(DESCRIPTOR_VERSION) {
+        let version = u16_at(b, 0);
+        if version != DESCRIPTOR_VERSION {
             return Err(DescriptorError(format!(
                 "unknown descriptor version {version} (this build reads {DESCRIPTOR_VERSION})"
             )));
         }
-        let flags = field(2..4);
+        let flags = u16_at(b, 2);
         if flags != 0 {
             return Err(DescriptorError(format!(
                 "descriptor flags {flags:#06x} are reserved and must be zero"
             )));
         }
         let d = Descriptor {
-            slot: field(4..8) as u32,
-            generation: field(8..16),
-            offset: field(16..24),
-            length: field(24..32),
+            slot: u32_at(b, 4),
+            generation: u64_at(b, 8),
+            offset: u64_at(b, 16),
+            length: u64_at(b, 24),
         };
         d.check_alignment()?;
         Ok(d)

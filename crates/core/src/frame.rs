@@ -13,6 +13,7 @@
 //! never interleaves two messages, so chunks of one message are contiguous.
 
 use crate::error::RemoteError;
+use crate::le::{u32_at, u64_at};
 
 /// Encoded size of a frame header.
 pub const HEADER_LEN: usize = 24;
@@ -100,12 +101,7 @@ impl FrameHeader {
                     b.len()
                 ))
             })?;
-        let word = |r: std::ops::Range<usize>| {
-            let mut a = [0u8; 8];
-            a[..r.len()].copy_from_slice(&b[r]);
-            u64::from_le_bytes(a)
-        };
-        let len = word(0..4) as u32;
+        let len = u32_at(b, 0);
         let kind = Kind::from_u8(b[4])
             .ok_or_else(|| FrameError(format!("unknown frame kind {}", b[4])))?;
         let flags = b[5];
@@ -117,8 +113,8 @@ impl FrameHeader {
                 "reserved frame header bytes are not zero".into(),
             ));
         }
-        let id = word(8..16);
-        let total = word(16..24);
+        let id = u64_at(b, 8);
+        let total = u64_at(b, 16);
         if u64::from(len) > total {
             return Err(FrameError(format!(
                 "frame carries {len} bytes of a message of {total} bytes"
@@ -217,10 +213,8 @@ impl Assembler {
     /// reports what is wrong with the frame, if anything.
     #[inline]
     pub fn take_whole(&mut self, h: &FrameHeader) -> Option<Vec<u8>> {
-        if self.current.is_some() || h.more() || u64::from(h.len) != h.total {
-            return None;
-        }
-        if h.total > self.max_message {
+        let whole = !h.more() && u64::from(h.len) == h.total;
+        if self.current.is_some() || !whole || h.total > self.max_message {
             return None;
         }
         let mut buf = std::mem::take(&mut self.spare);

@@ -7,6 +7,7 @@
 
 use crate::error::RefusalCode;
 use crate::frame::FrameError;
+use crate::le::{u16_at, u32_at, u64_at};
 
 /// Lowest protocol version this build speaks.
 pub const PROTOCOL_MIN: u16 = 1;
@@ -84,18 +85,6 @@ pub enum Welcome {
         /// The evidence, for the client's error message.
         message: String,
     },
-}
-
-fn u16_at(b: &[u8], o: usize) -> u16 {
-    u16::from_le_bytes([b[o], b[o + 1]])
-}
-fn u32_at(b: &[u8], o: usize) -> u32 {
-    u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]])
-}
-fn u64_at(b: &[u8], o: usize) -> u64 {
-    let mut a = [0u8; 8];
-    a.copy_from_slice(&b[o..o + 8]);
-    u64::from_le_bytes(a)
 }
 
 impl Hello {

@@ -28,6 +28,7 @@ pub mod descriptor;
 pub mod error;
 pub mod frame;
 pub mod handshake;
+mod le;
 pub mod link;
 pub mod options;
 pub mod segment;

@@ -19,8 +19,7 @@ use super::pool::Pool;
 use super::prepare::Preparer;
 use super::session::{self, Conn, Entry};
 use super::{Handler, Stats};
-use crate::address::Address;
-use crate::address::Transport;
+use crate::address::{Address, Transport};
 use crate::error::{Error, Result};
 use crate::options::{ServerOptions, DEFAULT_RING_SIZE};
 

@@ -41,6 +41,11 @@ impl ReplyShape {
     /// Appends the response to `request` to `out`.
     pub(crate) fn fill(self, request: &[u8], out: &mut Vec<u8>) {
         let n = self.len_for(request.len());
+        if let Some(head) = request.get(..n) {
+            // The common shape (a ratio of at most 1): one copy.
+            out.extend_from_slice(head);
+            return;
+        }
         if request.is_empty() {
             out.resize(out.len() + n, 0);
             return;

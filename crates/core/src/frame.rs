@@ -75,6 +75,19 @@ pub struct FrameHeader {
 pub struct FrameError(pub String);
 
 impl FrameHeader {
+    /// The header of a message of `len` bytes sent as one frame (`len` at
+    /// most a frame's payload, which the caller checked).
+    #[inline]
+    pub fn whole(kind: Kind, id: u64, len: usize) -> FrameHeader {
+        FrameHeader {
+            len: len as u32,
+            kind,
+            flags: 0,
+            id,
+            total: len as u64,
+        }
+    }
+
     /// Encodes the header.
     pub fn encode(&self) -> [u8; HEADER_LEN] {
         let mut b = [0u8; HEADER_LEN];
@@ -91,41 +104,49 @@ impl FrameHeader {
     ///
     /// # Errors
     /// [`FrameError`] naming the bad field and its value.
+    #[inline]
     pub fn decode(b: &[u8]) -> Result<FrameHeader, FrameError> {
-        let b: &[u8; HEADER_LEN] = b
-            .get(..HEADER_LEN)
-            .and_then(|s| s.try_into().ok())
-            .ok_or_else(|| {
-                FrameError(format!(
-                    "frame header truncated: {} of {HEADER_LEN} bytes",
-                    b.len()
-                ))
-            })?;
+        let Some(b) = b.get(..HEADER_LEN) else {
+            return Err(Self::refusal(b));
+        };
         let len = u32_at(b, 0);
-        let kind = Kind::from_u8(b[4])
-            .ok_or_else(|| FrameError(format!("unknown frame kind {}", b[4])))?;
         let flags = b[5];
-        if flags & !FLAG_MORE != 0 {
-            return Err(FrameError(format!("unknown frame flags {flags:#04x}")));
+        let total = u64_at(b, 16);
+        // One test on the hot path; the refusal explains which field failed.
+        match Kind::from_u8(b[4]) {
+            Some(kind)
+                if flags & !FLAG_MORE == 0 && b[6] == 0 && b[7] == 0 && u64::from(len) <= total =>
+            {
+                Ok(FrameHeader {
+                    len,
+                    kind,
+                    flags,
+                    id: u64_at(b, 8),
+                    total,
+                })
+            }
+            _ => Err(Self::refusal(b)),
         }
-        if b[6] != 0 || b[7] != 0 {
-            return Err(FrameError(
-                "reserved frame header bytes are not zero".into(),
+    }
+
+    /// Why `decode` refused `b`.
+    #[cold]
+    fn refusal(b: &[u8]) -> FrameError {
+        if b.len() < HEADER_LEN {
+            return FrameError(format!(
+                "frame header truncated: {} of {HEADER_LEN} bytes",
+                b.len()
             ));
         }
-        let id = u64_at(b, 8);
-        let total = u64_at(b, 16);
-        if u64::from(len) > total {
-            return Err(FrameError(format!(
-                "frame carries {len} bytes of a message of {total} bytes"
-            )));
-        }
-        Ok(FrameHeader {
-            len,
-            kind,
-            flags,
-            id,
-            total,
+        let (len, flags, total) = (u32_at(b, 0), b[5], u64_at(b, 16));
+        FrameError(if Kind::from_u8(b[4]).is_none() {
+            format!("unknown frame kind {}", b[4])
+        } else if flags & !FLAG_MORE != 0 {
+            format!("unknown frame flags {flags:#04x}")
+        } else if b[6] != 0 || b[7] != 0 {
+            "reserved frame header bytes are not zero".into()
+        } else {
+            format!("frame carries {len} bytes of a message of {total} bytes")
         })
     }
 

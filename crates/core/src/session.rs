@@ -80,13 +80,19 @@ impl Session {
         }
     }
 
+    #[inline(always)]
     fn check_usable(&self) -> Result<()> {
         match &self.broken {
             None => Ok(()),
-            Some(reason) => Err(Error::Closed {
-                address: self.address.clone(),
-                reason: reason.clone(),
-            }),
+            Some(reason) => Err(self.closed(reason)),
+        }
+    }
+
+    #[cold]
+    fn closed(&self, reason: &str) -> Error {
+        Error::Closed {
+            address: self.address.clone(),
+            reason: reason.to_string(),
         }
     }
 
@@ -117,6 +123,7 @@ impl Session {
     /// # Errors
     /// Too large (nothing sent, session usable); timeout before the first chunk
     /// (nothing sent, usable); timeout or failure after it (session broken).
+    #[inline(always)]
     pub fn send(
         &mut self,
         kind: Kind,
@@ -126,15 +133,8 @@ impl Session {
     ) -> Result<()> {
         self.check_usable()?;
         self.check_size(body.len())?;
-        let total = body.len() as u64;
         if body.len() <= self.link.max_single() {
-            let h = FrameHeader {
-                len: body.len() as u32,
-                kind,
-                flags: 0,
-                id,
-                total,
-            };
+            let h = FrameHeader::whole(kind, id, body.len());
             return self
                 .link
                 .send_frame(
@@ -145,6 +145,19 @@ impl Session {
                 )
                 .inspect_err(|e| self.note_fatal(e));
         }
+        self.send_chunked(kind, id, body, deadline)
+    }
+
+    /// Sends a message larger than one frame as chunks.
+    #[inline(never)]
+    fn send_chunked(
+        &mut self,
+        kind: Kind,
+        id: u64,
+        body: &[u8],
+        deadline: &mut Deadline,
+    ) -> Result<()> {
+        let total = body.len() as u64;
         let chunk = self.link.max_chunk();
         let mut sent_any = false;
         for (i, part) in body.chunks(chunk).enumerate() {
@@ -168,6 +181,37 @@ impl Session {
             sent_any = true;
         }
         Ok(())
+    }
+
+    /// Sends a message and receives the next one in one pass, with the
+    /// session's checks made once: the path of a call with nothing else in
+    /// flight (client), and of a response followed by the next request
+    /// (server). `None` when that path does not apply (not `shm:`, more than
+    /// one frame, messages already drained, a size the limits refuse, a full
+    /// ring): nothing was sent; use [`Session::send`] then [`Session::recv`].
+    /// `deadline` applies to the receive only: the send never waits.
+    #[inline(always)]
+    pub fn try_exchange(
+        &mut self,
+        kind: Kind,
+        id: u64,
+        body: &[u8],
+        deadline: &mut Deadline,
+    ) -> Option<Result<Message>> {
+        let Link::Shm(link) = &mut self.link else {
+            return None;
+        };
+        if self.broken.is_some()
+            || !self.drained.is_empty()
+            || body.len() > link.max_single()
+            || body.len() > self.local_max
+            || body.len() > self.peer_max
+        {
+            return None;
+        }
+        let h = FrameHeader::whole(kind, id, body.len());
+        let got = link.exchange(&h, body, &mut self.asm, deadline)?;
+        Some(got.map_err(|e| self.recv_failed(e)))
     }
 
     /// Tells an `shm:` peer that we are closing, if that needs no waiting: its
@@ -198,22 +242,26 @@ impl Session {
     /// # Errors
     /// Timeout (session stays usable unless a message was partly received),
     /// peer gone, protocol errors (session broken).
+    #[inline(always)]
     pub fn recv(&mut self, deadline: &mut Deadline) -> Result<Message> {
         self.check_usable()?;
         if let Some(m) = self.drained.pop_front() {
             return Ok(m);
         }
-        match self.link.recv_message(&mut self.asm, deadline) {
-            Ok(m) => Ok(m),
-            Err(e) => {
-                if matches!(e, Error::Timeout { .. }) && self.asm.in_progress() {
-                    self.break_with(format!("a message was cut off by a timeout: {e}"));
-                } else {
-                    self.note_fatal(&e);
-                }
-                Err(e)
-            }
+        self.link
+            .recv_message(&mut self.asm, deadline)
+            .map_err(|e| self.recv_failed(e))
+    }
+
+    /// Marks the session broken when a failed receive leaves it unusable.
+    #[cold]
+    fn recv_failed(&mut self, e: Error) -> Error {
+        if matches!(e, Error::Timeout { .. }) && self.asm.in_progress() {
+            self.break_with(format!("a message was cut off by a timeout: {e}"));
+        } else {
+            self.note_fatal(&e);
         }
+        e
     }
 
     fn note_fatal(&mut self, e: &Error) {

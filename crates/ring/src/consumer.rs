@@ -125,6 +125,7 @@ impl<'a, M: Memory> Consumer<'a, M> {
     ///
     /// # Errors
     /// Any invalid value written by the producer; nothing is consumed then.
+    #[inline(always)]
     pub fn try_pop<R>(&mut self, f: impl FnOnce(Record<'_, M>) -> R) -> Result<Pop<R>, RingError> {
         if !self.has_data()? {
             return Ok(Pop::Empty);

@@ -44,6 +44,7 @@ pub enum RingError {
     },
 }
 
+#[cold]
 pub(crate) fn corrupt(what: &'static str, value: u64, bound: u64) -> RingError {
     RingError::Corrupt { what, value, bound }
 }

@@ -147,6 +147,7 @@ impl<'a, M: Memory> Producer<'a, M> {
     ///
     /// # Errors
     /// [`RingError::TooLarge`] over [`Producer::max_record`]; a corrupted head.
+    #[inline(always)]
     pub fn try_push(&mut self, parts: &[&[u8]]) -> Result<Push, RingError> {
         // Saturating: many parts (even the same slice repeated) cannot wrap
         // the sum into a small length.

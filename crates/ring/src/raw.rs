@@ -58,6 +58,23 @@ impl Memory for RawMemory {
         }
     }
 
+    fn append(&self, off: usize, len: usize, out: &mut Vec<u8>) {
+        assert!(
+            off <= self.len && len <= self.len - off,
+            "ring read out of bounds"
+        );
+        out.reserve(len);
+        let start = out.len();
+        // SAFETY: the source range is inside the region (asserted above);
+        // `reserve` made room for `len` bytes after `start`, which the copy
+        // initialises before `set_len` covers them. The region never overlaps
+        // a Vec's heap allocation.
+        unsafe {
+            std::ptr::copy_nonoverlapping(self.ptr.add(off), out.as_mut_ptr().add(start), len);
+            out.set_len(start + len);
+        }
+    }
+
     fn read(&self, off: usize, dst: &mut [u8]) {
         assert!(
             off <= self.len && dst.len() <= self.len - off,

@@ -47,8 +47,26 @@ impl<'r, M: Memory> Record<'r, M> {
 
     /// Appends the whole payload to `out`.
     pub fn read_to_vec(&self, out: &mut Vec<u8>) {
-        let start = out.len();
-        out.resize(start + self.len, 0);
-        self.mem.read(self.off, &mut out[start..]);
+        self.mem.append(self.off, self.len, out);
+    }
+
+    /// Appends the payload from `off` to its end to `out`.
+    ///
+    /// # Errors
+    /// [`RingError::OutOfRange`] when `off` is past the payload (nothing is
+    /// copied).
+    #[inline]
+    pub fn append_from(&self, off: usize, out: &mut Vec<u8>) -> Result<(), RingError> {
+        match self.len.checked_sub(off) {
+            Some(n) => {
+                self.mem.append(self.off + off, n, out);
+                Ok(())
+            }
+            None => Err(RingError::OutOfRange {
+                off,
+                len: 0,
+                record: self.len,
+            }),
+        }
     }
 }

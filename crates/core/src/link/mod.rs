@@ -50,7 +50,7 @@ impl Link {
     ///
     /// # Errors
     /// Timeout, peer gone, corrupted ring, socket errors.
-    #[inline]
+    #[inline(always)]
     pub fn send_frame(
         &mut self,
         h: &FrameHeader,
@@ -68,7 +68,7 @@ impl Link {
     ///
     /// # Errors
     /// Timeout, peer gone, server stopping, protocol errors.
-    #[inline]
+    #[inline(always)]
     pub fn recv_message(
         &mut self,
         asm: &mut Assembler,

@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use shmlink_ring::{Pop, Push, RingError};
+use shmlink_ring::{Pop, Push, Record, RingError};
 use shmlink_sys::futex;
 
 use crate::deadline::Deadline;
@@ -73,6 +73,7 @@ impl ShmLink {
         &self.ends.0.segment
     }
 
+    #[cold]
     fn corrupt(&self, e: RingError) -> Error {
         Error::Protocol {
             peer: self.address.clone(),
@@ -80,6 +81,7 @@ impl ShmLink {
         }
     }
 
+    #[cold]
     fn timeout(&self, op: &'static str, started: Instant) -> Error {
         Error::Timeout {
             address: self.address.clone(),
@@ -101,6 +103,7 @@ impl ShmLink {
     }
 
     /// Sends one frame.
+    #[inline(always)]
     pub fn send_frame(
         &mut self,
         h: &FrameHeader,
@@ -240,44 +243,14 @@ impl ShmLink {
 
     /// Pops one frame if one is there: `None` when the ring is empty,
     /// `Some(None)` for a chunk of a message still incomplete.
+    #[inline(always)]
     fn try_pop_frame(&mut self, asm: &mut Assembler) -> Result<Option<Option<Message>>> {
         let addr = &self.address;
         let popped = self
             .ends
             .0
             .consumer
-            .try_pop(|rec| -> Result<Option<Message>> {
-                let proto = |detail: String| Error::Protocol {
-                    peer: addr.clone(),
-                    detail,
-                };
-                let mut hb = [0u8; HEADER_LEN];
-                rec.read(0, &mut hb).map_err(|e| proto(e.to_string()))?;
-                let h = FrameHeader::decode(&hb).map_err(|e| proto(e.0))?;
-                if rec.len() != HEADER_LEN + h.len as usize {
-                    return Err(proto(format!(
-                        "ring record of {} bytes holds a frame claiming {} payload bytes",
-                        rec.len(),
-                        h.len
-                    )));
-                }
-                if let Some(mut body) = asm.take_whole(&h) {
-                    body.resize(h.len as usize, 0);
-                    rec.read(HEADER_LEN, &mut body)
-                        .map_err(|e| proto(e.to_string()))?;
-                    return Ok(Some(Message {
-                        kind: h.kind,
-                        id: h.id,
-                        body,
-                    }));
-                }
-                let buf = asm.begin_chunk(&h).map_err(|e| proto(e.0))?;
-                let start = buf.len();
-                buf.resize(start + h.len as usize, 0);
-                rec.read(HEADER_LEN, &mut buf[start..])
-                    .map_err(|e| proto(e.to_string()))?;
-                asm.finish(&h).map_err(|e| proto(e.0))
-            });
+            .try_pop(|rec| take_record(&rec, asm, addr));
         match popped {
             Ok(Pop::Done { value, wake }) => {
                 if wake {
@@ -290,17 +263,51 @@ impl ShmLink {
         }
     }
 
+    /// Sends `h` and `payload` as one frame if the ring has room now, then
+    /// receives the next whole message: a call, or a response followed by
+    /// the next request, in one pass. `None` when the ring is full: nothing
+    /// was sent, and the caller sends the general way (which waits for room).
+    /// `deadline` applies to the receive only.
+    #[inline(always)]
+    pub fn exchange(
+        &mut self,
+        h: &FrameHeader,
+        payload: &[u8],
+        asm: &mut Assembler,
+        deadline: &mut Deadline,
+    ) -> Option<Result<Message>> {
+        match self.ends.0.producer.try_push(&[&h.encode(), payload]) {
+            Ok(Push::Done { wake }) => {
+                if wake {
+                    futex::wake(&self.ends.0.producer.header().data_bell, 1);
+                }
+                Some(self.recv_message(asm, deadline))
+            }
+            Ok(Push::Full) => None,
+            Err(e) => Some(Err(self.corrupt(e))),
+        }
+    }
+
     /// Receives until a whole message is assembled.
+    #[inline(always)]
     pub fn recv_message(
         &mut self,
         asm: &mut Assembler,
         deadline: &mut Deadline,
     ) -> Result<Message> {
         loop {
-            match self.try_pop_frame(asm)? {
-                Some(Some(m)) => return Ok(m),
-                Some(None) => {}
-                None => self.wait_data(deadline, asm.in_progress())?,
+            // Wait before popping: an empty pop costs more than the check.
+            if !self
+                .ends
+                .0
+                .consumer
+                .has_data()
+                .map_err(|e| self.corrupt(e))?
+            {
+                self.wait_data(deadline, asm.in_progress())?;
+            }
+            if let Some(Some(m)) = self.try_pop_frame(asm)? {
+                return Ok(m);
             }
         }
     }
@@ -414,6 +421,55 @@ impl ShmLink {
             }
         }
     }
+}
+
+/// Takes one popped record: a whole message, or a chunk into `asm`.
+#[inline(always)]
+fn take_record<M: shmlink_ring::Memory>(
+    rec: &Record<'_, M>,
+    asm: &mut Assembler,
+    addr: &str,
+) -> Result<Option<Message>> {
+    let mut hb = [0u8; HEADER_LEN];
+    rec.read(0, &mut hb).map_err(|e| ring_protocol(addr, &e))?;
+    let h = FrameHeader::decode(&hb).map_err(|e| protocol(addr, e.0))?;
+    if rec.len() != HEADER_LEN + h.len as usize {
+        return Err(record_mismatch(addr, rec.len(), h.len));
+    }
+    if let Some(mut body) = asm.take_whole(&h) {
+        rec.append_from(HEADER_LEN, &mut body)
+            .map_err(|e| ring_protocol(addr, &e))?;
+        return Ok(Some(Message {
+            kind: h.kind,
+            id: h.id,
+            body,
+        }));
+    }
+    let buf = asm.begin_chunk(&h).map_err(|e| protocol(addr, e.0))?;
+    rec.append_from(HEADER_LEN, buf)
+        .map_err(|e| ring_protocol(addr, &e))?;
+    asm.finish(&h).map_err(|e| protocol(addr, e.0))
+}
+
+#[cold]
+fn protocol(peer: &str, detail: String) -> Error {
+    Error::Protocol {
+        peer: peer.to_string(),
+        detail,
+    }
+}
+
+#[cold]
+fn ring_protocol(peer: &str, e: &RingError) -> Error {
+    protocol(peer, e.to_string())
+}
+
+#[cold]
+fn record_mismatch(peer: &str, record: usize, claimed: u32) -> Error {
+    protocol(
+        peer,
+        format!("ring record of {record} bytes holds a frame claiming {claimed} payload bytes"),
+    )
 }
 
 fn min_opt(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {

@@ -385,50 +385,22 @@ fn establish(
 }
 
 fn serve_requests(shared: &Shared, session: &mut Session, handler: &dyn Handler) {
-    let opts = &shared.opts;
-    let stats = &shared.stats;
     let mut resp = Vec::new();
+    // The next message, when sending a response already received it.
+    let mut next = None;
     loop {
-        let m = match session.recv(&mut Deadline::Never) {
-            Ok(m) => m,
-            Err(_) => return,
+        let m = match next.take() {
+            Some(m) => m,
+            None => match session.recv(&mut Deadline::Never) {
+                Ok(m) => m,
+                Err(_) => return,
+            },
         };
         match m.kind {
-            Kind::Request => {
-                resp.clear();
-                let result =
-                    match catch_unwind(AssertUnwindSafe(|| handler.handle(&m.body, &mut resp))) {
-                        Ok(r) => r,
-                        Err(p) => Err(RemoteError::new(
-                            CODE_HANDLER_PANICKED,
-                            format!("handler panicked: {}", panic_text(&p)),
-                        )),
-                    };
-                let result = match result {
-                    Ok(()) if resp.len() > session.peer_max() => Err(RemoteError::new(
-                        CODE_RESPONSE_TOO_LARGE,
-                        format!(
-                            "response of {} bytes exceeds the client's maximum message size of {} bytes",
-                            resp.len(),
-                            session.peer_max()
-                        ),
-                    )),
-                    r => r,
-                };
-                let mut deadline = Deadline::In(opts.send_timeout);
-                stats.calls.fetch_add(1, Ordering::Relaxed);
-                let sent = match result {
-                    Ok(()) => session.send(Kind::Response, m.id, &resp, &mut deadline),
-                    Err(e) => {
-                        stats.errors.fetch_add(1, Ordering::Relaxed);
-                        session.send(Kind::Error, m.id, &Message::error_body(&e), &mut deadline)
-                    }
-                };
-                session.recycle(m.body);
-                if sent.is_err() {
-                    return;
-                }
-            }
+            Kind::Request => match answer(shared, session, handler, m, &mut resp) {
+                Ok(n) => next = n,
+                Err(()) => return,
+            },
             Kind::OneWay => {
                 let _ = catch_unwind(AssertUnwindSafe(|| handler.notify(&m.body)));
                 session.recycle(m.body);
@@ -440,6 +412,58 @@ fn serve_requests(shared: &Shared, session: &mut Session, handler: &dyn Handler)
             }
         }
     }
+}
+
+/// Runs the handler on a request and sends its response; returns the next
+/// message when sending it also received that. `Err`: the session is over.
+#[inline(always)]
+fn answer(
+    shared: &Shared,
+    session: &mut Session,
+    handler: &dyn Handler,
+    m: Message,
+    resp: &mut Vec<u8>,
+) -> Result<Option<Message>, ()> {
+    resp.clear();
+    let result = match catch_unwind(AssertUnwindSafe(|| handler.handle(&m.body, resp))) {
+        Ok(r) => r,
+        Err(p) => Err(RemoteError::new(
+            CODE_HANDLER_PANICKED,
+            format!("handler panicked: {}", panic_text(&p)),
+        )),
+    };
+    session.recycle(m.body);
+    let error_body;
+    let (kind, body) = match result {
+        Ok(()) if resp.len() <= session.peer_max() => (Kind::Response, &resp[..]),
+        r => {
+            let e = r
+                .err()
+                .unwrap_or_else(|| too_large(resp.len(), session.peer_max()));
+            shared.stats.errors.fetch_add(1, Ordering::Relaxed);
+            error_body = Message::error_body(&e);
+            (Kind::Error, &error_body[..])
+        }
+    };
+    // Counted before the response goes out: a client that saw it may read
+    // the statistics at once.
+    shared.stats.calls.fetch_add(1, Ordering::Relaxed);
+    if let Some(got) = session.try_exchange(kind, m.id, body, &mut Deadline::Never) {
+        return got.map(Some).map_err(drop);
+    }
+    let mut deadline = Deadline::In(shared.opts.send_timeout);
+    session
+        .send(kind, m.id, body, &mut deadline)
+        .map(|()| None)
+        .map_err(drop)
+}
+
+#[cold]
+fn too_large(len: usize, max: usize) -> RemoteError {
+    RemoteError::new(
+        CODE_RESPONSE_TOO_LARGE,
+        format!("response of {len} bytes exceeds the client's maximum message size of {max} bytes"),
+    )
 }
 
 fn panic_text(p: &Box<dyn std::any::Any + Send>) -> String {

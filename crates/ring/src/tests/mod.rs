@@ -137,6 +137,23 @@ fn record_reads_are_bounds_checked() {
             assert!(r.read(usize::MAX, &mut two).is_err(), "overflowing offset");
             assert!(r.read(11, &mut []).is_err(), "offset past the end");
             assert!(r.read(10, &mut []).is_ok(), "empty read at the end");
+            let mut tail = b"-".to_vec();
+            r.append_from(7, &mut tail).expect("in bounds");
+            assert_eq!(tail, b"-789");
+            assert!(
+                r.append_from(10, &mut tail).is_ok(),
+                "empty append at the end"
+            );
+            assert_eq!(
+                r.append_from(11, &mut tail),
+                Err(RingError::OutOfRange {
+                    off: 11,
+                    len: 0,
+                    record: 10
+                }),
+                "offset past the end"
+            );
+            assert_eq!(tail, b"-789", "a refused append copies nothing");
             let mut v = b"x".to_vec();
             r.read_to_vec(&mut v);
             v

@@ -191,3 +191,36 @@ fn threads_exchange_records_sleeping_on_the_doorbell() {
     eprintln!("sleeps: producer {p}, consumer {c}");
     assert!(p + c > 0, "the sleep path was exercised");
 }
+
+/// `RawMemory` appends into a Vec's spare capacity (no zero-fill): the bytes
+/// land after the existing ones, also when the Vec must grow, and a record's
+/// `append_from` copies exactly the payload's tail.
+#[test]
+fn raw_memory_appends_into_spare_capacity() {
+    let shared = Shared::new(64);
+    let mem = shared.mem();
+    mem.write(8, b"abcdefgh");
+    let mut out = Vec::with_capacity(2);
+    out.push(b'>');
+    mem.append(8, 8, &mut out);
+    assert_eq!(out, b">abcdefgh");
+    mem.append(12, 0, &mut out);
+    assert_eq!(out, b">abcdefgh");
+    let hdr = &shared.hdr;
+    let mut p = Producer::new(hdr, shared.mem()).expect("producer");
+    let mut c = Consumer::new(hdr, shared.mem()).expect("consumer");
+    assert_eq!(
+        p.try_push(&[b"head", b"payload"]).expect("push"),
+        Push::Done { wake: false }
+    );
+    let Pop::Done { value, .. } = c
+        .try_pop(|r| {
+            let mut v = Vec::new();
+            r.append_from(4, &mut v).map(|()| v)
+        })
+        .expect("pop")
+    else {
+        panic!("record expected")
+    };
+    assert_eq!(value.expect("in bounds"), b"payload");
+}

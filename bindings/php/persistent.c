@@ -11,8 +11,8 @@
  *
  * A forked child inherits the table and the objects but not the right to
  * use their sessions: it never reuses, calls or closes them (closing would
- * say goodbye on the parent's session); their library memory is left to the
- * child's exit. */
+ * say goodbye on the parent's session); freeing one there releases only the
+ * child's copy (shmlink_client_forget). */
 
 #include <pthread.h>
 
@@ -42,8 +42,12 @@ static php_shmlink_session *session_new(shmlink_client *client, bool persistent)
 static void session_free(php_shmlink_session *s) {
   if (php_shmlink_session_owned(s)) {
     shmlink_client_free(s->client);
-    shmlink_buffer_free(&s->buffer);
+  } else {
+    /* Inherited through fork(): release this process's copy only; freeing
+     * it would say goodbye on the ring the parent still uses. */
+    shmlink_client_forget(s->client);
   }
+  shmlink_buffer_free(&s->buffer);
   if (s->key != NULL) {
     zend_string_release_ex(s->key, 1);
   }

@@ -85,7 +85,7 @@ void php_shmlink_persistent_startup(void);
 void php_shmlink_persistent_shutdown(void);
 
 /* threads.c: a process that made a server waits for the library's
- * detached threads at MSHUTDOWN. */
+ * remaining threads at MSHUTDOWN. */
 void php_shmlink_threads_server_bound(void);
 void php_shmlink_threads_server_freed(void);
 void php_shmlink_threads_shutdown(void);

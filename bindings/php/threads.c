@@ -1,11 +1,12 @@
-/* shmlink PHP extension: waiting for the library's detached threads.
+/* shmlink PHP extension: waiting for the library's threads at shutdown.
  *
- * A library server leaves threads behind that nothing joins: the segment
- * preparer (ends when the server is freed) and idle session threads (end
- * when the server stops). They run code of this module. At MSHUTDOWN, in a
- * process that made a Shmlink\Server, the module waits a bounded time for
- * them to be gone, so the process does not tear itself down (exit handlers,
- * unloading modules) under threads still running library code. They are
+ * A freed library server has joined its threads (the segment preparer and
+ * the session threads). A server whose shmlink_server_serve still runs on
+ * another thread when it is freed, or one leaked by a fatal error, has not:
+ * its threads run code of this module. At MSHUTDOWN, in a process that made
+ * a Shmlink\Server, the module waits a bounded time for them to be gone, so
+ * the process does not tear itself down (exit handlers, unloading modules)
+ * under threads still running library code. They are
  * recognised by their names, "shmlink-*", in /proc/self/task. The module
  * is also linked with -z nodelete (config.m4), so it stays mapped whatever
  * they do. */

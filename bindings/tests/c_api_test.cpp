@@ -1,6 +1,9 @@
 // The C API's behaviour on every transport (shm, unix, tcp): calls,
 // pipelining, one-way messages, remote errors, timeouts, large and over-size
-// messages, statistics, stopping, buffer reuse.
+// messages, statistics, stopping, buffer reuse, clients inherited by fork().
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <future>
 #include <map>
@@ -286,6 +289,47 @@ TEST_P(CApiTest, ClosedClientFailsWithClosed) {
   EXPECT_EQ(shmlink_client_notify(c.get(), bytes("x"), 1), SHMLINK_E_CLOSED);
   EXPECT_EQ(shmlink_client_close(c.get()), SHMLINK_OK) << "closing twice must be fine";
   EXPECT_TRUE(wait_until([&] { return stats().active_sessions == 0; }));
+}
+
+// Forks; the child releases the inherited client `c` with `release` and
+// exits. Returns once the child has exited normally.
+void release_in_child(ClientPtr& c, void (*release)(shmlink_client*)) {
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    release(c.release());
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+TEST_P(CApiTest, ForkedChildForgetsAnInheritedClientAndTheParentGoesOn) {
+  ClientPtr c = connect();
+  Buffer out;
+  ASSERT_EQ(call(c.get(), "before", out), SHMLINK_OK);
+  release_in_child(c, shmlink_client_forget);
+  ASSERT_EQ(call(c.get(), "after", out), SHMLINK_OK) << last_error();
+  EXPECT_EQ(out.str(), "after");
+  EXPECT_EQ(shmlink_client_is_connected(c.get()), 1);
+  EXPECT_EQ(stats().active_sessions, 1u);
+}
+
+TEST_P(CApiTest, ForkedChildFreeingAnInheritedShmClientEndsTheParentsSession) {
+  // Why shmlink_client_forget exists: on shm, freeing says goodbye on the
+  // shared ring, and the server ends the session the parent still uses. (On
+  // unix and tcp the child only closes its copy of the socket.)
+  ClientPtr c = connect();
+  Buffer out;
+  ASSERT_EQ(call(c.get(), "before", out), SHMLINK_OK);
+  release_in_child(c, shmlink_client_free);
+  if (GetParam() == Transport::Shm) {
+    EXPECT_TRUE(wait_until([&] { return stats().active_sessions == 0; }));
+    EXPECT_NE(call(c.get(), "after", out), SHMLINK_OK);
+  } else {
+    EXPECT_EQ(call(c.get(), "after", out), SHMLINK_OK) << last_error();
+  }
 }
 
 TEST_P(CApiTest, StartTwiceAndWaitFollowTheStateRules) {

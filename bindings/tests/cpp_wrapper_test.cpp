@@ -2,6 +2,8 @@
 // as lambdas (HandlerError, other exceptions), call_view, pipelining and the
 // server's serve/start/stop/wait on every transport.
 #include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
@@ -131,6 +133,22 @@ TEST_P(CppTest, MoveTransfersTheSession) {
   c = std::move(b);
   EXPECT_EQ(c.call("kept"), "kept");
   EXPECT_TRUE(wait_until([&] { return server_.stats().active_sessions == 1; }));
+}
+
+TEST_P(CppTest, ForkedChildForgetsTheInheritedClient) {
+  shmlink::Client c = shmlink::Client::connect(address_);
+  EXPECT_EQ(c.call("before"), "before");
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    c.forget_inherited();
+    _exit(c ? 1 : 0);  // empty afterwards
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_EQ(c.call("after"), "after");
+  EXPECT_EQ(server_.stats().active_sessions, 1u);
 }
 
 TEST_P(CppTest, CloseMakesCallsThrowClosed) {

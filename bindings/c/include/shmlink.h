@@ -278,6 +278,17 @@ size_t shmlink_client_in_flight(const struct shmlink_client *client);
 // `client` is NULL or a live client.
 enum shmlink_status shmlink_client_close(struct shmlink_client *client);
 
+// Frees the handle of a client this process inherited through `fork()`,
+// without telling the server anything: this process's descriptors are
+// closed and its mapping unmapped, and no goodbye goes on the ring, so the
+// parent's session goes on. (`shmlink_client_free` in the child would end
+// it.) NULL is fine.
+//
+// # Safety
+// `client` is NULL or a live client not in use by another thread of this
+// process; it must not be used afterwards.
+void shmlink_client_forget(struct shmlink_client *client);
+
 // Closes the session if open and frees the handle. NULL is fine.
 //
 // # Safety
@@ -416,7 +427,8 @@ enum shmlink_status shmlink_server_stats_get(const struct shmlink_server *server
                                              struct shmlink_server_stats *out);
 
 // Stops the server, waits for a started one to finish, and frees the
-// handle. NULL is fine. A `shmlink_server_serve` running on another thread
+// handle. NULL is fine. After waiting, none of the server's threads
+// (session, preparer) runs library code any more. A `shmlink_server_serve` running on another thread
 // is asked to stop and finishes on its own.
 //
 // # Safety

@@ -289,6 +289,32 @@ pub unsafe extern "C" fn shmlink_client_close(client: *mut shmlink_client) -> sh
     })
 }
 
+/// Frees the handle of a client this process inherited through `fork()`,
+/// without telling the server anything: this process's descriptors are
+/// closed and its mapping unmapped, and no goodbye goes on the ring, so the
+/// parent's session goes on. (`shmlink_client_free` in the child would end
+/// it.) NULL is fine.
+///
+/// # Safety
+/// `client` is NULL or a live client not in use by another thread of this
+/// process; it must not be used afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn shmlink_client_forget(client: *mut shmlink_client) {
+    if client.is_null() {
+        return;
+    }
+    // SAFETY: `client` came from `Box::into_raw` in `shmlink_client_connect`
+    // (in this process or the parent it was forked from) and is freed once,
+    // per the contract.
+    let client = unsafe { Box::from_raw(client) };
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+        let state = client.state.into_inner().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = state {
+            c.forget();
+        }
+    }));
+}
+
 /// Closes the session if open and frees the handle. NULL is fine.
 ///
 /// # Safety

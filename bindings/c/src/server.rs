@@ -343,7 +343,8 @@ pub unsafe extern "C" fn shmlink_server_stats_get(
 }
 
 /// Stops the server, waits for a started one to finish, and frees the
-/// handle. NULL is fine. A `shmlink_server_serve` running on another thread
+/// handle. NULL is fine. After waiting, none of the server's threads
+/// (session, preparer) runs library code any more. A `shmlink_server_serve` running on another thread
 /// is asked to stop and finishes on its own.
 ///
 /// # Safety

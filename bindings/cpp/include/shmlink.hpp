@@ -413,6 +413,15 @@ class Client {
     if (handle_ != nullptr) shmlink_client_close(handle_);
   }
 
+  // In the child of a fork(), releases a client inherited from the parent
+  // without telling the server anything, so the parent's session goes on
+  // (destroying it there would end that session). The client is empty
+  // afterwards.
+  void forget_inherited() noexcept {
+    shmlink_client_forget(std::exchange(handle_, nullptr));
+    shmlink_buffer_free(&buffer_);
+  }
+
   // True when the client holds a session handle (even a closed one).
   explicit operator bool() const noexcept { return handle_ != nullptr; }
 

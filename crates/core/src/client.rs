@@ -64,6 +64,8 @@ pub struct Client {
     in_flight: IdSet,
     abandoned: IdSet,
     ready: VecDeque<Reply>,
+    /// Whether dropping says goodbye to the server (not after `forget`).
+    owned: bool,
 }
 
 impl Client {
@@ -92,6 +94,7 @@ impl Client {
             in_flight: IdSet::default(),
             abandoned: IdSet::default(),
             ready: VecDeque::new(),
+            owned: true,
         })
     }
 
@@ -299,24 +302,41 @@ impl Client {
 
     /// Closes the session (also done on drop).
     pub fn close(self) {}
+
+    /// Releases this process's copy of the session without telling the
+    /// server anything: its descriptors are closed and its mapping unmapped,
+    /// but no `Goodbye` goes on the ring. For the child of a `fork()` that
+    /// inherited a client its parent keeps using: dropping it there would
+    /// end the parent's session.
+    pub fn forget(mut self) {
+        self.owned = false;
+    }
 }
 
 impl Drop for Client {
     fn drop(&mut self) {
-        self.session.say_goodbye();
+        if self.owned {
+            self.session.say_goodbye();
+        }
     }
 }
 
-#[inline]
+#[inline(always)]
 fn into_result(m: Message, peer: &str) -> Result<Vec<u8>> {
     match m.kind {
         Kind::Response => Ok(m.body),
-        _ => match Message::decode_error(&m.body) {
-            Ok(r) => Err(Error::Remote(r)),
-            Err(e) => Err(Error::Protocol {
-                peer: peer.to_string(),
-                detail: e.0,
-            }),
+        _ => Err(remote_error(&m.body, peer)),
+    }
+}
+
+/// The error an `Error` response carries, or why its body is malformed.
+#[cold]
+fn remote_error(body: &[u8], peer: &str) -> Error {
+    match Message::decode_error(body) {
+        Ok(r) => Error::Remote(r),
+        Err(e) => Error::Protocol {
+            peer: peer.to_string(),
+            detail: e.0,
         },
     }
 }

@@ -40,17 +40,21 @@ pub enum Kind {
     Goodbye = 6,
 }
 
+/// Kinds by wire value (a table: every frame header is decoded).
+const KINDS: [Option<Kind>; 7] = [
+    None,
+    Some(Kind::Request),
+    Some(Kind::Response),
+    Some(Kind::Error),
+    Some(Kind::OneWay),
+    Some(Kind::Descriptor),
+    Some(Kind::Goodbye),
+];
+
 impl Kind {
+    #[inline]
     fn from_u8(v: u8) -> Option<Kind> {
-        Some(match v {
-            1 => Kind::Request,
-            2 => Kind::Response,
-            3 => Kind::Error,
-            4 => Kind::OneWay,
-            5 => Kind::Descriptor,
-            6 => Kind::Goodbye,
-            _ => return None,
-        })
+        KINDS.get(usize::from(v)).copied().flatten()
     }
 }
 

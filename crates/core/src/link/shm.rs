@@ -297,13 +297,7 @@ impl ShmLink {
     ) -> Result<Message> {
         loop {
             // Wait before popping: an empty pop costs more than the check.
-            if !self
-                .ends
-                .0
-                .consumer
-                .has_data()
-                .map_err(|e| self.corrupt(e))?
-            {
+            if !self.spin_for_data(asm.in_progress())? {
                 self.wait_data(deadline, asm.in_progress())?;
             }
             if let Some(Some(m)) = self.try_pop_frame(asm)? {
@@ -325,25 +319,37 @@ impl ShmLink {
         Ok(any)
     }
 
-    #[cold]
-    fn wait_data(&mut self, deadline: &mut Deadline, mid_message: bool) -> Result<()> {
-        // Most hand-offs complete within a few spins: catch those without
-        // reading the clock (a clock read costs as much as the hand-off).
+    /// Whether data is there now or within a few spins. Most hand-offs
+    /// complete within them: they are caught without reading the clock (a
+    /// clock read costs as much as the hand-off) or calling out of line.
+    #[inline(always)]
+    fn spin_for_data(&mut self, mid_message: bool) -> Result<bool> {
+        let cons = &mut self.ends.0.consumer;
+        match cons.has_data() {
+            Ok(true) => return Ok(true),
+            Ok(false) => {}
+            Err(e) => return Err(self.corrupt(e)),
+        }
         if mid_message || self.spinner.budget() != Some(Duration::ZERO) {
             for _ in 0..SPINS_PER_CHECK {
-                if self
-                    .ends
-                    .0
-                    .consumer
-                    .has_data()
-                    .map_err(|e| self.corrupt(e))?
-                {
-                    self.spinner.caught_spinning();
-                    return Ok(());
-                }
                 std::hint::spin_loop();
+                match self.ends.0.consumer.has_data() {
+                    Ok(true) => {
+                        self.spinner.caught_spinning();
+                        return Ok(true);
+                    }
+                    Ok(false) => {}
+                    Err(e) => return Err(self.corrupt(e)),
+                }
             }
         }
+        Ok(false)
+    }
+
+    /// Waits for data after [`ShmLink::spin_for_data`] found none: spins
+    /// within the strategy's budget, then sleeps on the doorbell.
+    #[cold]
+    fn wait_data(&mut self, deadline: &mut Deadline, mid_message: bool) -> Result<()> {
         let t0 = Instant::now();
         let deadline = deadline.at_from(t0);
         let result = self.wait_data_inner(deadline, mid_message, t0);

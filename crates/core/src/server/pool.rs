@@ -2,11 +2,14 @@
 //! next one instead of exiting, so a new session does not pay for a fresh
 //! thread (stack pages are first-touch faults, several µs each on a VM).
 //! Threads idle for [`IDLE_KEEP`] exit; sleeping threads cost no CPU.
+//! [`Pool::close`] joins every thread: when the server has stopped, none of
+//! them still runs library code (a C or PHP host may unload it then).
 
 use std::collections::VecDeque;
 use std::io;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 /// How long an idle session thread waits for work before exiting.
@@ -26,6 +29,9 @@ struct State {
 pub(crate) struct Pool {
     state: Mutex<State>,
     work: Condvar,
+    /// Every thread started and not joined yet (finished ones are dropped
+    /// when the next one starts).
+    threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
 impl std::fmt::Debug for Pool {
@@ -36,7 +42,7 @@ impl std::fmt::Debug for Pool {
 
 impl Pool {
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.state)
     }
 
     /// Runs `job` on an idle thread, or on a new one.
@@ -53,12 +59,15 @@ impl Pool {
         }
         drop(st);
         let pool = Arc::clone(self);
-        std::thread::Builder::new()
+        let thread = std::thread::Builder::new()
             .name("shmlink-session".into())
             .spawn(move || {
                 run_job(job);
                 pool.worker_loop();
             })?;
+        let mut threads = lock(&self.threads);
+        threads.retain(|t| !t.is_finished());
+        threads.push(thread);
         Ok(())
     }
 
@@ -87,10 +96,28 @@ impl Pool {
         }
     }
 
-    /// Lets idle threads exit.
+    /// Lets idle threads exit and waits until every thread has (except the
+    /// calling one, should a job close its own pool).
     pub(crate) fn close(&self) {
         self.lock().closed = true;
         self.work.notify_all();
+        let threads = std::mem::take(&mut *lock(&self.threads));
+        join_all(threads);
+    }
+}
+
+/// Locks `m`, also after a panic while it was held (the state stays usable).
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Joins `threads`, skipping the calling thread (which cannot join itself).
+pub(crate) fn join_all(threads: impl IntoIterator<Item = JoinHandle<()>>) {
+    let me = std::thread::current().id();
+    for t in threads {
+        if t.thread().id() != me {
+            let _ = t.join();
+        }
     }
 }
 

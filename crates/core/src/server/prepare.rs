@@ -7,7 +7,9 @@
 
 use std::os::fd::OwnedFd;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
 
+use super::pool::{join_all, lock};
 use crate::segment::Segment;
 
 /// Segments kept ready.
@@ -28,6 +30,8 @@ struct State {
 pub(crate) struct Preparer {
     state: Mutex<State>,
     wanted: Condvar,
+    /// The background thread, joined by [`Preparer::close`].
+    thread: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl std::fmt::Debug for Preparer {
@@ -44,7 +48,7 @@ fn make(sizes: (usize, usize)) -> std::io::Result<(Segment, OwnedFd)> {
 
 impl Preparer {
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.state)
     }
 
     /// Starts the background thread preparing segments of `sizes`.
@@ -55,9 +59,10 @@ impl Preparer {
         let spawned = std::thread::Builder::new()
             .name("shmlink-prepare".into())
             .spawn(move || bg.refill_loop());
-        if spawned.is_err() {
+        match spawned {
+            Ok(t) => *lock(&p.thread) = Some(t),
             // Without the thread every session creates its own segment.
-            p.lock().closed = true;
+            Err(_) => p.lock().closed = true,
         }
         p
     }
@@ -124,12 +129,17 @@ impl Preparer {
         st.ready.pop().is_some()
     }
 
-    /// Stops the background thread and frees the stock.
+    /// Stops the background thread, waits until it has ended, and frees the
+    /// stock.
     pub(crate) fn close(&self) {
         let mut st = self.lock();
         st.closed = true;
         st.ready.clear();
         drop(st);
         self.wanted.notify_all();
+        let thread = lock(&self.thread).take();
+        join_all(thread);
+        // A segment made while closing went into the stock after the clear.
+        self.lock().ready.clear();
     }
 }

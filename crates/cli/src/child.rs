@@ -8,7 +8,7 @@ use std::process::{Child, ChildStdout, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use rustix::process::{kill_process, Pid, Signal};
+use shmlink_sys::process::{kill, Sig};
 
 /// A fresh directory `shmlink-bench-PID-N` in the system temp dir, removed
 /// with everything in it on drop.
@@ -142,7 +142,7 @@ impl ChildGuard {
     /// Sends SIGTERM and waits up to `timeout` for the child to exit; its
     /// exit status, or an error when it had to be killed.
     pub(crate) fn terminate(&mut self, timeout: Duration) -> anyhow::Result<ExitStatus> {
-        let _ = kill_process(Pid::from_child(&self.child), Signal::TERM);
+        let _ = kill(self.child.id(), Sig::Term);
         let deadline = Instant::now() + timeout;
         loop {
             if let Some(status) = self.child.try_wait()? {
@@ -165,7 +165,7 @@ impl ChildGuard {
         if self.reaped {
             return;
         }
-        let _ = kill_process(Pid::from_child(&self.child), Signal::TERM);
+        let _ = kill(self.child.id(), Sig::Term);
         let deadline = Instant::now() + Duration::from_secs(2);
         while Instant::now() < deadline {
             match self.child.try_wait() {
@@ -232,7 +232,7 @@ pub(crate) fn process_cpu_time(pid: u32) -> anyhow::Result<Duration> {
     };
     // utime and stime are fields 14 and 15; `rest` starts at field 3.
     let ticks = field(11)? + field(12)?;
-    let hz = rustix::param::clock_ticks_per_second().max(1);
+    let hz = shmlink_sys::process::clock_ticks_per_second().max(1);
     Ok(Duration::from_secs_f64(ticks as f64 / hz as f64))
 }
 

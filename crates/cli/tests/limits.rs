@@ -7,8 +7,8 @@ mod support;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use rustix::process::{getrlimit, setrlimit, Resource};
 use shmlink::{Client, ClientOptions, Error, RefusalCode};
+use shmlink_sys::process::{descriptor_limit, set_descriptor_limit};
 use support::{Echo, TempDir, BIN};
 
 /// Resident memory of process `pid`, in KiB.
@@ -23,10 +23,9 @@ fn rss_kib(pid: u32) -> u64 {
 
 /// Raises this process's open-file limit to its hard limit.
 fn raise_nofile() -> u64 {
-    let mut l = getrlimit(Resource::Nofile);
-    l.current = l.maximum;
-    setrlimit(Resource::Nofile, l).expect("raise RLIMIT_NOFILE");
-    getrlimit(Resource::Nofile).current.unwrap_or(u64::MAX)
+    let (_, hard) = descriptor_limit();
+    set_descriptor_limit(hard).expect("raise RLIMIT_NOFILE");
+    descriptor_limit().0.unwrap_or(u64::MAX)
 }
 
 #[test]

@@ -57,7 +57,7 @@ fn users() -> Option<&'static Users> {
     static USERS: OnceLock<Option<Users>> = OnceLock::new();
     USERS
         .get_or_init(|| {
-            if rustix::process::geteuid().as_raw() != 0 {
+            if shmlink_sys::cred::current_uid() != 0 {
                 eprintln!(
                     "NOTE: not root: cannot create the test users; checking own-uid paths only"
                 );

@@ -212,7 +212,6 @@ fn dedup<T: PartialEq>(items: impl Iterator<Item = T>) -> Vec<T> {
 
 /// The first two CPUs this process may run on, if there are two.
 fn two_cpus() -> Option<(usize, usize)> {
-    let set = rustix::thread::sched_getaffinity(None).ok()?;
-    let mut cpus = (0..rustix::thread::CpuSet::MAX_CPU).filter(|&c| set.is_set(c));
-    Some((cpus.next()?, cpus.next()?))
+    let cpus = shmlink_sys::process::allowed_cpus().ok()?;
+    Some((*cpus.first()?, *cpus.get(1)?))
 }

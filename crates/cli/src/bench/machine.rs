@@ -17,15 +17,10 @@ pub(crate) struct Machine {
 
 /// Describes this machine, now.
 pub(crate) fn describe() -> Machine {
-    let uname = rustix::system::uname();
     Machine {
         cpu: cpu_model().unwrap_or_else(|| "unknown CPU".to_string()),
         cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
-        kernel: format!(
-            "{} {}",
-            uname.sysname().to_string_lossy(),
-            uname.release().to_string_lossy()
-        ),
+        kernel: shmlink_sys::process::kernel(),
         date: utc_now(),
     }
 }

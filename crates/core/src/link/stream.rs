@@ -87,13 +87,7 @@ impl Stream {
     /// SIGPIPE that would kill a host process keeping the default handler
     /// (C programs, PHP).
     pub fn write_some(&self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
-        let mut no_control = rustix::net::SendAncillaryBuffer::default();
-        Ok(rustix::net::sendmsg(
-            self,
-            bufs,
-            &mut no_control,
-            rustix::net::SendFlags::NOSIGNAL,
-        )?)
+        shmlink_sys::net::send_nosignal(self, bufs)
     }
 
     /// Reads exactly `buf.len()` bytes (blocking mode).

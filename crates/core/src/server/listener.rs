@@ -8,7 +8,7 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 
-use rustix::fs::{FlockOperation, Mode};
+use shmlink_sys::fs::{lock_exclusive, set_group, set_mode};
 
 use crate::address::{Address, Transport};
 use crate::error::{Error, Result};
@@ -101,8 +101,7 @@ fn bind_unix(path: &Path, opts: &ServerOptions) -> std::result::Result<UnixListe
     };
     let dirfd = fs::File::open(&dir)
         .map_err(|e| format!("cannot open directory {}: {e}", dir.display()))?;
-    rustix::fs::flock(&dirfd, FlockOperation::LockExclusive)
-        .map_err(|e| format!("cannot lock directory {}: {e}", dir.display()))?;
+    lock_exclusive(&dirfd).map_err(|e| format!("cannot lock directory {}: {e}", dir.display()))?;
     match fs::symlink_metadata(path) {
         Ok(md) if !md.file_type().is_socket() => {
             return Err(format!(
@@ -133,12 +132,9 @@ fn bind_unix(path: &Path, opts: &ServerOptions) -> std::result::Result<UnixListe
     }
     let sock = UnixListener::bind(path).map_err(|e| e.to_string())?;
     let mode = opts.effective_socket_mode();
-    rustix::fs::chmod(path, Mode::from_raw_mode(mode))
-        .map_err(|e| format!("cannot set mode {mode:o}: {e}"))?;
+    set_mode(path, mode).map_err(|e| format!("cannot set mode {mode:o}: {e}"))?;
     if let Some(gid) = opts.socket_group {
-        // SAFETY-free: chown through rustix; a gid we cannot set is an error.
-        rustix::fs::chown(path, None, Some(rustix::fs::Gid::from_raw(gid)))
-            .map_err(|e| format!("cannot give socket to group {gid}: {e}"))?;
+        set_group(path, gid).map_err(|e| format!("cannot give socket to group {gid}: {e}"))?;
     }
     Ok(sock)
 }

@@ -10,8 +10,9 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-use rustix::event::epoll::{self, EventData, EventFlags};
-use rustix::event::{eventfd, EventfdFlags};
+use shmlink_sys::epoll::{Epoll, Interest};
+use shmlink_sys::eventfd::EventFd;
+use shmlink_sys::fs::{is_out_of_descriptors, reserve_descriptor};
 
 use super::listener::Listener;
 use super::policy::Policy;
@@ -32,8 +33,8 @@ pub(crate) struct Shared {
     pub(crate) opts: ServerOptions,
     pub(crate) policy: Policy,
     pub(crate) stats: Arc<Stats>,
-    pub(crate) epoll: OwnedFd,
-    stop_evt: OwnedFd,
+    pub(crate) epoll: Epoll,
+    stop_evt: EventFd,
     pub(crate) stopping: AtomicBool,
     pub(crate) segments: Arc<Preparer>,
     pool: Arc<Pool>,
@@ -61,8 +62,7 @@ impl Shared {
     pub(crate) fn register(&self, id: u64, entry: Arc<Entry>, ctrl: Option<&impl AsFd>) -> bool {
         self.lock_sessions().insert(id, Arc::clone(&entry));
         if let Some(fd) = ctrl {
-            let flags = EventFlags::RDHUP | EventFlags::IN | EventFlags::ET;
-            if epoll::add(&self.epoll, fd, EventData::new_u64(id), flags).is_err() {
+            if self.epoll.add(fd, id, Interest::HangUp).is_err() {
                 // Without a watch the session could not notice its client's
                 // death: treat as gone.
                 entry.flags.gone.store(true, Ordering::Release);
@@ -76,7 +76,7 @@ impl Shared {
 
     pub(crate) fn unregister(&self, id: u64, ctrl: Option<&impl AsFd>) {
         if let Some(fd) = ctrl {
-            let _ = epoll::delete(&self.epoll, fd);
+            let _ = self.epoll.delete(fd);
         }
         self.lock_sessions().remove(&id);
     }
@@ -92,7 +92,7 @@ impl Shared {
 
     fn request_stop(&self) {
         self.stopping.store(true, Ordering::Release);
-        let _ = rustix::io::write(&self.stop_evt, &1u64.to_ne_bytes());
+        self.stop_evt.signal();
     }
 }
 
@@ -125,21 +125,9 @@ pub(crate) struct Monitor {
     spare: Mutex<Option<OwnedFd>>,
 }
 
-/// Whether an error means the process (or system) is out of descriptors.
-fn is_out_of_descriptors(e: &io::Error) -> bool {
-    let code = e.raw_os_error();
-    code == Some(rustix::io::Errno::MFILE.raw_os_error())
-        || code == Some(rustix::io::Errno::NFILE.raw_os_error())
-}
-
 /// Opens the reserve descriptor.
 fn open_spare() -> Option<OwnedFd> {
-    rustix::fs::open(
-        "/dev/null",
-        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
-        rustix::fs::Mode::empty(),
-    )
-    .ok()
+    reserve_descriptor().ok()
 }
 
 impl Monitor {
@@ -149,29 +137,19 @@ impl Monitor {
             .map(|a| Listener::bind(a, &opts))
             .collect::<Result<Vec<_>>>()?;
         let io_err = |what: &str, e: io::Error| Error::io(format!("creating server {what}"), e);
-        let epoll =
-            epoll::create(epoll::CreateFlags::CLOEXEC).map_err(|e| io_err("epoll", e.into()))?;
-        let stop_evt = eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)
-            .map_err(|e| io_err("eventfd", e.into()))?;
-        epoll::add(
-            &epoll,
-            &stop_evt,
-            EventData::new_u64(STOP_TOKEN),
-            EventFlags::IN,
-        )
-        .map_err(|e| io_err("epoll set", e.into()))?;
+        let epoll = Epoll::new().map_err(|e| io_err("epoll", e))?;
+        let stop_evt = EventFd::new().map_err(|e| io_err("eventfd", e))?;
+        epoll
+            .add(&stop_evt, STOP_TOKEN, Interest::Readable)
+            .map_err(|e| io_err("epoll set", e))?;
         for (i, l) in listeners.iter().enumerate() {
             let fd = match l {
                 Listener::Unix { sock, .. } => sock.as_fd(),
                 Listener::Tcp { sock, .. } => sock.as_fd(),
             };
-            epoll::add(
-                &epoll,
-                fd,
-                EventData::new_u64(LISTENER_TOKEN + i as u64),
-                EventFlags::IN,
-            )
-            .map_err(|e| io_err("epoll set", e.into()))?;
+            epoll
+                .add(fd, LISTENER_TOKEN + i as u64, Interest::Readable)
+                .map_err(|e| io_err("epoll set", e))?;
         }
         let shared = Arc::new(Shared {
             policy: Policy::new(&opts),
@@ -233,16 +211,12 @@ impl Monitor {
 
     fn event_loop(&self, handler: &Arc<dyn Handler>) -> Result<()> {
         let sh = &self.shared;
-        let mut events = Vec::with_capacity(64);
+        let mut tokens = Vec::with_capacity(64);
         loop {
-            events.clear();
-            match epoll::wait(&sh.epoll, rustix::buffer::spare_capacity(&mut events), None) {
-                Ok(_) => {}
-                Err(rustix::io::Errno::INTR) => continue,
-                Err(e) => return Err(Error::io("waiting for server events", e.into())),
-            }
-            for ev in &events {
-                let token = ev.data.u64();
+            sh.epoll
+                .wait(&mut tokens)
+                .map_err(|e| Error::io("waiting for server events", e))?;
+            for &token in &tokens {
                 if token == STOP_TOKEN {
                     return Ok(());
                 } else if token >= LISTENER_TOKEN {

@@ -168,8 +168,7 @@ pub(crate) fn hello_queued(conn: &Conn) -> bool {
         Conn::Unix(s) => s.as_fd(),
         Conn::Tcp(s) => s.as_fd(),
     };
-    let flags = rustix::net::RecvFlags::PEEK | rustix::net::RecvFlags::DONTWAIT;
-    matches!(rustix::net::recv(fd, &mut peek, flags), Ok((n, _)) if n == HELLO_LEN)
+    matches!(shmlink_sys::net::peek(fd, &mut peek), Ok(n) if n == HELLO_LEN)
 }
 
 /// Handshake only; `None` when refused or the connection ended.

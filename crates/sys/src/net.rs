@@ -1,0 +1,57 @@
+//! Socket calls std does not offer: sending without `SIGPIPE` and peeking at
+//! queued bytes without consuming them.
+
+use std::io::{self, IoSlice};
+use std::os::fd::AsFd;
+
+use rustix::net::{recv, sendmsg, RecvFlags, SendAncillaryBuffer, SendFlags};
+
+/// `sendmsg(2)` of the gathered `bufs` with `MSG_NOSIGNAL`: a peer that is
+/// gone is an `EPIPE` error, never a `SIGPIPE` that would kill a host process
+/// keeping the default handler (C programs, PHP). Returns the bytes sent
+/// (possibly fewer than offered on a non-blocking socket).
+///
+/// # Errors
+/// `EAGAIN` (non-blocking and full), `EPIPE`/`ECONNRESET` (peer gone), `EINTR`.
+pub fn send_nosignal(sock: impl AsFd, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+    let mut no_control = SendAncillaryBuffer::default();
+    Ok(sendmsg(sock, bufs, &mut no_control, SendFlags::NOSIGNAL)?)
+}
+
+/// `recv(2)` with `MSG_PEEK | MSG_DONTWAIT`: copies what is queued (up to
+/// `buf.len()` bytes) without consuming it and without blocking. `Ok(0)` at
+/// end of stream.
+///
+/// # Errors
+/// `EAGAIN` when nothing is queued, socket errors.
+pub fn peek(sock: impl AsFd, buf: &mut [u8]) -> io::Result<usize> {
+    Ok(recv(sock, buf, RecvFlags::PEEK | RecvFlags::DONTWAIT)?.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+    use std::os::unix::net::UnixStream;
+
+    #[test]
+    fn peeks_without_consuming_and_sends_without_sigpipe() {
+        let (a, mut b) = UnixStream::pair().expect("pair");
+        let mut buf = [0u8; 8];
+        assert_eq!(
+            peek(&b, &mut buf).expect_err("empty").kind(),
+            io::ErrorKind::WouldBlock
+        );
+        let n = send_nosignal(&a, &[IoSlice::new(b"he"), IoSlice::new(b"llo")]).expect("send");
+        assert_eq!(n, 5);
+        assert_eq!(peek(&b, &mut buf).expect("peek"), 5);
+        assert_eq!(peek(&b, &mut buf[..2]).expect("peek again"), 2);
+        let mut got = [0u8; 5];
+        b.read_exact(&mut got).expect("read");
+        assert_eq!(&got, b"hello");
+        drop(b);
+        // Without MSG_NOSIGNAL this would kill the test process.
+        let e = send_nosignal(&a, &[IoSlice::new(b"x")]).expect_err("peer gone");
+        assert_eq!(e.kind(), io::ErrorKind::BrokenPipe);
+    }
+}

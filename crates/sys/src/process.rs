@@ -1,0 +1,106 @@
+//! Process-level calls of the tools (`shmlink bench`/`chaos` and the test
+//! suites): signals, resource limits, the machine's description.
+
+use std::io;
+
+use rustix::process::{Pid, Resource, Signal};
+
+/// A signal the tools send to their children.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sig {
+    /// `SIGTERM`: stop gracefully.
+    Term,
+    /// `SIGKILL`: stop now.
+    Kill,
+}
+
+/// `kill(2)`: sends `sig` to process `pid`.
+///
+/// # Errors
+/// `ESRCH` (no such process), `EPERM` (not ours), `InvalidInput` for a pid
+/// that is not positive.
+pub fn kill(pid: u32, sig: Sig) -> io::Result<()> {
+    let pid = i32::try_from(pid)
+        .ok()
+        .and_then(Pid::from_raw)
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, format!("bad pid {pid}")))?;
+    let sig = match sig {
+        Sig::Term => Signal::TERM,
+        Sig::Kill => Signal::KILL,
+    };
+    Ok(rustix::process::kill_process(pid, sig)?)
+}
+
+/// `sysconf(_SC_CLK_TCK)`: the unit of the CPU times in `/proc/PID/stat`.
+pub fn clock_ticks_per_second() -> u64 {
+    rustix::param::clock_ticks_per_second()
+}
+
+/// `uname(2)`: the kernel's name and release, e.g. `"Linux 6.1.0"`.
+pub fn kernel() -> String {
+    let u = rustix::system::uname();
+    format!(
+        "{} {}",
+        u.sysname().to_string_lossy(),
+        u.release().to_string_lossy()
+    )
+}
+
+/// `sched_getaffinity(2)`: the CPUs this process may run on, in order.
+///
+/// # Errors
+/// `EINVAL`/`EFAULT` (never in normal operation).
+pub fn allowed_cpus() -> io::Result<Vec<usize>> {
+    let set = rustix::thread::sched_getaffinity(None)?;
+    Ok((0..rustix::thread::CpuSet::MAX_CPU)
+        .filter(|&c| set.is_set(c))
+        .collect())
+}
+
+/// `getrlimit(RLIMIT_NOFILE)`: the soft and hard limits on open descriptors
+/// (`None`: unlimited).
+pub fn descriptor_limit() -> (Option<u64>, Option<u64>) {
+    let l = rustix::process::getrlimit(Resource::Nofile);
+    (l.current, l.maximum)
+}
+
+/// `setrlimit(RLIMIT_NOFILE)` of the soft limit, the hard one unchanged.
+///
+/// # Errors
+/// `EINVAL` (soft above hard), `EPERM` (raising the hard limit).
+pub fn set_descriptor_limit(soft: Option<u64>) -> io::Result<()> {
+    let mut l = rustix::process::getrlimit(Resource::Nofile);
+    l.current = soft;
+    Ok(rustix::process::setrlimit(Resource::Nofile, l)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn describes_this_process() {
+        assert!(clock_ticks_per_second() > 0);
+        assert!(kernel().starts_with("Linux "), "{}", kernel());
+        assert!(!allowed_cpus().expect("affinity").is_empty());
+        let (soft, hard) = descriptor_limit();
+        assert!(soft <= hard || hard.is_none());
+        set_descriptor_limit(soft).expect("same soft limit");
+        assert_eq!(descriptor_limit(), (soft, hard));
+    }
+
+    #[test]
+    fn kill_checks_its_pid() {
+        assert_eq!(
+            kill(0, Sig::Term).expect_err("pid 0").kind(),
+            io::ErrorKind::InvalidInput
+        );
+        let mut child = std::process::Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .expect("spawn sleep");
+        kill(child.id(), Sig::Kill).expect("kill");
+        let status = child.wait().expect("wait");
+        assert!(!status.success());
+    }
+}

@@ -10,7 +10,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use shmlink::frame::{Assembler, FrameHeader, HEADER_LEN};
+use shmlink::wire::{Assembler, FrameHeader, HEADER_LEN};
 use shmlink_fuzz::Input;
 
 const MAX_LIMIT: u32 = 1 << 20;

@@ -85,7 +85,7 @@ ValueError: Shmlink\Client::__construct(): Argument #2 ($options) option "ring_s
 TypeError: Shmlink\Client::__construct(): Argument #2 ($options) option "ring_size" must be of type int, float given
 ValueError: Shmlink\Client::__construct(): Argument #2 ($options) option "max_message_size" must be between 1 and 9223372036854775807, 0 given
 TypeError: Shmlink\Client::__construct(): Argument #2 ($options) option "max_message_size" must be of type int, string given
-ValueError: Shmlink\Client::__construct(): Argument #2 ($options) is not valid: invalid option max_message_size: 9223372036854775807 is out of range
+ValueError: Shmlink\Client::__construct(): Argument #2 ($options) is not valid: invalid option max_message_size: 9223372036854775807 is out of range (1 to 68719476720)
 valid:
 10
 call/receive timeouts:

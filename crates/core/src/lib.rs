@@ -5,9 +5,13 @@
 //! - [`Client`]: connect to an address, [`Client::call`], pipeline with
 //!   [`Client::send`]/[`Client::recv`], one-way [`Client::notify`].
 //! - [`Server`]: bind to several addresses, serve a [`Handler`].
+//! - [`wire`]: the protocol's encodings, for other implementations and tools.
 //!
-//! Layers below: `shmlink-sys` (syscalls), `shmlink-ring` (the lock-free ring
-//! and doorbell protocol). See `docs/design.md` and `docs/protocol.md`.
+//! Everything else is internal: nothing public lets safe code reach the
+//! shared memory of a session (see the `compile_fail` examples in
+//! `src/soundness.rs`). Layers below: `shmlink-sys` (syscalls),
+//! `shmlink-ring` (the lock-free ring and doorbell protocol). See
+//! `docs/design.md` and `docs/protocol.md`.
 //!
 //! # Examples
 //! ```no_run
@@ -20,27 +24,35 @@
 //! # Ok::<(), shmlink::Error>(())
 //! ```
 
-pub mod address;
+mod address;
 mod client;
 mod connect;
-pub mod deadline;
-pub mod descriptor;
-pub mod error;
-pub mod frame;
-pub mod handshake;
+mod deadline;
+mod descriptor;
+mod error;
+mod frame;
+mod handshake;
+mod layout;
 mod le;
-pub mod link;
-pub mod options;
-pub mod segment;
+mod link;
+mod options;
+mod segment;
 mod server;
-pub mod session;
-pub mod watch;
+mod session;
+mod watch;
+pub mod wire;
+
+#[cfg(doctest)]
+mod soundness;
 
 pub use address::{Address, Transport};
 pub use client::{CallId, Client, Reply};
 pub use deadline::Deadline;
 pub use error::{Error, RefusalCode, RemoteError, Result};
-pub use options::{ClientOptions, ServerOptions, WaitStrategy};
+pub use options::{
+    ClientOptions, ServerOptions, WaitStrategy, DEFAULT_MAX_MESSAGE, DEFAULT_RING_SIZE,
+    MAX_MESSAGE_SIZE, MAX_RING_SIZE, MIN_RING_SIZE,
+};
 pub use server::{
     Handler, RunningServer, Server, Stats, StopHandle, CODE_HANDLER_PANICKED,
     CODE_RESPONSE_TOO_LARGE, PREPARED_SEGMENTS,

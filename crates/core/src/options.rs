@@ -83,6 +83,8 @@ pub const MAX_RING_SIZE: usize = 1 << 28;
 pub const DEFAULT_RING_SIZE: usize = 64 * 1024;
 /// Default maximum message size: 64 MiB.
 pub const DEFAULT_MAX_MESSAGE: usize = 64 << 20;
+/// Largest `max_message_size` an option may set (64 GiB less 16 bytes).
+pub const MAX_MESSAGE_SIZE: usize = u32::MAX as usize * 16;
 
 pub(crate) fn check_ring_size(name: &'static str, n: usize) -> Result<(), Error> {
     if !n.is_power_of_two() || !(MIN_RING_SIZE..=MAX_RING_SIZE).contains(&n) {
@@ -97,10 +99,10 @@ pub(crate) fn check_ring_size(name: &'static str, n: usize) -> Result<(), Error>
 }
 
 pub(crate) fn check_max_message(n: usize) -> Result<(), Error> {
-    if n == 0 || n > u32::MAX as usize * 16 {
+    if n == 0 || n > MAX_MESSAGE_SIZE {
         return Err(Error::InvalidOption {
             name: "max_message_size",
-            reason: format!("{n} is out of range"),
+            reason: format!("{n} is out of range (1 to {MAX_MESSAGE_SIZE})"),
         });
     }
     Ok(())

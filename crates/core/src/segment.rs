@@ -1,86 +1,28 @@
-//! The shared segment: one memfd holding a header and two rings.
+//! The shared segment of an `shm:` session: one sealed memfd, mapped by both
+//! sides, holding a header and two rings (layout in [`crate::layout`]).
 //!
-//! ```text
-//! 0      SegmentHeader (72 bytes)
-//! 512    RingHeader, client -> server  (768 bytes)
-//! 1280   RingHeader, server -> client  (768 bytes)
-//! 4096   data of the client -> server ring (c2s bytes)
-//! 4096+c2s  data of the server -> client ring (s2c bytes)
-//! ```
-//! The server creates and fills it; the client recomputes the layout from the
-//! negotiated ring sizes and refuses a segment that differs in any field, is
-//! not sealed against shrinking, or has the wrong size.
+//! The server creates and fills it; the client recomputes the layout from
+//! the negotiated ring sizes and refuses a segment that differs in any
+//! field, is not sealed against shrinking, or has the wrong size.
+//!
+//! The ring ends ([`Endpoints`]) own what they point into: each handle into
+//! the mapping holds the `Arc<Segment>` that keeps it mapped, so no ring end
+//! can outlive its memory, whatever order things are dropped or moved in.
 #![allow(unsafe_code)]
 
+use std::ops::Deref;
 use std::os::fd::{AsFd, OwnedFd};
+use std::ptr::NonNull;
 use std::sync::Arc;
 
-use shmlink_ring::{Consumer, Producer, RawMemory, RingError, RingHeader};
+use shmlink_ring::{Consumer, Memory, Producer, RawMemory, RingError, RingHeader};
 use shmlink_sys::{memfd, Mapping};
 
-/// Identifies a shmlink segment: "SHMLSEG\0".
-pub const SEGMENT_MAGIC: u64 = u64::from_le_bytes(*b"SHMLSEG\0");
-/// Version of this layout; bumped on any change.
-pub const LAYOUT_VERSION: u32 = 1;
-
-const RING_HEADERS_AT: usize = 512;
-const DATA_AT: usize = 4096;
-
-/// The first bytes of a segment, as `#[repr(C)]`.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SegmentHeader {
-    /// [`SEGMENT_MAGIC`].
-    pub magic: u64,
-    /// [`LAYOUT_VERSION`].
-    pub layout_version: u32,
-    /// Reserved, zero.
-    pub reserved: u32,
-    /// Size of the whole segment.
-    pub total_len: u64,
-    /// Offset of the client -> server ring header.
-    pub c2s_header: u64,
-    /// Offset of the client -> server ring data.
-    pub c2s_data: u64,
-    /// Length of the client -> server ring data.
-    pub c2s_len: u64,
-    /// Offset of the server -> client ring header.
-    pub s2c_header: u64,
-    /// Offset of the server -> client ring data.
-    pub s2c_data: u64,
-    /// Length of the server -> client ring data.
-    pub s2c_len: u64,
-}
-
-const _: () = assert!(std::mem::size_of::<SegmentHeader>() == 72);
-const _: () = assert!(std::mem::size_of::<RingHeader>() == RingHeader::SIZE);
-const _: () = assert!(RING_HEADERS_AT + 2 * std::mem::size_of::<RingHeader>() <= DATA_AT);
-const _: () = assert!(RING_HEADERS_AT.is_multiple_of(std::mem::align_of::<RingHeader>()));
-const _: () = assert!(RingHeader::SIZE.is_multiple_of(std::mem::align_of::<RingHeader>()));
-
-impl SegmentHeader {
-    /// The layout for the given ring sizes.
-    pub fn for_rings(c2s: usize, s2c: usize) -> SegmentHeader {
-        let (c2s, s2c) = (c2s as u64, s2c as u64);
-        let ring = std::mem::size_of::<RingHeader>() as u64;
-        SegmentHeader {
-            magic: SEGMENT_MAGIC,
-            layout_version: LAYOUT_VERSION,
-            reserved: 0,
-            total_len: DATA_AT as u64 + c2s + s2c,
-            c2s_header: RING_HEADERS_AT as u64,
-            c2s_data: DATA_AT as u64,
-            c2s_len: c2s,
-            s2c_header: RING_HEADERS_AT as u64 + ring,
-            s2c_data: DATA_AT as u64 + c2s,
-            s2c_len: s2c,
-        }
-    }
-}
+use crate::layout::{SegmentHeader, SEGMENT_HEADER_LEN};
 
 /// Which way a ring carries frames.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Direction {
+pub(crate) enum Direction {
     /// Client to server (requests).
     ClientToServer,
     /// Server to client (responses).
@@ -89,7 +31,7 @@ pub enum Direction {
 
 /// A mapped segment.
 #[derive(Debug)]
-pub struct Segment {
+pub(crate) struct Segment {
     map: Mapping,
     layout: SegmentHeader,
 }
@@ -100,15 +42,13 @@ impl Segment {
     ///
     /// # Errors
     /// When the kernel refuses the memfd or the mapping.
-    pub fn create(c2s: usize, s2c: usize) -> std::io::Result<(Segment, OwnedFd)> {
+    pub(crate) fn create(c2s: usize, s2c: usize) -> std::io::Result<(Segment, OwnedFd)> {
         let layout = SegmentHeader::for_rings(c2s, s2c);
         let fd = memfd::create_sealed("shmlink-session", layout.total_len)?;
         let map = Mapping::map_shared(&fd, layout.total_len as usize, false)?;
-        // SAFETY: the mapping is at least DATA_AT bytes long and page aligned,
-        // so the header fits and is aligned; nobody else maps it yet, and the
-        // ring headers it precedes are all zero (fresh memfd), which is their
-        // valid initial state.
-        unsafe { map.as_ptr().cast::<SegmentHeader>().write_volatile(layout) };
+        // The ring headers after it are all zero (a fresh memfd), which is
+        // their valid initial state.
+        map.write_at(0, &layout.encode());
         Ok((Segment { map, layout }, fd))
     }
 
@@ -116,7 +56,7 @@ impl Segment {
     ///
     /// # Errors
     /// A message saying which check failed, with the values.
-    pub fn open(fd: impl AsFd, c2s: usize, s2c: usize) -> Result<Segment, String> {
+    pub(crate) fn open(fd: impl AsFd, c2s: usize, s2c: usize) -> Result<Segment, String> {
         let expect = SegmentHeader::for_rings(c2s, s2c);
         let facts = memfd::inspect(&fd)
             .map_err(|e| format!("segment descriptor is not a sealed memfd: {e}"))?;
@@ -131,11 +71,12 @@ impl Segment {
         }
         let map = Mapping::map_shared(&fd, expect.total_len as usize, false)
             .map_err(|e| format!("cannot map segment of {} bytes: {e}", expect.total_len))?;
-        // SAFETY: the mapping is `total_len >= DATA_AT` bytes, page aligned; a
-        // volatile read copies the header out (the server may write it at any
-        // time, we only compare the copy).
-        let got = unsafe { map.as_ptr().cast::<SegmentHeader>().read_volatile() };
-        if got != expect {
+        // A copy: the server may write the header at any time; we only
+        // compare what we copied.
+        let mut bytes = [0u8; SEGMENT_HEADER_LEN];
+        map.read_at(0, &mut bytes);
+        let got = SegmentHeader::decode(&bytes);
+        if got != Some(expect) {
             return Err(format!(
                 "segment header {got:?} does not match the negotiated layout {expect:?}"
             ));
@@ -147,60 +88,145 @@ impl Segment {
     }
 
     /// The layout in force.
-    pub fn layout(&self) -> &SegmentHeader {
+    pub(crate) fn layout(&self) -> &SegmentHeader {
         &self.layout
     }
 
-    /// The header of one ring.
-    pub fn ring_header(&self, dir: Direction) -> &RingHeader {
+    fn ring_header_ptr(&self, dir: Direction) -> NonNull<RingHeader> {
         let off = match dir {
             Direction::ClientToServer => self.layout.c2s_header,
             Direction::ServerToClient => self.layout.s2c_header,
         } as usize;
-        // SAFETY: `off` is RING_HEADERS_AT or RING_HEADERS_AT + RingHeader::SIZE,
-        // so the header lies inside the first page of a mapping of at least
-        // DATA_AT bytes (asserted above), aligned to 128 as RingHeader needs
-        // (the mapping is page aligned). RingHeader consists only of atomics,
-        // for which every bit pattern is valid and concurrent access from the
-        // peer is well defined; the reference lives no longer than `self`,
-        // which owns the mapping.
-        unsafe { &*self.map.as_ptr().add(off).cast::<RingHeader>() }
+        // SAFETY: `off` is RING_HEADERS_AT or RING_HEADERS_AT + RingHeader::SIZE
+        // (the layout's own values, never a peer's), so the header lies inside
+        // the first page of a mapping of at least DATA_AT bytes (asserted in
+        // `layout`); the result is in bounds and not null.
+        unsafe { NonNull::new_unchecked(self.map.as_ptr().add(off).cast::<RingHeader>()) }
     }
 
-    fn ring_memory(&self, dir: Direction) -> RawMemory {
-        let (off, len) = match dir {
-            Direction::ClientToServer => (self.layout.c2s_data, self.layout.c2s_len),
-            Direction::ServerToClient => (self.layout.s2c_data, self.layout.s2c_len),
-        };
-        // SAFETY: [off, off + len) lies inside the mapping by construction of
-        // the layout (checked against the file size in `open`); the ring only
-        // copies through this pointer, never forming references, and the
-        // `Arc<Segment>` held next to every `RawMemory` keeps the mapping alive.
-        unsafe { RawMemory::new(self.map.as_ptr().add(off as usize), len as usize) }
+    /// The header of one ring.
+    pub(crate) fn ring_header(&self, dir: Direction) -> &RingHeader {
+        // SAFETY: the pointer is in bounds (see `ring_header_ptr`) and aligned
+        // to 128 as RingHeader needs (a page-aligned mapping plus a multiple of
+        // 128, asserted in `layout`). RingHeader consists only of atomics, for
+        // which every bit pattern is valid and concurrent access from the peer
+        // is well defined; the reference lives no longer than `self`, which
+        // owns the mapping.
+        unsafe { self.ring_header_ptr(dir).as_ref() }
     }
 
     /// Faults in the pages a session's first calls touch (the header page is
-    /// written by `create`; this touches the first page of each ring), so that neither side pays for
-    /// allocating them on its critical path.
-    pub fn prefault_first_pages(&self) {
+    /// written by `create`; this touches the first page of each ring), so
+    /// that neither side pays for allocating them on its critical path.
+    pub(crate) fn prefault_first_pages(&self) {
         for off in [self.layout.c2s_data, self.layout.s2c_data] {
-            // SAFETY: each offset is inside the mapping (layout invariant); the
-            // segment is not shared yet, and writing zero over zero changes
-            // nothing a peer could observe.
-            unsafe { self.map.as_ptr().add(off as usize).write_volatile(0) };
+            // Writing zero over zero: the segment is not shared yet, and a
+            // peer could observe nothing anyway.
+            self.map.write_at(off as usize, &[0]);
         }
     }
 }
 
-/// The two ring ends one side of a session uses, tied to the segment they
-/// live in.
-pub struct Endpoints {
+/// A ring's control block in a segment; keeps the segment mapped.
+pub(crate) struct HeaderRef {
+    ptr: NonNull<RingHeader>,
+    _segment: Arc<Segment>,
+}
+
+// SAFETY: the pointee is a RingHeader (atomics only, `Sync`) inside a mapping
+// that `_segment` keeps alive wherever this handle goes; `Arc<Segment>` is
+// itself Send + Sync.
+unsafe impl Send for HeaderRef {}
+// SAFETY: as for Send: shared access hands out `&RingHeader`, which is Sync.
+unsafe impl Sync for HeaderRef {}
+
+impl Deref for HeaderRef {
+    type Target = RingHeader;
+
+    #[inline(always)]
+    fn deref(&self) -> &RingHeader {
+        // SAFETY: `ptr` came from `Segment::ring_header_ptr` of `_segment`
+        // (in bounds, aligned, atomics only), and `_segment` keeps the
+        // mapping alive as long as `self`; the reference borrows `self`.
+        unsafe { self.ptr.as_ref() }
+    }
+}
+
+/// A ring's data area in a segment, reached only by copies; keeps the
+/// segment mapped.
+pub(crate) struct RingData {
+    raw: RawMemory,
+    _segment: Arc<Segment>,
+}
+
+impl Memory for RingData {
+    #[inline(always)]
+    fn len(&self) -> usize {
+        self.raw.len()
+    }
+    #[inline(always)]
+    fn write(&self, off: usize, src: &[u8]) {
+        self.raw.write(off, src);
+    }
+    #[inline(always)]
+    fn read(&self, off: usize, dst: &mut [u8]) {
+        self.raw.read(off, dst);
+    }
+    #[inline(always)]
+    fn append(&self, off: usize, len: usize, out: &mut Vec<u8>) {
+        self.raw.append(off, len, out);
+    }
+    #[inline(always)]
+    fn prefetch(&self, off: usize, len: usize) {
+        self.raw.prefetch(off, len);
+    }
+}
+
+fn ring_parts(segment: &Arc<Segment>, dir: Direction) -> (HeaderRef, RingData) {
+    let (off, len) = match dir {
+        Direction::ClientToServer => (segment.layout.c2s_data, segment.layout.c2s_len),
+        Direction::ServerToClient => (segment.layout.s2c_data, segment.layout.s2c_len),
+    };
+    // SAFETY: [off, off + len) lies inside the mapping by construction of the
+    // layout (its total length was checked against the file and mapped in
+    // full); the ring only copies through this pointer, never forming
+    // references; and the `Arc` stored beside it in `RingData` keeps the
+    // mapping alive for as long as the RawMemory exists.
+    let raw = unsafe { RawMemory::new(segment.map.as_ptr().add(off as usize), len as usize) };
+    (
+        HeaderRef {
+            ptr: segment.ring_header_ptr(dir),
+            _segment: Arc::clone(segment),
+        },
+        RingData {
+            raw,
+            _segment: Arc::clone(segment),
+        },
+    )
+}
+
+/// The producing end of a ring in a segment.
+pub(crate) type RingProducer = Producer<HeaderRef, RingData>;
+/// The consuming end of a ring in a segment.
+pub(crate) type RingConsumer = Consumer<HeaderRef, RingData>;
+
+/// The two ring ends one side of a session uses. Each owns a reference to
+/// the segment, so either may be moved out and used on its own.
+pub(crate) struct Endpoints {
     /// Where this side writes.
-    pub producer: Producer<'static, RawMemory>,
+    pub(crate) producer: RingProducer,
     /// Where this side reads.
-    pub consumer: Consumer<'static, RawMemory>,
-    /// Keeps the mapping alive; declared last so it is dropped after the ring ends.
-    pub segment: Arc<Segment>,
+    pub(crate) consumer: RingConsumer,
+    /// The segment (the server's monitor wakes its bells on stop).
+    pub(crate) segment: Arc<Segment>,
+}
+
+impl std::fmt::Debug for Endpoints {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoints")
+            .field("layout", self.segment.layout())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Endpoints {
@@ -208,27 +234,17 @@ impl Endpoints {
     ///
     /// # Errors
     /// When the ring headers hold values the ring cannot start from.
-    pub fn new(segment: Arc<Segment>, server: bool) -> Result<Endpoints, RingError> {
+    pub(crate) fn new(segment: Arc<Segment>, server: bool) -> Result<Endpoints, RingError> {
         let (out, inn) = if server {
             (Direction::ServerToClient, Direction::ClientToServer)
         } else {
             (Direction::ClientToServer, Direction::ServerToClient)
         };
-        // SAFETY: the references point into the mapping owned by `segment`,
-        // which this struct holds until after the producer and consumer are
-        // dropped (field order), and the `Arc` keeps the mapping at a fixed
-        // address; so 'static never outlives the memory.
-        let (out_hdr, in_hdr): (&'static RingHeader, &'static RingHeader) = unsafe {
-            (
-                &*std::ptr::from_ref(segment.ring_header(out)),
-                &*std::ptr::from_ref(segment.ring_header(inn)),
-            )
-        };
-        let producer = Producer::new(out_hdr, segment.ring_memory(out))?;
-        let consumer = Consumer::new(in_hdr, segment.ring_memory(inn))?;
+        let (out_hdr, out_data) = ring_parts(&segment, out);
+        let (in_hdr, in_data) = ring_parts(&segment, inn);
         Ok(Endpoints {
-            producer,
-            consumer,
+            producer: Producer::new(out_hdr, out_data)?,
+            consumer: Consumer::new(in_hdr, in_data)?,
             segment,
         })
     }
@@ -250,5 +266,35 @@ mod tests {
         assert!(Segment::open(&plain, 4096, 8192)
             .expect_err("no header")
             .contains("does not match"));
+    }
+
+    /// A ring end moved out of its `Endpoints` keeps the mapping alive after
+    /// everything else is dropped (it used to hold a `'static` borrow).
+    #[test]
+    fn a_ring_end_outlives_everything_else() {
+        let (seg, fd) = Segment::create(4096, 4096).expect("create");
+        let server = Endpoints::new(Arc::new(seg), true).expect("server ends");
+        let client_seg = Arc::new(Segment::open(&fd, 4096, 4096).expect("open"));
+        let Endpoints {
+            producer: mut to_server,
+            ..
+        } = Endpoints::new(client_seg, false).expect("client ends");
+        drop(fd);
+        let mut from_client = server.consumer;
+        assert!(to_server.try_push(&[b"still mapped"]).is_ok());
+        let popped = from_client
+            .try_pop(|r| {
+                let mut v = Vec::new();
+                r.read_to_vec(&mut v);
+                v
+            })
+            .expect("pop");
+        assert_eq!(
+            popped,
+            shmlink_ring::Pop::Done {
+                value: b"still mapped".to_vec(),
+                wake: false
+            }
+        );
     }
 }

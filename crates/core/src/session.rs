@@ -10,7 +10,7 @@ use crate::link::{Inbox, Link};
 
 /// One side of an established session.
 #[derive(Debug)]
-pub struct Session {
+pub(crate) struct Session {
     link: Link,
     asm: Assembler,
     /// Largest message the peer accepts.
@@ -28,7 +28,7 @@ pub struct Session {
 
 impl Session {
     /// A session over an established link.
-    pub fn new(link: Link, local_max: usize, peer_max: usize, address: String) -> Self {
+    pub(crate) fn new(link: Link, local_max: usize, peer_max: usize, address: String) -> Self {
         Session {
             link,
             asm: Assembler::new(local_max),
@@ -43,38 +43,33 @@ impl Session {
 
     /// Makes sends drain incoming messages while they wait for room (the
     /// client side of a session).
-    pub fn drain_while_sending(mut self) -> Self {
+    pub(crate) fn drain_while_sending(mut self) -> Self {
         self.drain_while_sending = true;
         self
     }
 
     /// The peer's address (for messages).
-    pub fn address(&self) -> &str {
+    pub(crate) fn address(&self) -> &str {
         &self.address
     }
 
     /// Largest message the peer accepts.
-    pub fn peer_max(&self) -> usize {
+    pub(crate) fn peer_max(&self) -> usize {
         self.peer_max
     }
 
-    /// Largest message we accept.
-    pub fn local_max(&self) -> usize {
-        self.local_max
-    }
-
     /// The link (the server's monitor needs the segment).
-    pub fn link(&self) -> &Link {
+    pub(crate) fn link(&self) -> &Link {
         &self.link
     }
 
     /// Whether the session can still be used.
-    pub fn is_usable(&self) -> bool {
+    pub(crate) fn is_usable(&self) -> bool {
         self.broken.is_none() && self.link.peer_alive()
     }
 
     /// Marks the session unusable.
-    pub fn break_with(&mut self, reason: impl Into<String>) {
+    pub(crate) fn break_with(&mut self, reason: impl Into<String>) {
         if self.broken.is_none() {
             self.broken = Some(reason.into());
         }
@@ -100,7 +95,7 @@ impl Session {
     ///
     /// # Errors
     /// [`Error::MessageTooLarge`].
-    pub fn check_size(&self, len: usize) -> Result<()> {
+    pub(crate) fn check_size(&self, len: usize) -> Result<()> {
         if len > self.local_max {
             return Err(Error::MessageTooLarge {
                 size: len,
@@ -124,7 +119,7 @@ impl Session {
     /// Too large (nothing sent, session usable); timeout before the first chunk
     /// (nothing sent, usable); timeout or failure after it (session broken).
     #[inline(always)]
-    pub fn send(
+    pub(crate) fn send(
         &mut self,
         kind: Kind,
         id: u64,
@@ -191,7 +186,7 @@ impl Session {
     /// ring): nothing was sent; use [`Session::send`] then [`Session::recv`].
     /// `deadline` applies to the receive only: the send never waits.
     #[inline(always)]
-    pub fn try_exchange(
+    pub(crate) fn try_exchange(
         &mut self,
         kind: Kind,
         id: u64,
@@ -218,7 +213,7 @@ impl Session {
     /// session thread, which may be spinning on the ring, ends at once
     /// instead of when the hang-up of the control socket reaches it. (Stream
     /// peers see end-of-stream directly.)
-    pub fn say_goodbye(&mut self) {
+    pub(crate) fn say_goodbye(&mut self) {
         if self.broken.is_none() {
             if let Link::Shm(l) = &mut self.link {
                 l.try_send_now(&FrameHeader {
@@ -233,7 +228,7 @@ impl Session {
     }
 
     /// Hands a received body back for reuse by the next message.
-    pub fn recycle(&mut self, body: Vec<u8>) {
+    pub(crate) fn recycle(&mut self, body: Vec<u8>) {
         self.asm.recycle(body);
     }
 
@@ -243,7 +238,7 @@ impl Session {
     /// Timeout (session stays usable unless a message was partly received),
     /// peer gone, protocol errors (session broken).
     #[inline(always)]
-    pub fn recv(&mut self, deadline: &mut Deadline) -> Result<Message> {
+    pub(crate) fn recv(&mut self, deadline: &mut Deadline) -> Result<Message> {
         self.check_usable()?;
         if let Some(m) = self.drained.pop_front() {
             return Ok(m);

@@ -10,11 +10,11 @@ use crate::options::WaitStrategy;
 
 /// How often a client waiting on a shared-memory ring checks that the server
 /// is still alive (the futex wait is cut into slices this long).
-pub const LIVENESS_SLICE: Duration = Duration::from_millis(10);
+pub(crate) const LIVENESS_SLICE: Duration = Duration::from_millis(10);
 
 /// Flags the server's monitor sets for one session, before waking it.
 #[derive(Debug, Default)]
-pub struct SessionFlags {
+pub(crate) struct SessionFlags {
     /// The client's control socket hung up.
     pub gone: AtomicBool,
     /// The server is shutting down: finish what is queued, then close.
@@ -23,7 +23,7 @@ pub struct SessionFlags {
 
 /// What tells a waiting side that waiting is pointless.
 #[derive(Debug)]
-pub enum Watch {
+pub(crate) enum Watch {
     /// Client side: the control socket, polled between sleep slices.
     Socket(UnixStream),
     /// Server side: flags set by the monitor, which also wakes the futexes.
@@ -32,7 +32,7 @@ pub enum Watch {
 
 /// What a check found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// Keep waiting.
     Alive,
     /// The peer is gone.
@@ -43,7 +43,7 @@ pub enum Verdict {
 
 impl Watch {
     /// Checks without blocking.
-    pub fn check(&self) -> Verdict {
+    pub(crate) fn check(&self) -> Verdict {
         match self {
             Watch::Socket(s) => {
                 if shmlink_sys::poll::peer_gone(s) {
@@ -65,13 +65,13 @@ impl Watch {
     }
 
     /// Whether a check is cheap enough (an atomic load) to do on every spin check.
-    pub fn is_cheap(&self) -> bool {
+    pub(crate) fn is_cheap(&self) -> bool {
         matches!(self, Watch::Flags(_))
     }
 
     /// The longest single futex sleep: clients poll their socket every
     /// [`LIVENESS_SLICE`]; servers are woken by the monitor and sleep until then.
-    pub fn slice(&self) -> Option<Duration> {
+    pub(crate) fn slice(&self) -> Option<Duration> {
         match self {
             Watch::Socket(_) => Some(LIVENESS_SLICE),
             Watch::Flags(_) => None,
@@ -81,7 +81,7 @@ impl Watch {
 
 /// The spin part of a wait strategy, adapting its bound to recent waits.
 #[derive(Debug, Clone)]
-pub struct Spinner {
+pub(crate) struct Spinner {
     strategy: WaitStrategy,
     current: Duration,
 }
@@ -91,7 +91,7 @@ const MIN_ADAPTIVE_SPIN: Duration = Duration::from_micros(2);
 
 impl Spinner {
     /// A spinner for a strategy.
-    pub fn new(strategy: WaitStrategy) -> Self {
+    pub(crate) fn new(strategy: WaitStrategy) -> Self {
         let current = match strategy {
             WaitStrategy::Spin(d) => d,
             _ => Duration::ZERO,
@@ -99,13 +99,8 @@ impl Spinner {
         Spinner { strategy, current }
     }
 
-    /// The strategy.
-    pub fn strategy(&self) -> WaitStrategy {
-        self.strategy
-    }
-
     /// Spin budget of the next wait (`None` = forever).
-    pub fn budget(&self) -> Option<Duration> {
+    pub(crate) fn budget(&self) -> Option<Duration> {
         match self.strategy {
             WaitStrategy::Busy => None,
             _ => Some(self.current),
@@ -114,7 +109,7 @@ impl Spinner {
 
     /// Records a wait that ended within its first few spins (well within
     /// any bound).
-    pub fn caught_spinning(&mut self) {
+    pub(crate) fn caught_spinning(&mut self) {
         if let WaitStrategy::Spin(max) = self.strategy {
             self.current = max;
         }
@@ -122,7 +117,7 @@ impl Spinner {
 
     /// Records how long the last wait took: a wait that the full bound would
     /// have caught restores it; a longer one halves it.
-    pub fn record(&mut self, waited: Duration) {
+    pub(crate) fn record(&mut self, waited: Duration) {
         if let WaitStrategy::Spin(max) = self.strategy {
             self.current = if waited <= max {
                 max
@@ -134,7 +129,7 @@ impl Spinner {
 }
 
 /// Turns a verdict into the error a waiting side returns.
-pub fn verdict_error(v: Verdict, address: &str) -> Option<Error> {
+pub(crate) fn verdict_error(v: Verdict, address: &str) -> Option<Error> {
     match v {
         Verdict::Alive => None,
         Verdict::Gone => Some(Error::PeerGone {
@@ -149,6 +144,6 @@ pub fn verdict_error(v: Verdict, address: &str) -> Option<Error> {
 }
 
 /// Time left until a deadline, or `None` for no deadline.
-pub fn remaining(deadline: Option<Instant>) -> Option<Duration> {
+pub(crate) fn remaining(deadline: Option<Instant>) -> Option<Duration> {
     deadline.map(|d| d.saturating_duration_since(Instant::now()))
 }

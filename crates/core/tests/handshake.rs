@@ -15,7 +15,7 @@ use std::sync::atomic::Ordering;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use shmlink::handshake::{
+use shmlink::wire::{
     Hello, Welcome, Wire, CAPS, HELLO_LEN, PROTOCOL_MAX, PROTOCOL_MIN, WELCOME_LEN,
 };
 use shmlink::{Client, ClientOptions, Error, RefusalCode, RemoteError, Server, ServerOptions};
@@ -425,7 +425,7 @@ fn ring_sizes_checked(t: T) {
                 assert!(facts.sealed, "segment is sealed");
                 assert_eq!(
                     facts.len,
-                    shmlink::segment::SegmentHeader::for_rings(4096, 1 << 20).total_len
+                    shmlink::wire::SegmentHeader::for_rings(4096, 1 << 20).total_len
                 );
             }
             other => panic!("asymmetric rings: {other:?}"),

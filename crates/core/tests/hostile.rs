@@ -16,11 +16,11 @@ use std::sync::{mpsc, Arc, Mutex, Once};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use shmlink::frame::{FrameHeader, Kind, HEADER_LEN};
-use shmlink::handshake::{
+use shmlink::wire::SegmentHeader;
+use shmlink::wire::{FrameHeader, Kind, HEADER_LEN};
+use shmlink::wire::{
     Hello, Welcome, Wire, CAPS, HELLO_LEN, PROTOCOL_MAX, PROTOCOL_MIN, WELCOME_LEN,
 };
-use shmlink::segment::SegmentHeader;
 use shmlink::{Client, ClientOptions, Error, RemoteError, ServerOptions};
 use shmlink_sys::{fdpass, futex, memfd, Mapping};
 use support::*;

@@ -1,5 +1,7 @@
 //! The consuming end of a ring: every value from the producer is validated.
 
+use std::ops::Deref;
+
 use crate::error::{corrupt, RingError};
 use crate::layout::{
     align8, decode_record_header, RingHeader, Sleeper, AWAKE, MAX_START_COUNTER, RECORD_HEADER,
@@ -30,8 +32,10 @@ pub enum Pop<R> {
 
 /// Reads records from a ring. One consumer per ring.
 #[derive(Debug)]
-pub struct Consumer<'a, M: Memory> {
-    hdr: &'a RingHeader,
+pub struct Consumer<H, M: Memory> {
+    /// The shared control block: a reference, or a handle that keeps the
+    /// memory it lies in mapped.
+    hdr: H,
     mem: M,
     cap: u64,
     /// Our head: the only writer of `hdr.head` is us.
@@ -41,13 +45,13 @@ pub struct Consumer<'a, M: Memory> {
     sleeper: Sleeper,
 }
 
-impl<'a, M: Memory> Consumer<'a, M> {
+impl<H: Deref<Target = RingHeader>, M: Memory> Consumer<H, M> {
     /// A consumer over `hdr` and `mem` (whose length is the capacity).
     ///
     /// # Errors
     /// A capacity that is not a power of two in range, or header values the
     /// ring cannot start from.
-    pub fn new(hdr: &'a RingHeader, mem: M) -> Result<Self, RingError> {
+    pub fn new(hdr: H, mem: M) -> Result<Self, RingError> {
         check_capacity(mem.len())?;
         let cap = mem.len() as u64;
         let head = hdr.head.load(Ordering::Acquire);
@@ -74,8 +78,8 @@ impl<'a, M: Memory> Consumer<'a, M> {
     }
 
     /// The shared header.
-    pub fn header(&self) -> &'a RingHeader {
-        self.hdr
+    pub fn header(&self) -> &RingHeader {
+        &self.hdr
     }
 
     /// Largest payload of a valid record.

@@ -1,5 +1,7 @@
 //! The producing end of a ring.
 
+use std::ops::Deref;
+
 use crate::error::{corrupt, RingError};
 use crate::layout::{
     align8, encode_record_header, RingHeader, Sleeper, AWAKE, MAX_CAPACITY, MAX_START_COUNTER,
@@ -34,8 +36,10 @@ pub(crate) fn check_capacity(cap: usize) -> Result<(), RingError> {
 
 /// Writes records into a ring. One producer per ring.
 #[derive(Debug)]
-pub struct Producer<'a, M: Memory> {
-    hdr: &'a RingHeader,
+pub struct Producer<H, M: Memory> {
+    /// The shared control block: a reference, or a handle that keeps the
+    /// memory it lies in mapped.
+    hdr: H,
     mem: M,
     cap: u64,
     /// Our tail: the only writer of `hdr.tail` is us.
@@ -45,13 +49,13 @@ pub struct Producer<'a, M: Memory> {
     sleeper: Sleeper,
 }
 
-impl<'a, M: Memory> Producer<'a, M> {
+impl<H: Deref<Target = RingHeader>, M: Memory> Producer<H, M> {
     /// A producer over `hdr` and `mem` (whose length is the capacity).
     ///
     /// # Errors
     /// A capacity that is not a power of two in range, or header values the
     /// ring cannot start from.
-    pub fn new(hdr: &'a RingHeader, mem: M) -> Result<Self, RingError> {
+    pub fn new(hdr: H, mem: M) -> Result<Self, RingError> {
         check_capacity(mem.len())?;
         let cap = mem.len() as u64;
         let tail = hdr.tail.load(Ordering::Acquire);
@@ -88,8 +92,8 @@ impl<'a, M: Memory> Producer<'a, M> {
     }
 
     /// The shared header.
-    pub fn header(&self) -> &'a RingHeader {
-        self.hdr
+    pub fn header(&self) -> &RingHeader {
+        &self.hdr
     }
 
     /// Bytes of ring needed for a payload of `len` at the current tail:

@@ -4,8 +4,8 @@
 //! [`StreamLink`](stream::StreamLink) moves the same frames over a Unix or TCP
 //! stream. The session layer above chunks messages into frames.
 
-pub mod shm;
-pub mod stream;
+pub(crate) mod shm;
+pub(crate) mod stream;
 
 use crate::deadline::Deadline;
 use crate::error::Result;
@@ -13,7 +13,7 @@ use crate::frame::{Assembler, FrameHeader, Message};
 
 /// Where a sender puts what it receives while waiting to send.
 #[derive(Debug)]
-pub struct Inbox<'a> {
+pub(crate) struct Inbox<'a> {
     /// The session's reassembly state.
     pub asm: &'a mut Assembler,
     /// Whole messages received.
@@ -22,7 +22,7 @@ pub struct Inbox<'a> {
 
 /// A session's data path.
 #[derive(Debug)]
-pub enum Link {
+pub(crate) enum Link {
     /// Shared-memory rings.
     Shm(shm::ShmLink),
     /// A Unix or TCP stream.
@@ -31,7 +31,7 @@ pub enum Link {
 
 impl Link {
     /// Largest payload of one frame.
-    pub fn max_chunk(&self) -> usize {
+    pub(crate) fn max_chunk(&self) -> usize {
         match self {
             Link::Shm(l) => l.max_chunk(),
             Link::Stream(_) => stream::MAX_CHUNK,
@@ -39,7 +39,7 @@ impl Link {
     }
 
     /// Largest message sent as a single frame.
-    pub fn max_single(&self) -> usize {
+    pub(crate) fn max_single(&self) -> usize {
         match self {
             Link::Shm(l) => l.max_single(),
             Link::Stream(_) => stream::MAX_CHUNK,
@@ -51,7 +51,7 @@ impl Link {
     /// # Errors
     /// Timeout, peer gone, corrupted ring, socket errors.
     #[inline(always)]
-    pub fn send_frame(
+    pub(crate) fn send_frame(
         &mut self,
         h: &FrameHeader,
         payload: &[u8],
@@ -69,7 +69,7 @@ impl Link {
     /// # Errors
     /// Timeout, peer gone, server stopping, protocol errors.
     #[inline(always)]
-    pub fn recv_message(
+    pub(crate) fn recv_message(
         &mut self,
         asm: &mut Assembler,
         deadline: &mut Deadline,
@@ -81,7 +81,7 @@ impl Link {
     }
 
     /// Whether the peer still looks alive (non-blocking check).
-    pub fn peer_alive(&self) -> bool {
+    pub(crate) fn peer_alive(&self) -> bool {
         match self {
             Link::Shm(l) => l.peer_alive(),
             Link::Stream(l) => l.peer_alive(),

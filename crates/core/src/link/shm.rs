@@ -26,7 +26,7 @@ const YIELD_EVERY: Duration = Duration::from_micros(10);
 
 /// One side of a shared-memory session.
 #[derive(Debug)]
-pub struct ShmLink {
+pub(crate) struct ShmLink {
     ends: EndpointsDebug,
     spinner: Spinner,
     watch: Watch,
@@ -46,7 +46,7 @@ impl std::fmt::Debug for EndpointsDebug {
 
 impl ShmLink {
     /// A link over the given ring ends.
-    pub fn new(ends: Endpoints, spinner: Spinner, watch: Watch, address: String) -> Self {
+    pub(crate) fn new(ends: Endpoints, spinner: Spinner, watch: Watch, address: String) -> Self {
         ShmLink {
             ends: EndpointsDebug(ends),
             spinner,
@@ -57,19 +57,19 @@ impl ShmLink {
 
     /// Largest payload of a chunk of a streamed message: a quarter of the ring,
     /// so the producer fills one chunk while the consumer copies another.
-    pub fn max_chunk(&self) -> usize {
+    pub(crate) fn max_chunk(&self) -> usize {
         (self.ends.0.producer.capacity() / 4)
             .saturating_sub(HEADER_LEN + 8)
             .max(1)
     }
 
     /// Largest message sent as one frame.
-    pub fn max_single(&self) -> usize {
+    pub(crate) fn max_single(&self) -> usize {
         self.ends.0.producer.max_record() - HEADER_LEN
     }
 
     /// The segment this link uses (the server's monitor wakes it on stop).
-    pub fn segment(&self) -> &std::sync::Arc<crate::segment::Segment> {
+    pub(crate) fn segment(&self) -> &std::sync::Arc<crate::segment::Segment> {
         &self.ends.0.segment
     }
 
@@ -91,7 +91,7 @@ impl ShmLink {
     }
 
     /// Whether the peer still looks alive.
-    pub fn peer_alive(&self) -> bool {
+    pub(crate) fn peer_alive(&self) -> bool {
         self.watch.check() == Verdict::Alive
     }
 
@@ -104,7 +104,7 @@ impl ShmLink {
 
     /// Sends one frame.
     #[inline(always)]
-    pub fn send_frame(
+    pub(crate) fn send_frame(
         &mut self,
         h: &FrameHeader,
         payload: &[u8],
@@ -134,7 +134,7 @@ impl ShmLink {
     }
 
     /// Sends an empty frame if the ring has room now; never waits.
-    pub fn try_send_now(&mut self, h: &FrameHeader) {
+    pub(crate) fn try_send_now(&mut self, h: &FrameHeader) {
         if let Ok(Push::Done { wake: true }) = self.ends.0.producer.try_push(&[&h.encode()]) {
             futex::wake(&self.ends.0.producer.header().data_bell, 1);
         }
@@ -269,7 +269,7 @@ impl ShmLink {
     /// was sent, and the caller sends the general way (which waits for room).
     /// `deadline` applies to the receive only.
     #[inline(always)]
-    pub fn exchange(
+    pub(crate) fn exchange(
         &mut self,
         h: &FrameHeader,
         payload: &[u8],
@@ -290,7 +290,7 @@ impl ShmLink {
 
     /// Receives until a whole message is assembled.
     #[inline(always)]
-    pub fn recv_message(
+    pub(crate) fn recv_message(
         &mut self,
         asm: &mut Assembler,
         deadline: &mut Deadline,

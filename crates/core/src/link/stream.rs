@@ -18,13 +18,13 @@ use crate::link::Inbox;
 use crate::watch::{verdict_error, Verdict, Watch};
 
 /// Largest payload of one frame on a stream.
-pub const MAX_CHUNK: usize = 1 << 20;
+pub(crate) const MAX_CHUNK: usize = 1 << 20;
 /// Read buffer size.
 const READ_BUF: usize = 64 * 1024;
 
 /// A connected Unix or TCP stream.
 #[derive(Debug)]
-pub enum Stream {
+pub(crate) enum Stream {
     /// Unix stream socket.
     Unix(UnixStream),
     /// TCP socket (with `TCP_NODELAY`).
@@ -36,7 +36,7 @@ impl Stream {
     ///
     /// # Errors
     /// Socket errors.
-    pub fn set_nonblocking(&self, on: bool) -> io::Result<()> {
+    pub(crate) fn set_nonblocking(&self, on: bool) -> io::Result<()> {
         match self {
             Stream::Unix(s) => s.set_nonblocking(on),
             Stream::Tcp(s) => s.set_nonblocking(on),
@@ -44,7 +44,7 @@ impl Stream {
     }
 
     /// Shuts down the reading side (used by the server to stop a session).
-    pub fn shutdown_read(&self) {
+    pub(crate) fn shutdown_read(&self) {
         let _ = match self {
             Stream::Unix(s) => s.shutdown(std::net::Shutdown::Read),
             Stream::Tcp(s) => s.shutdown(std::net::Shutdown::Read),
@@ -55,7 +55,7 @@ impl Stream {
     ///
     /// # Errors
     /// Socket errors.
-    pub fn set_timeouts(&self, t: Option<Duration>) -> io::Result<()> {
+    pub(crate) fn set_timeouts(&self, t: Option<Duration>) -> io::Result<()> {
         match self {
             Stream::Unix(s) => {
                 s.set_read_timeout(t)?;
@@ -72,7 +72,7 @@ impl Stream {
     ///
     /// # Errors
     /// Socket errors.
-    pub fn read_some(&self, buf: &mut [u8]) -> io::Result<usize> {
+    pub(crate) fn read_some(&self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
             Stream::Unix(s) => (&*s).read(buf),
             Stream::Tcp(s) => (&*s).read(buf),
@@ -86,7 +86,7 @@ impl Stream {
     /// Uses `sendmsg` with `MSG_NOSIGNAL`: a dead peer is an error, never a
     /// SIGPIPE that would kill a host process keeping the default handler
     /// (C programs, PHP).
-    pub fn write_some(&self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+    pub(crate) fn write_some(&self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
         shmlink_sys::net::send_nosignal(self, bufs)
     }
 
@@ -94,7 +94,7 @@ impl Stream {
     ///
     /// # Errors
     /// Socket errors, or `UnexpectedEof`.
-    pub fn read_exact(&self, buf: &mut [u8]) -> io::Result<()> {
+    pub(crate) fn read_exact(&self, buf: &mut [u8]) -> io::Result<()> {
         match self {
             Stream::Unix(s) => (&*s).read_exact(buf),
             Stream::Tcp(s) => (&*s).read_exact(buf),
@@ -105,7 +105,7 @@ impl Stream {
     ///
     /// # Errors
     /// Socket errors.
-    pub fn write_all(&self, mut buf: &[u8]) -> io::Result<()> {
+    pub(crate) fn write_all(&self, mut buf: &[u8]) -> io::Result<()> {
         while !buf.is_empty() {
             match self.write_some(&[IoSlice::new(buf)]) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
@@ -129,7 +129,7 @@ impl AsFd for Stream {
 
 /// One side of a stream session.
 #[derive(Debug)]
-pub struct StreamLink {
+pub(crate) struct StreamLink {
     sock: Arc<Stream>,
     rbuf: Box<[u8]>,
     rpos: usize,
@@ -148,7 +148,7 @@ impl StreamLink {
     ///
     /// # Errors
     /// When the socket cannot be made non-blocking.
-    pub fn new(sock: Arc<Stream>, flags: Option<Watch>, address: String) -> Result<Self> {
+    pub(crate) fn new(sock: Arc<Stream>, flags: Option<Watch>, address: String) -> Result<Self> {
         sock.set_nonblocking(true)
             .map_err(|e| Error::io(format!("configuring socket of {address}"), e))?;
         Ok(StreamLink {
@@ -163,7 +163,7 @@ impl StreamLink {
     }
 
     /// Whether the peer still looks alive.
-    pub fn peer_alive(&self) -> bool {
+    pub(crate) fn peer_alive(&self) -> bool {
         !poll::peer_gone(&*self.sock)
     }
 
@@ -201,7 +201,7 @@ impl StreamLink {
     }
 
     /// Sends one frame.
-    pub fn send_frame(
+    pub(crate) fn send_frame(
         &mut self,
         h: &FrameHeader,
         payload: &[u8],
@@ -418,7 +418,7 @@ impl StreamLink {
     }
 
     /// Receives until a whole message is assembled.
-    pub fn recv_message(
+    pub(crate) fn recv_message(
         &mut self,
         asm: &mut Assembler,
         deadline: &mut Deadline,

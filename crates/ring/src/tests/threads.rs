@@ -180,14 +180,14 @@ fn exchange(ring: usize, n: u64, sleep: bool) -> (u64, u64) {
 
 #[test]
 fn threads_exchange_a_million_records_spinning() {
-    exchange(4096, 1_000_000, false);
+    exchange(4096, super::iters(1_000_000).into(), false);
 }
 
 /// Both sides sleep on the doorbell whenever they cannot proceed: a lost
 /// wake-up would hang one side (and trip the 20 s assertion).
 #[test]
 fn threads_exchange_records_sleeping_on_the_doorbell() {
-    let (p, c) = exchange(512, 200_000, true);
+    let (p, c) = exchange(512, super::iters(200_000).into(), true);
     eprintln!("sleeps: producer {p}, consumer {c}");
     assert!(p + c > 0, "the sleep path was exercised");
 }

@@ -1,0 +1,34 @@
+//! The wire formats, for implementations of the protocol in other languages
+//! and for tools: encoders and validating decoders of every fixed structure
+//! `docs/protocol.md` specifies, as plain values (no sockets, no shared
+//! memory).
+//!
+//! - the handshake: [`Hello`], [`Welcome`], version negotiation, capabilities;
+//! - the segment layout of `shm:` sessions: [`SegmentHeader`];
+//! - ring records: [`RECORD_HEADER`], [`TAG_DATA`], [`TAG_PAD`], [`RingHeader`]
+//!   offsets ([`RingHeader::SIZE`]);
+//! - frames: [`FrameHeader`], [`Kind`], the error-response body, and the
+//!   [`Assembler`] that checks chunked messages;
+//! - descriptor bodies: [`Descriptor`].
+//!
+//! # Examples
+//! ```
+//! use shmlink::wire::{FrameHeader, Kind, HEADER_LEN};
+//! let h = FrameHeader::whole(Kind::Request, 7, 5);
+//! let bytes = h.encode();
+//! assert_eq!(bytes.len(), HEADER_LEN);
+//! assert_eq!(FrameHeader::decode(&bytes), Ok(h));
+//! ```
+
+pub use crate::descriptor::{
+    Descriptor, DescriptorError, SegmentEntry, DESCRIPTOR_LEN, DESCRIPTOR_VERSION,
+};
+pub use crate::frame::{Assembler, FrameError, FrameHeader, Kind, Message, FLAG_MORE, HEADER_LEN};
+pub use crate::handshake::{
+    negotiate_version, Hello, Welcome, Wire, CAPS, CAP_CHUNKED, CAP_DESCRIPTORS, CAP_ONE_WAY,
+    HELLO_LEN, MAX_REFUSAL_TEXT, PROTOCOL_MAX, PROTOCOL_MIN, WELCOME_LEN,
+};
+pub use crate::layout::{
+    SegmentHeader, DATA_AT, LAYOUT_VERSION, RING_HEADERS_AT, SEGMENT_HEADER_LEN, SEGMENT_MAGIC,
+};
+pub use shmlink_ring::{RingHeader, RECORD_HEADER, TAG_DATA, TAG_PAD};

@@ -137,29 +137,10 @@ impl Client {
         // A call's own id is not filed in `in_flight`: `wait_for` matches it
         // directly, so the common one-call-at-a-time case does no set work.
         let id = self.next_id;
-        let waited = match self
-            .session
-            .try_exchange(Kind::Request, id, request, &mut deadline)
-        {
-            Some(got) => {
-                self.next_id += 1;
-                match got {
-                    Ok(m) if m.id == id && matches!(m.kind, Kind::Response | Kind::Error) => {
-                        return into_result(m, self.session.address())
-                            .map_err(|e| self.protocol_or_remote(e));
-                    }
-                    Ok(m) => self.file_then_wait(id, m, &mut deadline),
-                    Err(e) => Err(e),
-                }
-            }
-            None => {
-                self.session
-                    .send(Kind::Request, id, request, &mut deadline)?;
-                self.next_id += 1;
-                self.wait_for(id, &mut deadline)
-            }
-        };
-        match waited {
+        self.session
+            .send(Kind::Request, id, request, &mut deadline)?;
+        self.next_id += 1;
+        match self.wait_for(id, &mut deadline) {
             Err(e @ Error::Timeout { .. }) => {
                 self.abandoned.insert(id);
                 Err(e)
@@ -228,20 +209,9 @@ impl Client {
         }
     }
 
-    /// Files `m`, which answers another call, then waits for `id`.
-    #[inline(never)]
-    fn file_then_wait(
-        &mut self,
-        id: CallId,
-        m: Message,
-        deadline: &mut Deadline,
-    ) -> Result<Vec<u8>> {
-        if let Some(reply) = self.accept(m)? {
-            self.ready.push_back(reply);
-        }
-        self.wait_for(id, deadline)
-    }
-
+    /// Receives until the response to `id` arrives, filing responses to
+    /// other calls (pipelined ones) for [`Client::recv`].
+    #[inline(always)]
     fn wait_for(&mut self, id: CallId, deadline: &mut Deadline) -> Result<Vec<u8>> {
         loop {
             let m = self.session.recv(deadline)?;

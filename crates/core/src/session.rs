@@ -113,11 +113,13 @@ impl Session {
         Ok(())
     }
 
-    /// Sends a whole message, chunked if needed.
+    /// Sends a whole message: as one frame when it fits one, else as chunks
+    /// of [`Link::max_chunk`] bytes.
     ///
     /// # Errors
-    /// Too large (nothing sent, session usable); timeout before the first chunk
-    /// (nothing sent, usable); timeout or failure after it (session broken).
+    /// Too large (nothing sent, session usable); timeout before the first
+    /// frame went out (nothing sent, usable); timeout or failure after it
+    /// (session broken: the message was cut off).
     #[inline(always)]
     pub(crate) fn send(
         &mut self,
@@ -128,85 +130,43 @@ impl Session {
     ) -> Result<()> {
         self.check_usable()?;
         self.check_size(body.len())?;
-        if body.len() <= self.link.max_single() {
-            let h = FrameHeader::whole(kind, id, body.len());
-            return self
-                .link
-                .send_frame(
-                    &h,
-                    body,
-                    deadline,
-                    inbox(&mut self.asm, &mut self.drained, self.drain_while_sending),
-                )
-                .inspect_err(|e| self.note_fatal(e));
-        }
-        self.send_chunked(kind, id, body, deadline)
-    }
-
-    /// Sends a message larger than one frame as chunks.
-    #[inline(never)]
-    fn send_chunked(
-        &mut self,
-        kind: Kind,
-        id: u64,
-        body: &[u8],
-        deadline: &mut Deadline,
-    ) -> Result<()> {
-        let total = body.len() as u64;
-        let chunk = self.link.max_chunk();
-        let mut sent_any = false;
-        for (i, part) in body.chunks(chunk).enumerate() {
-            let last = (i + 1) * chunk >= body.len();
+        let total = body.len();
+        let chunk = if total <= self.link.max_single() {
+            total
+        } else {
+            self.link.max_chunk()
+        };
+        let mut sent = 0;
+        loop {
+            let part = &body[sent..total.min(sent + chunk)];
+            let last = sent + part.len() == total;
             let h = FrameHeader {
                 len: part.len() as u32,
                 kind,
                 flags: if last { 0 } else { FLAG_MORE },
                 id,
-                total,
+                total: total as u64,
             };
             let ib = inbox(&mut self.asm, &mut self.drained, self.drain_while_sending);
             if let Err(e) = self.link.send_frame(&h, part, deadline, ib) {
-                if sent_any {
-                    self.break_with(format!("a message was cut off after its first chunk: {e}"));
-                } else {
-                    self.note_fatal(&e);
-                }
-                return Err(e);
+                return Err(self.send_failed(e, sent > 0));
             }
-            sent_any = true;
+            if last {
+                return Ok(());
+            }
+            sent += part.len();
         }
-        Ok(())
     }
 
-    /// Sends a message and receives the next one in one pass, with the
-    /// session's checks made once: the path of a call with nothing else in
-    /// flight (client), and of a response followed by the next request
-    /// (server). `None` when that path does not apply (not `shm:`, more than
-    /// one frame, messages already drained, a size the limits refuse, a full
-    /// ring): nothing was sent; use [`Session::send`] then [`Session::recv`].
-    /// `deadline` applies to the receive only: the send never waits.
-    #[inline(always)]
-    pub(crate) fn try_exchange(
-        &mut self,
-        kind: Kind,
-        id: u64,
-        body: &[u8],
-        deadline: &mut Deadline,
-    ) -> Option<Result<Message>> {
-        let Link::Shm(link) = &mut self.link else {
-            return None;
-        };
-        if self.broken.is_some()
-            || !self.drained.is_empty()
-            || body.len() > link.max_single()
-            || body.len() > self.local_max
-            || body.len() > self.peer_max
-        {
-            return None;
+    /// Marks the session broken when a failed send leaves it unusable.
+    #[cold]
+    fn send_failed(&mut self, e: Error, cut_off: bool) -> Error {
+        if cut_off {
+            self.break_with(format!("a message was cut off after its first chunk: {e}"));
+        } else {
+            self.note_fatal(&e);
         }
-        let h = FrameHeader::whole(kind, id, body.len());
-        let got = link.exchange(&h, body, &mut self.asm, deadline)?;
-        Some(got.map_err(|e| self.recv_failed(e)))
+        e
     }
 
     /// Tells an `shm:` peer that we are closing, if that needs no waiting: its

@@ -4,21 +4,16 @@
 //! [`StreamLink`](stream::StreamLink) moves the same frames over a Unix or TCP
 //! stream. The session layer above chunks messages into frames.
 
+mod inbox;
 pub(crate) mod shm;
 pub(crate) mod stream;
+mod wait;
+
+pub(crate) use inbox::Inbox;
 
 use crate::deadline::Deadline;
 use crate::error::Result;
 use crate::frame::{Assembler, FrameHeader, Message};
-
-/// Where a sender puts what it receives while waiting to send.
-#[derive(Debug)]
-pub(crate) struct Inbox<'a> {
-    /// The session's reassembly state.
-    pub asm: &'a mut Assembler,
-    /// Whole messages received.
-    pub out: &'a mut std::collections::VecDeque<Message>,
-}
 
 /// A session's data path.
 #[derive(Debug)]

@@ -1,54 +1,39 @@
-//! Frames through the shared-memory rings, with the futex doorbell.
+//! Frames through the shared-memory rings, with the futex doorbell. Waits
+//! (for data, for room) go through the one wait loop in [`super::wait`].
 
+use std::sync::atomic::AtomicU32;
 use std::time::{Duration, Instant};
 
 use shmlink_ring::{Pop, Push, Record, RingError};
 use shmlink_sys::futex;
 
+use super::inbox::Inbox;
+use super::wait::{self, spin_briefly, Terms, Waiter};
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::frame::{Assembler, FrameHeader, Message, HEADER_LEN};
-use crate::link::Inbox;
-use crate::segment::Endpoints;
-use crate::watch::{remaining, verdict_error, Spinner, Verdict, Watch};
+use crate::segment::{Endpoints, RingConsumer, RingProducer, Segment};
+use crate::watch::{Spinner, Verdict, Watch, LIVENESS_SLICE};
 
-/// Spin iterations between clock reads.
-const SPINS_PER_CHECK: u32 = 64;
-/// Busy-waiting checks liveness and deadlines this often.
-const BUSY_CHECK_EVERY: Duration = Duration::from_millis(1);
 /// While a message streams through the ring in chunks the peer is known to be
 /// busy with it, so even the `sleep` strategy spins this long for the next
 /// chunk (or for room) before sleeping: a wake-up per chunk would cost more.
 const STREAM_SPIN: Duration = Duration::from_micros(20);
-/// A spinning side yields the CPU this often, so that on an oversubscribed
-/// machine the thread it waits for (or the server's accept thread) can run.
-const YIELD_EVERY: Duration = Duration::from_micros(10);
 
 /// One side of a shared-memory session.
 #[derive(Debug)]
 pub(crate) struct ShmLink {
-    ends: EndpointsDebug,
+    ends: Endpoints,
     spinner: Spinner,
     watch: Watch,
     address: String,
-}
-
-/// `Endpoints` without a derived Debug (ring ends hold raw memory).
-struct EndpointsDebug(Endpoints);
-
-impl std::fmt::Debug for EndpointsDebug {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Endpoints")
-            .field("layout", self.0.segment.layout())
-            .finish()
-    }
 }
 
 impl ShmLink {
     /// A link over the given ring ends.
     pub(crate) fn new(ends: Endpoints, spinner: Spinner, watch: Watch, address: String) -> Self {
         ShmLink {
-            ends: EndpointsDebug(ends),
+            ends,
             spinner,
             watch,
             address,
@@ -58,36 +43,19 @@ impl ShmLink {
     /// Largest payload of a chunk of a streamed message: a quarter of the ring,
     /// so the producer fills one chunk while the consumer copies another.
     pub(crate) fn max_chunk(&self) -> usize {
-        (self.ends.0.producer.capacity() / 4)
+        (self.ends.producer.capacity() / 4)
             .saturating_sub(HEADER_LEN + 8)
             .max(1)
     }
 
     /// Largest message sent as one frame.
     pub(crate) fn max_single(&self) -> usize {
-        self.ends.0.producer.max_record() - HEADER_LEN
+        self.ends.producer.max_record() - HEADER_LEN
     }
 
     /// The segment this link uses (the server's monitor wakes it on stop).
-    pub(crate) fn segment(&self) -> &std::sync::Arc<crate::segment::Segment> {
-        &self.ends.0.segment
-    }
-
-    #[cold]
-    fn corrupt(&self, e: RingError) -> Error {
-        Error::Protocol {
-            peer: self.address.clone(),
-            detail: e.to_string(),
-        }
-    }
-
-    #[cold]
-    fn timeout(&self, op: &'static str, started: Instant) -> Error {
-        Error::Timeout {
-            address: self.address.clone(),
-            op,
-            after: started.elapsed(),
-        }
+    pub(crate) fn segment(&self) -> &std::sync::Arc<Segment> {
+        &self.ends.segment
     }
 
     /// Whether the peer still looks alive.
@@ -95,14 +63,8 @@ impl ShmLink {
         self.watch.check() == Verdict::Alive
     }
 
-    fn check_watch(&self, stop_is_error: bool) -> Result<()> {
-        match self.watch.check() {
-            Verdict::Stopping if !stop_is_error => Ok(()),
-            v => verdict_error(v, &self.address).map_or(Ok(()), Err),
-        }
-    }
-
-    /// Sends one frame.
+    /// Sends one frame, waiting for room until `deadline`; a sender with an
+    /// inbox drains its incoming ring while it waits.
     #[inline(always)]
     pub(crate) fn send_frame(
         &mut self,
@@ -112,31 +74,20 @@ impl ShmLink {
         mut inbox: Option<Inbox<'_>>,
     ) -> Result<()> {
         let head = h.encode();
-        let need = HEADER_LEN + payload.len();
-        let mut started = None;
         loop {
-            match self.ends.0.producer.try_push(&[&head, payload]) {
+            match self.ends.producer.try_push(&[&head, payload]) {
                 Ok(Push::Done { wake }) => {
                     if wake {
-                        futex::wake(&self.ends.0.producer.header().data_bell, 1);
+                        futex::wake(&self.ends.producer.header().data_bell, 1);
                     }
                     return Ok(());
                 }
                 Ok(Push::Full) => {
-                    let t0 = *started.get_or_insert_with(Instant::now);
-                    let at = deadline.at_from(t0);
                     let streaming = h.total > u64::from(h.len);
-                    self.wait_space(need, at, t0, streaming, inbox.as_mut())?;
+                    self.wait_space(HEADER_LEN + payload.len(), deadline, streaming, &mut inbox)?;
                 }
-                Err(e) => return Err(self.corrupt(e)),
+                Err(e) => return Err(corrupt(&self.address, &e)),
             }
-        }
-    }
-
-    /// Sends an empty frame if the ring has room now; never waits.
-    pub(crate) fn try_send_now(&mut self, h: &FrameHeader) {
-        if let Ok(Push::Done { wake: true }) = self.ends.0.producer.try_push(&[&h.encode()]) {
-            futex::wake(&self.ends.0.producer.header().data_bell, 1);
         }
     }
 
@@ -144,147 +95,39 @@ impl ShmLink {
     fn wait_space(
         &mut self,
         need: usize,
-        deadline: Option<Instant>,
-        t0: Instant,
-        streaming: bool,
-        mut inbox: Option<&mut Inbox<'_>>,
-    ) -> Result<()> {
-        // Spin first (the consumer is usually copying out right now).
-        let spin = match self.spinner.budget() {
-            Some(b) if streaming => b.max(STREAM_SPIN),
-            Some(b) => b,
-            None => Duration::MAX,
-        };
-        let mut n = 0u32;
-        let mut next_yield = t0 + YIELD_EVERY;
-        let mut next_check = t0 + BUSY_CHECK_EVERY;
-        loop {
-            if self
-                .ends
-                .0
-                .producer
-                .has_space(need)
-                .map_err(|e| self.corrupt(e))?
-            {
-                return Ok(());
-            }
-            std::hint::spin_loop();
-            n = n.wrapping_add(1);
-            if !n.is_multiple_of(SPINS_PER_CHECK) {
-                continue;
-            }
-            let now = Instant::now();
-            if deadline.is_some_and(|d| now >= d) {
-                return Err(self.timeout("waiting for ring space", t0));
-            }
-            if now - t0 >= spin {
-                break;
-            }
-            if now >= next_check {
-                next_check = now + BUSY_CHECK_EVERY;
-                self.check_watch(false)?;
-            }
-            if now >= next_yield {
-                next_yield = now + YIELD_EVERY;
-                std::thread::yield_now();
-            }
-            if let Some(inbox) = inbox.as_deref_mut() {
-                self.drain(inbox)?;
-            }
-        }
-        loop {
-            // The peer may be blocked writing to us: make room on our side
-            // before sleeping, or neither side ever moves.
-            if let Some(inbox) = inbox.as_deref_mut() {
-                if self.drain(inbox)? {
-                    if self
-                        .ends
-                        .0
-                        .producer
-                        .has_space(need)
-                        .map_err(|e| self.corrupt(e))?
-                    {
-                        return Ok(());
-                    }
-                    continue;
-                }
-            }
-            let prod = &mut self.ends.0.producer;
-            let Some(seen) = prod.prepare_sleep(need).map_err(|e| Error::Protocol {
-                peer: self.address.clone(),
-                detail: e.to_string(),
-            })?
-            else {
-                prod.finish_sleep();
-                return Ok(());
-            };
-            // Checked after reading the bell: a monitor that flags us and
-            // rings after that read makes the wait below return at once.
-            if let Err(e) = self.check_watch(false) {
-                self.ends.0.producer.finish_sleep();
-                return Err(e);
-            }
-            // Draining sides sleep in short slices: the peer may fill our
-            // incoming ring while we sleep on the outgoing one.
-            let drain_slice = inbox.is_some().then_some(crate::watch::LIVENESS_SLICE);
-            let slice = min_opt(
-                min_opt(remaining(deadline), self.watch.slice()),
-                drain_slice,
-            );
-            let prod = &self.ends.0.producer;
-            if slice == Some(Duration::ZERO) {
-                prod.finish_sleep();
-                return Err(self.timeout("waiting for ring space", t0));
-            }
-            futex::wait(&prod.header().space_bell, seen, slice);
-            prod.finish_sleep();
-        }
-    }
-
-    /// Pops one frame if one is there: `None` when the ring is empty,
-    /// `Some(None)` for a chunk of a message still incomplete.
-    #[inline(always)]
-    fn try_pop_frame(&mut self, asm: &mut Assembler) -> Result<Option<Option<Message>>> {
-        let addr = &self.address;
-        let popped = self
-            .ends
-            .0
-            .consumer
-            .try_pop(|rec| take_record(&rec, asm, addr));
-        match popped {
-            Ok(Pop::Done { value, wake }) => {
-                if wake {
-                    futex::wake(&self.ends.0.consumer.header().space_bell, 1);
-                }
-                Ok(Some(value?))
-            }
-            Ok(Pop::Empty) => Ok(None),
-            Err(e) => Err(self.corrupt(e)),
-        }
-    }
-
-    /// Sends `h` and `payload` as one frame if the ring has room now, then
-    /// receives the next whole message: a call, or a response followed by
-    /// the next request, in one pass. `None` when the ring is full: nothing
-    /// was sent, and the caller sends the general way (which waits for room).
-    /// `deadline` applies to the receive only.
-    #[inline(always)]
-    pub(crate) fn exchange(
-        &mut self,
-        h: &FrameHeader,
-        payload: &[u8],
-        asm: &mut Assembler,
         deadline: &mut Deadline,
-    ) -> Option<Result<Message>> {
-        match self.ends.0.producer.try_push(&[&h.encode(), payload]) {
-            Ok(Push::Done { wake }) => {
-                if wake {
-                    futex::wake(&self.ends.0.producer.header().data_bell, 1);
-                }
-                Some(self.recv_message(asm, deadline))
-            }
-            Ok(Push::Full) => None,
-            Err(e) => Some(Err(self.corrupt(e))),
+        streaming: bool,
+        inbox: &mut Option<Inbox<'_>>,
+    ) -> Result<()> {
+        let started = Instant::now();
+        let spin = match self.spinner.budget() {
+            Some(b) if streaming => Some(b.max(STREAM_SPIN)),
+            b => b,
+        };
+        let terms = Terms {
+            spin,
+            deadline: deadline.at_from(started),
+            started,
+            // A stopping server still sends the responses it owes.
+            stop_ends_it: false,
+            op: "waiting for ring space",
+            watch: &self.watch,
+            address: &self.address,
+        };
+        let mut w = Outgoing {
+            prod: &mut self.ends.producer,
+            cons: &mut self.ends.consumer,
+            need,
+            inbox: inbox.as_mut(),
+            address: &self.address,
+        };
+        wait::wait(&mut w, &terms)
+    }
+
+    /// Sends an empty frame if the ring has room now; never waits.
+    pub(crate) fn try_send_now(&mut self, h: &FrameHeader) {
+        if let Ok(Push::Done { wake: true }) = self.ends.producer.try_push(&[&h.encode()]) {
+            futex::wake(&self.ends.producer.header().data_bell, 1);
         }
     }
 
@@ -297,20 +140,113 @@ impl ShmLink {
     ) -> Result<Message> {
         loop {
             // Wait before popping: an empty pop costs more than the check.
-            if !self.spin_for_data(asm.in_progress())? {
-                self.wait_data(deadline, asm.in_progress())?;
+            let mid_message = asm.in_progress();
+            let mut w = Incoming {
+                cons: &mut self.ends.consumer,
+                address: &self.address,
+            };
+            if !w.ready()? {
+                let spins = mid_message || self.spinner.budget() != Some(Duration::ZERO);
+                if !spins || !spin_briefly(&mut w)? {
+                    self.wait_data(deadline, mid_message)?;
+                } else {
+                    self.spinner.caught_spinning();
+                }
             }
-            if let Some(Some(m)) = self.try_pop_frame(asm)? {
+            if let Some(Some(m)) = pop_frame(&mut self.ends.consumer, asm, &self.address)? {
                 return Ok(m);
             }
         }
     }
 
-    /// Moves every frame already in the incoming ring into `inbox` (whole
-    /// messages into `inbox.out`); returns whether anything was consumed.
-    fn drain(&mut self, inbox: &mut Inbox<'_>) -> Result<bool> {
+    /// Waits for data after the first spins found none, and adapts the spin
+    /// bound to how long it took.
+    #[cold]
+    fn wait_data(&mut self, deadline: &mut Deadline, mid_message: bool) -> Result<()> {
+        let started = Instant::now();
+        let spin = match self.spinner.budget() {
+            Some(b) if mid_message => Some(b.max(STREAM_SPIN)),
+            b => b,
+        };
+        let terms = Terms {
+            spin,
+            deadline: deadline.at_from(started),
+            started,
+            stop_ends_it: !mid_message,
+            op: "waiting for a response",
+            watch: &self.watch,
+            address: &self.address,
+        };
+        let mut w = Incoming {
+            cons: &mut self.ends.consumer,
+            address: &self.address,
+        };
+        let result = wait::wait(&mut w, &terms);
+        self.spinner.record(started.elapsed());
+        result
+    }
+}
+
+/// A wait for data in the incoming ring.
+struct Incoming<'a> {
+    cons: &'a mut RingConsumer,
+    address: &'a str,
+}
+
+impl Waiter for Incoming<'_> {
+    #[inline(always)]
+    fn ready(&mut self) -> Result<bool> {
+        self.cons.has_data().map_err(|e| corrupt(self.address, &e))
+    }
+    fn prepare_sleep(&mut self) -> Result<Option<u32>> {
+        self.cons
+            .prepare_sleep()
+            .map_err(|e| corrupt(self.address, &e))
+    }
+    fn finish_sleep(&self) {
+        self.cons.finish_sleep();
+    }
+    fn bell(&self) -> &AtomicU32 {
+        &self.cons.header().data_bell
+    }
+}
+
+/// A wait for room in the outgoing ring, draining the incoming one meanwhile
+/// when there is an inbox.
+struct Outgoing<'a, 'i> {
+    prod: &'a mut RingProducer,
+    cons: &'a mut RingConsumer,
+    need: usize,
+    inbox: Option<&'a mut Inbox<'i>>,
+    address: &'a str,
+}
+
+impl Waiter for Outgoing<'_, '_> {
+    fn ready(&mut self) -> Result<bool> {
+        self.prod
+            .has_space(self.need)
+            .map_err(|e| corrupt(self.address, &e))
+    }
+    fn prepare_sleep(&mut self) -> Result<Option<u32>> {
+        self.prod
+            .prepare_sleep(self.need)
+            .map_err(|e| corrupt(self.address, &e))
+    }
+    fn finish_sleep(&self) {
+        self.prod.finish_sleep();
+    }
+    fn bell(&self) -> &AtomicU32 {
+        &self.prod.header().space_bell
+    }
+    /// Moves every frame already in the incoming ring into the inbox (whole
+    /// messages into `inbox.out`): the peer may be blocked writing to us, and
+    /// neither side would ever move otherwise.
+    fn meanwhile(&mut self) -> Result<bool> {
+        let Some(inbox) = self.inbox.as_deref_mut() else {
+            return Ok(false);
+        };
         let mut any = false;
-        while let Some(frame) = self.try_pop_frame(inbox.asm)? {
+        while let Some(frame) = pop_frame(self.cons, inbox.asm, self.address)? {
             any = true;
             if let Some(m) = frame {
                 inbox.out.push_back(m);
@@ -318,114 +254,28 @@ impl ShmLink {
         }
         Ok(any)
     }
-
-    /// Whether data is there now or within a few spins. Most hand-offs
-    /// complete within them: they are caught without reading the clock (a
-    /// clock read costs as much as the hand-off) or calling out of line.
-    #[inline(always)]
-    fn spin_for_data(&mut self, mid_message: bool) -> Result<bool> {
-        let cons = &mut self.ends.0.consumer;
-        match cons.has_data() {
-            Ok(true) => return Ok(true),
-            Ok(false) => {}
-            Err(e) => return Err(self.corrupt(e)),
-        }
-        if mid_message || self.spinner.budget() != Some(Duration::ZERO) {
-            for _ in 0..SPINS_PER_CHECK {
-                std::hint::spin_loop();
-                match self.ends.0.consumer.has_data() {
-                    Ok(true) => {
-                        self.spinner.caught_spinning();
-                        return Ok(true);
-                    }
-                    Ok(false) => {}
-                    Err(e) => return Err(self.corrupt(e)),
-                }
-            }
-        }
-        Ok(false)
+    fn sleep_slice(&self) -> Option<Duration> {
+        self.inbox.is_some().then_some(LIVENESS_SLICE)
     }
+}
 
-    /// Waits for data after [`ShmLink::spin_for_data`] found none: spins
-    /// within the strategy's budget, then sleeps on the doorbell.
-    #[cold]
-    fn wait_data(&mut self, deadline: &mut Deadline, mid_message: bool) -> Result<()> {
-        let t0 = Instant::now();
-        let deadline = deadline.at_from(t0);
-        let result = self.wait_data_inner(deadline, mid_message, t0);
-        self.spinner.record(t0.elapsed());
-        result
-    }
-
-    fn wait_data_inner(
-        &mut self,
-        deadline: Option<Instant>,
-        mid_message: bool,
-        t0: Instant,
-    ) -> Result<()> {
-        let has_data = |l: &mut ShmLink| l.ends.0.consumer.has_data().map_err(|e| l.corrupt(e));
-        let budget = match self.spinner.budget() {
-            Some(b) if mid_message => Some(b.max(STREAM_SPIN)),
-            b => b,
-        };
-        let cheap_watch = self.watch.is_cheap();
-        let mut n = 0u32;
-        let mut next_check = t0 + BUSY_CHECK_EVERY;
-        let mut next_yield = t0 + YIELD_EVERY;
-        if budget != Some(Duration::ZERO) {
-            loop {
-                if has_data(self)? {
-                    return Ok(());
-                }
-                std::hint::spin_loop();
-                n = n.wrapping_add(1);
-                if !n.is_multiple_of(SPINS_PER_CHECK) {
-                    continue;
-                }
-                let now = Instant::now();
-                if deadline.is_some_and(|d| now >= d) {
-                    return Err(self.timeout("waiting for a response", t0));
-                }
-                if cheap_watch || now >= next_check {
-                    next_check = now + BUSY_CHECK_EVERY;
-                    self.check_watch(!mid_message)?;
-                }
-                if now >= next_yield {
-                    next_yield = now + YIELD_EVERY;
-                    std::thread::yield_now();
-                }
-                if budget.is_some_and(|b| now - t0 >= b) {
-                    break;
-                }
+/// Pops one frame if one is there: `None` when the ring is empty,
+/// `Some(None)` for a chunk of a message still incomplete.
+#[inline(always)]
+fn pop_frame(
+    cons: &mut RingConsumer,
+    asm: &mut Assembler,
+    addr: &str,
+) -> Result<Option<Option<Message>>> {
+    match cons.try_pop(|rec| take_record(&rec, asm, addr)) {
+        Ok(Pop::Done { value, wake }) => {
+            if wake {
+                futex::wake(&cons.header().space_bell, 1);
             }
+            Ok(Some(value?))
         }
-        loop {
-            let cons = &mut self.ends.0.consumer;
-            let Some(seen) = cons.prepare_sleep().map_err(|e| Error::Protocol {
-                peer: self.address.clone(),
-                detail: e.to_string(),
-            })?
-            else {
-                cons.finish_sleep();
-                return Ok(());
-            };
-            // Checked after reading the bell: see wait_space.
-            if let Err(e) = self.check_watch(!mid_message) {
-                self.ends.0.consumer.finish_sleep();
-                return Err(e);
-            }
-            let slice = min_opt(remaining(deadline), self.watch.slice());
-            let cons = &self.ends.0.consumer;
-            if slice == Some(Duration::ZERO) {
-                cons.finish_sleep();
-                return Err(self.timeout("waiting for a response", t0));
-            }
-            futex::wait(&cons.header().data_bell, seen, slice);
-            cons.finish_sleep();
-            if has_data(self)? {
-                return Ok(());
-            }
-        }
+        Ok(Pop::Empty) => Ok(None),
+        Err(e) => Err(corrupt(addr, &e)),
     }
 }
 
@@ -437,14 +287,14 @@ fn take_record<M: shmlink_ring::Memory>(
     addr: &str,
 ) -> Result<Option<Message>> {
     let mut hb = [0u8; HEADER_LEN];
-    rec.read(0, &mut hb).map_err(|e| ring_protocol(addr, &e))?;
+    rec.read(0, &mut hb).map_err(|e| corrupt(addr, &e))?;
     let h = FrameHeader::decode(&hb).map_err(|e| protocol(addr, e.0))?;
     if rec.len() != HEADER_LEN + h.len as usize {
         return Err(record_mismatch(addr, rec.len(), h.len));
     }
     if let Some(mut body) = asm.take_whole(&h) {
         rec.append_from(HEADER_LEN, &mut body)
-            .map_err(|e| ring_protocol(addr, &e))?;
+            .map_err(|e| corrupt(addr, &e))?;
         return Ok(Some(Message {
             kind: h.kind,
             id: h.id,
@@ -453,7 +303,7 @@ fn take_record<M: shmlink_ring::Memory>(
     }
     let buf = asm.begin_chunk(&h).map_err(|e| protocol(addr, e.0))?;
     rec.append_from(HEADER_LEN, buf)
-        .map_err(|e| ring_protocol(addr, &e))?;
+        .map_err(|e| corrupt(addr, &e))?;
     asm.finish(&h).map_err(|e| protocol(addr, e.0))
 }
 
@@ -466,7 +316,7 @@ fn protocol(peer: &str, detail: String) -> Error {
 }
 
 #[cold]
-fn ring_protocol(peer: &str, e: &RingError) -> Error {
+fn corrupt(peer: &str, e: &RingError) -> Error {
     protocol(peer, e.to_string())
 }
 
@@ -476,12 +326,4 @@ fn record_mismatch(peer: &str, record: usize, claimed: u32) -> Error {
         peer,
         format!("ring record of {record} bytes holds a frame claiming {claimed} payload bytes"),
     )
-}
-
-fn min_opt(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, None) => a,
-        (None, b) => b,
-    }
 }

@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 
 use shmlink_sys::poll::{self, Ready};
 
+use super::inbox::Inbox;
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::frame::{Assembler, FrameHeader, Message, HEADER_LEN};
-use crate::link::Inbox;
 use crate::watch::{verdict_error, Verdict, Watch};
 
 /// Largest payload of one frame on a stream.

@@ -385,21 +385,16 @@ fn establish(
 
 fn serve_requests(shared: &Shared, session: &mut Session, handler: &dyn Handler) {
     let mut resp = Vec::new();
-    // The next message, when sending a response already received it.
-    let mut next = None;
     loop {
-        let m = match next.take() {
-            Some(m) => m,
-            None => match session.recv(&mut Deadline::Never) {
-                Ok(m) => m,
-                Err(_) => return,
-            },
+        let Ok(m) = session.recv(&mut Deadline::Never) else {
+            return;
         };
         match m.kind {
-            Kind::Request => match answer(shared, session, handler, m, &mut resp) {
-                Ok(n) => next = n,
-                Err(()) => return,
-            },
+            Kind::Request => {
+                if answer(shared, session, handler, m, &mut resp).is_err() {
+                    return;
+                }
+            }
             Kind::OneWay => {
                 let _ = catch_unwind(AssertUnwindSafe(|| handler.notify(&m.body)));
                 session.recycle(m.body);
@@ -413,8 +408,8 @@ fn serve_requests(shared: &Shared, session: &mut Session, handler: &dyn Handler)
     }
 }
 
-/// Runs the handler on a request and sends its response; returns the next
-/// message when sending it also received that. `Err`: the session is over.
+/// Runs the handler on a request and sends its response. `Err`: the session
+/// is over.
 #[inline(always)]
 fn answer(
     shared: &Shared,
@@ -422,7 +417,7 @@ fn answer(
     handler: &dyn Handler,
     m: Message,
     resp: &mut Vec<u8>,
-) -> Result<Option<Message>, ()> {
+) -> Result<(), ()> {
     resp.clear();
     let result = match catch_unwind(AssertUnwindSafe(|| handler.handle(&m.body, resp))) {
         Ok(r) => r,
@@ -447,14 +442,8 @@ fn answer(
     // Counted before the response goes out: a client that saw it may read
     // the statistics at once.
     shared.stats.calls.fetch_add(1, Ordering::Relaxed);
-    if let Some(got) = session.try_exchange(kind, m.id, body, &mut Deadline::Never) {
-        return got.map(Some).map_err(drop);
-    }
     let mut deadline = Deadline::In(shared.opts.send_timeout);
-    session
-        .send(kind, m.id, body, &mut deadline)
-        .map(|()| None)
-        .map_err(drop)
+    session.send(kind, m.id, body, &mut deadline).map_err(drop)
 }
 
 #[cold]

@@ -1,0 +1,189 @@
+//! The one wait loop of the `shm:` links, for every wait strategy: a side
+//! waiting for data in its incoming ring and a side waiting for room in its
+//! outgoing ring run the same code, told apart by a [`Waiter`].
+//!
+//! A wait spins within the strategy's budget (`busy`: forever; `sleep`:
+//! not at all; `spin`: the adaptive bound), checking the clock, the
+//! deadline and the peer's liveness every [`SPINS_PER_CHECK`] turns and
+//! yielding the CPU every [`YIELD_EVERY`]; then it sleeps on the ring's
+//! doorbell: announce sleep, re-check, `FUTEX_WAIT`, in slices no longer
+//! than the watch or the waiter asks for.
+
+use std::sync::atomic::AtomicU32;
+use std::time::{Duration, Instant};
+
+use shmlink_sys::futex;
+
+use crate::error::{Error, Result};
+use crate::watch::{remaining, verdict_error, Verdict, Watch};
+
+/// Spin turns between clock reads.
+pub(crate) const SPINS_PER_CHECK: u32 = 64;
+/// A spinning side checks its peer's liveness this often (unless the check
+/// is cheap enough to make at every clock read).
+const CHECK_EVERY: Duration = Duration::from_millis(1);
+/// A spinning side yields the CPU this often, so that on an oversubscribed
+/// machine the thread it waits for (or the server's accept thread) can run.
+const YIELD_EVERY: Duration = Duration::from_micros(10);
+
+/// What one wait waits for.
+pub(crate) trait Waiter {
+    /// Whether the wait is over (data to read, or room to write).
+    fn ready(&mut self) -> Result<bool>;
+    /// Announces sleep and re-checks: `Some(seen)` to sleep on the bell
+    /// while it holds `seen`, `None` when the wait is over. Either way
+    /// [`Waiter::finish_sleep`] follows.
+    fn prepare_sleep(&mut self) -> Result<Option<u32>>;
+    /// Withdraws the sleep announcement.
+    fn finish_sleep(&self);
+    /// The futex word this side sleeps on.
+    fn bell(&self) -> &AtomicU32;
+    /// Work done while waiting (a sender drains its incoming ring); returns
+    /// whether it consumed anything. The default does nothing.
+    fn meanwhile(&mut self) -> Result<bool> {
+        Ok(false)
+    }
+    /// The longest single sleep this waiter allows (`None`: no limit of its
+    /// own; a draining sender sleeps in slices, since its peer may fill the
+    /// incoming ring while it sleeps on the outgoing one).
+    fn sleep_slice(&self) -> Option<Duration> {
+        None
+    }
+}
+
+/// The terms of one wait.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Terms<'a> {
+    /// How long to spin before sleeping: `None` forever.
+    pub(crate) spin: Option<Duration>,
+    /// When to give up.
+    pub(crate) deadline: Option<Instant>,
+    /// When the wait began.
+    pub(crate) started: Instant,
+    /// Whether the server stopping ends the wait (not in the middle of a
+    /// message, which is finished first).
+    pub(crate) stop_ends_it: bool,
+    /// What is waited for, for the timeout error.
+    pub(crate) op: &'static str,
+    /// The peer's liveness and the server's stop.
+    pub(crate) watch: &'a Watch,
+    /// The peer, for errors.
+    pub(crate) address: &'a str,
+}
+
+impl Terms<'_> {
+    fn check_watch(&self) -> Result<()> {
+        match self.watch.check() {
+            Verdict::Stopping if !self.stop_ends_it => Ok(()),
+            v => verdict_error(v, self.address).map_or(Ok(()), Err),
+        }
+    }
+
+    #[cold]
+    fn timeout(&self) -> Error {
+        Error::Timeout {
+            address: self.address.to_string(),
+            op: self.op,
+            after: self.started.elapsed(),
+        }
+    }
+}
+
+/// The first turns of a wait, without reading the clock (a clock read costs
+/// as much as a hand-off, and most hand-offs complete within these turns).
+/// Whether the wait is already over.
+#[inline(always)]
+pub(crate) fn spin_briefly(w: &mut impl Waiter) -> Result<bool> {
+    for _ in 0..SPINS_PER_CHECK {
+        std::hint::spin_loop();
+        if w.ready()? {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// Waits until `w` is ready, the deadline passes, the peer dies or (with
+/// `stop_ends_it`) the server stops.
+///
+/// # Errors
+/// [`Error::Timeout`], [`Error::PeerGone`], [`Error::Closed`] (stopping), or
+/// what the waiter's checks return (a corrupted ring).
+#[cold]
+pub(crate) fn wait(w: &mut impl Waiter, t: &Terms<'_>) -> Result<()> {
+    if t.spin != Some(Duration::ZERO) && spin(w, t)? {
+        return Ok(());
+    }
+    sleep(w, t)
+}
+
+/// The spin phase: whether the wait ended in it.
+fn spin(w: &mut impl Waiter, t: &Terms<'_>) -> Result<bool> {
+    let cheap_watch = t.watch.is_cheap();
+    let mut next_check = t.started + CHECK_EVERY;
+    let mut next_yield = t.started + YIELD_EVERY;
+    loop {
+        if spin_briefly(w)? {
+            return Ok(true);
+        }
+        let now = Instant::now();
+        if t.deadline.is_some_and(|d| now >= d) {
+            return Err(t.timeout());
+        }
+        if t.spin.is_some_and(|b| now - t.started >= b) {
+            return Ok(false);
+        }
+        if cheap_watch || now >= next_check {
+            next_check = now + CHECK_EVERY;
+            t.check_watch()?;
+        }
+        if now >= next_yield {
+            next_yield = now + YIELD_EVERY;
+            std::thread::yield_now();
+        }
+        w.meanwhile()?;
+    }
+}
+
+/// The sleep phase, on the doorbell.
+fn sleep(w: &mut impl Waiter, t: &Terms<'_>) -> Result<()> {
+    loop {
+        if w.meanwhile()? {
+            if w.ready()? {
+                return Ok(());
+            }
+            continue;
+        }
+        let Some(seen) = w.prepare_sleep()? else {
+            w.finish_sleep();
+            return Ok(());
+        };
+        // Checked after reading the bell: a monitor that flags us and rings
+        // after that read makes the wait below return at once.
+        if let Err(e) = t.check_watch() {
+            w.finish_sleep();
+            return Err(e);
+        }
+        let slice = min_opt(
+            min_opt(remaining(t.deadline), t.watch.slice()),
+            w.sleep_slice(),
+        );
+        if slice == Some(Duration::ZERO) {
+            w.finish_sleep();
+            return Err(t.timeout());
+        }
+        futex::wait(w.bell(), seen, slice);
+        w.finish_sleep();
+        if w.ready()? {
+            return Ok(());
+        }
+    }
+}
+
+fn min_opt(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, None) => a,
+        (None, b) => b,
+    }
+}

@@ -113,8 +113,7 @@ impl Session {
         Ok(())
     }
 
-    /// Sends a whole message: as one frame when it fits one, else as chunks
-    /// of [`Link::max_chunk`] bytes.
+    /// Sends a whole message: as one frame when it fits one, else as chunks.
     ///
     /// # Errors
     /// Too large (nothing sent, session usable); timeout before the first
@@ -130,32 +129,45 @@ impl Session {
     ) -> Result<()> {
         self.check_usable()?;
         self.check_size(body.len())?;
-        let total = body.len();
-        let chunk = if total <= self.link.max_single() {
-            total
-        } else {
-            self.link.max_chunk()
-        };
+        if body.len() <= self.link.max_single() {
+            let h = FrameHeader::whole(kind, id, body.len());
+            let ib = inbox(&mut self.asm, &mut self.drained, self.drain_while_sending);
+            return match self.link.send_frame(&h, body, deadline, ib) {
+                Ok(()) => Ok(()),
+                Err(e) => Err(self.send_failed(e, false)),
+            };
+        }
+        self.send_chunks(kind, id, body, deadline)
+    }
+
+    /// Sends a message larger than one frame as chunks of
+    /// [`Link::max_chunk`] bytes.
+    #[inline(never)]
+    fn send_chunks(
+        &mut self,
+        kind: Kind,
+        id: u64,
+        body: &[u8],
+        deadline: &mut Deadline,
+    ) -> Result<()> {
+        let total = body.len() as u64;
         let mut sent = 0;
-        loop {
-            let part = &body[sent..total.min(sent + chunk)];
-            let last = sent + part.len() == total;
+        for part in body.chunks(self.link.max_chunk()) {
+            let last = sent + part.len() == body.len();
             let h = FrameHeader {
                 len: part.len() as u32,
                 kind,
                 flags: if last { 0 } else { FLAG_MORE },
                 id,
-                total: total as u64,
+                total,
             };
             let ib = inbox(&mut self.asm, &mut self.drained, self.drain_while_sending);
             if let Err(e) = self.link.send_frame(&h, part, deadline, ib) {
                 return Err(self.send_failed(e, sent > 0));
             }
-            if last {
-                return Ok(());
-            }
             sent += part.len();
         }
+        Ok(())
     }
 
     /// Marks the session broken when a failed send leaves it unusable.

@@ -17,6 +17,8 @@ pub(crate) struct Session {
     peer_max: usize,
     /// Largest message we accept.
     local_max: usize,
+    /// Largest message the link sends as one frame (fixed per link).
+    max_single: usize,
     broken: Option<String>,
     address: String,
     /// Drain incoming messages while waiting to send (clients: a server
@@ -30,6 +32,7 @@ impl Session {
     /// A session over an established link.
     pub(crate) fn new(link: Link, local_max: usize, peer_max: usize, address: String) -> Self {
         Session {
+            max_single: link.max_single(),
             link,
             asm: Assembler::new(local_max),
             peer_max,
@@ -129,7 +132,7 @@ impl Session {
     ) -> Result<()> {
         self.check_usable()?;
         self.check_size(body.len())?;
-        if body.len() <= self.link.max_single() {
+        if body.len() <= self.max_single {
             let h = FrameHeader::whole(kind, id, body.len());
             let ib = inbox(&mut self.asm, &mut self.drained, self.drain_while_sending);
             return match self.link.send_frame(&h, body, deadline, ib) {

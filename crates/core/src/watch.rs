@@ -84,6 +84,8 @@ impl Watch {
 pub(crate) struct Spinner {
     strategy: WaitStrategy,
     current: Duration,
+    /// Whether waits spin at all (every strategy but `sleep`, or `spin:0`).
+    spins: bool,
 }
 
 /// Least spin of the adaptive strategy after long waits.
@@ -96,7 +98,12 @@ impl Spinner {
             WaitStrategy::Spin(d) => d,
             _ => Duration::ZERO,
         };
-        Spinner { strategy, current }
+        Spinner {
+            strategy,
+            current,
+            spins: strategy != WaitStrategy::Sleep
+                && strategy != WaitStrategy::Spin(Duration::ZERO),
+        }
     }
 
     /// Spin budget of the next wait (`None` = forever).
@@ -105,6 +112,13 @@ impl Spinner {
             WaitStrategy::Busy => None,
             _ => Some(self.current),
         }
+    }
+
+    /// Whether a wait spins before sleeping (the adaptive bound never
+    /// shrinks to zero, so this does not change).
+    #[inline(always)]
+    pub(crate) fn spins(&self) -> bool {
+        self.spins
     }
 
     /// Records a wait that ended within its first few spins (well within

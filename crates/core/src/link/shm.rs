@@ -146,7 +146,7 @@ impl ShmLink {
                 address: &self.address,
             };
             if !w.ready()? {
-                let spins = mid_message || self.spinner.budget() != Some(Duration::ZERO);
+                let spins = mid_message || self.spinner.spins();
                 if !spins || !spin_briefly(&mut w)? {
                     self.wait_data(deadline, mid_message)?;
                 } else {

@@ -4,12 +4,14 @@
 use std::fs;
 use std::io;
 use std::net::TcpListener;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 
 use shmlink_sys::fs::{lock_exclusive, set_group, set_mode};
 
+use super::conn::Conn;
 use crate::address::{Address, Transport};
 use crate::error::{Error, Result};
 use crate::options::ServerOptions;
@@ -74,6 +76,26 @@ impl Listener {
 
     pub(crate) fn transport(&self) -> Transport {
         self.address().transport()
+    }
+
+    /// Accepts one waiting connection (non-blocking: `WouldBlock` when none).
+    ///
+    /// # Errors
+    /// `WouldBlock`, out of descriptors, and the other `accept(2)` errors.
+    pub(crate) fn accept(&self) -> io::Result<Conn> {
+        match self {
+            Listener::Unix { sock, .. } => sock.accept().map(|(s, _)| Conn::Unix(s)),
+            Listener::Tcp { sock, .. } => sock.accept().map(|(s, _)| Conn::Tcp(s)),
+        }
+    }
+}
+
+impl AsFd for Listener {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        match self {
+            Listener::Unix { sock, .. } => sock.as_fd(),
+            Listener::Tcp { sock, .. } => sock.as_fd(),
+        }
     }
 }
 

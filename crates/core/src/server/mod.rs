@@ -1,90 +1,44 @@
 //! The server: listens on several addresses, runs a thread per session, and
 //! watches every session for its peer's death and for shutdown.
+//!
+//! Rooms, each importing only those after it in this list (no circles;
+//! `tests/layering.rs` checks): [`monitor`] (the accept loop) ->
+//! [`admit`] (the handshake in named steps) and [`session`] (one session's
+//! request loop) -> [`conn`] (accepted connections, welcomes and refusals),
+//! [`shared`] (state of the whole server, the stop handle) -> [`registry`]
+//! (sessions the accept loop watches), [`listener`], [`policy`], [`pool`]
+//! (session threads), [`prepare`] (segments made ahead), [`handler`],
+//! [`stats`], [`sync`].
 
+mod admit;
+mod conn;
+mod handler;
 mod listener;
 mod monitor;
 mod policy;
 mod pool;
 mod prepare;
+mod registry;
 mod session;
+mod shared;
+mod stats;
+mod sync;
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use crate::address::Address;
-use crate::error::{Error, RemoteError, Result};
+use crate::error::{Error, Result};
 use crate::options::ServerOptions;
 
-pub use monitor::StopHandle;
+pub use handler::{Handler, CODE_HANDLER_PANICKED, CODE_RESPONSE_TOO_LARGE};
+pub use shared::StopHandle;
+pub use stats::Stats;
 
 /// Segments a server keeps created and mapped ahead of connecting clients (so
 /// a handshake does not wait for memfd + mmap). An idle server holds at most
 /// this many `shmlink-session` memfds that belong to no session.
 pub const PREPARED_SEGMENTS: usize = prepare::READY;
-
-/// Remote error code the server sends when a handler panicked.
-pub const CODE_HANDLER_PANICKED: u32 = 0xFFFF_0001;
-/// Remote error code the server sends when a response exceeds the client's limit.
-pub const CODE_RESPONSE_TOO_LARGE: u32 = 0xFFFF_0002;
-
-/// What serves requests: a function from request bytes to response bytes (or
-/// an error the caller receives as [`Error::Remote`]). Called from one thread
-/// per session, so it must be `Sync`.
-pub trait Handler: Send + Sync + 'static {
-    /// Handles a request by writing the response into `response` (empty on entry).
-    ///
-    /// # Errors
-    /// A [`RemoteError`] is sent to the caller instead of a response.
-    fn handle(
-        &self,
-        request: &[u8],
-        response: &mut Vec<u8>,
-    ) -> std::result::Result<(), RemoteError>;
-
-    /// Handles a one-way message (default: `handle`, response discarded).
-    fn notify(&self, message: &[u8]) {
-        let mut sink = Vec::new();
-        let _ = self.handle(message, &mut sink);
-    }
-}
-
-impl<F> Handler for F
-where
-    F: Fn(&[u8], &mut Vec<u8>) -> std::result::Result<(), RemoteError> + Send + Sync + 'static,
-{
-    fn handle(
-        &self,
-        request: &[u8],
-        response: &mut Vec<u8>,
-    ) -> std::result::Result<(), RemoteError> {
-        self(request, response)
-    }
-}
-
-/// Counters of a server, readable while it runs.
-#[derive(Debug, Default)]
-pub struct Stats {
-    /// Sessions accepted (handshake completed).
-    pub sessions_opened: AtomicU64,
-    /// Sessions ended.
-    pub sessions_closed: AtomicU64,
-    /// Connections refused (policy, limits, bad handshakes).
-    pub refused: AtomicU64,
-    /// Requests answered (successfully or with an error).
-    pub calls: AtomicU64,
-    /// Requests answered with an error.
-    pub errors: AtomicU64,
-}
-
-impl Stats {
-    /// Sessions open right now.
-    pub fn active_sessions(&self) -> u64 {
-        self.sessions_opened
-            .load(Ordering::Acquire)
-            .saturating_sub(self.sessions_closed.load(Ordering::Acquire))
-    }
-}
 
 /// A bound server, not yet serving.
 ///

@@ -1,119 +1,38 @@
-//! The accept loop, which is also the monitor: one epoll set holds the
-//! listeners, the stop eventfd and the control socket of every `shm:`
-//! session. When a client's control socket hangs up, the monitor flags the
-//! session and wakes its thread, so idle sessions sleep without timeouts and
-//! cost no CPU, yet a dead client is noticed at once.
+//! The accept loop, which is also the monitor: it waits on the registry's
+//! epoll set (listeners, the stop event, the control socket of every `shm:`
+//! session). When a client's control socket hangs up, it flags the session
+//! and wakes its thread, so idle sessions sleep without timeouts and cost no
+//! CPU, yet a dead client is noticed at once.
 
-use std::collections::HashMap;
 use std::io;
-use std::os::fd::{AsFd, OwnedFd};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::os::fd::OwnedFd;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 
-use shmlink_sys::epoll::{Epoll, Interest};
+use shmlink_sys::epoll::Interest;
 use shmlink_sys::eventfd::EventFd;
 use shmlink_sys::fs::{is_out_of_descriptors, reserve_descriptor};
 
+use super::admit;
+use super::conn::Conn;
+use super::handler::Handler;
 use super::listener::Listener;
-use super::policy::Policy;
-use super::pool::Pool;
 use super::prepare::Preparer;
-use super::session::{self, Conn, Entry};
-use super::{Handler, Stats};
+use super::registry::Registry;
+use super::session;
+use super::shared::{Shared, StopHandle};
+use super::stats::Stats;
+use super::sync::lock;
 use crate::address::{Address, Transport};
-use crate::error::{Error, Result};
+use crate::error::{Error, RefusalCode, Result};
 use crate::options::{ServerOptions, DEFAULT_RING_SIZE};
 
+/// Epoll token of the stop event (session ids count up from 1).
 const STOP_TOKEN: u64 = u64::MAX;
+/// Epoll token of the first listener; the others follow.
 const LISTENER_TOKEN: u64 = 1 << 62;
 
-/// State shared by the monitor and the session threads.
-#[derive(Debug)]
-pub(crate) struct Shared {
-    pub(crate) opts: ServerOptions,
-    pub(crate) policy: Policy,
-    pub(crate) stats: Arc<Stats>,
-    pub(crate) epoll: Epoll,
-    stop_evt: EventFd,
-    pub(crate) stopping: AtomicBool,
-    pub(crate) segments: Arc<Preparer>,
-    pool: Arc<Pool>,
-    sessions: Mutex<HashMap<u64, Arc<Entry>>>,
-    live: Mutex<usize>,
-    all_done: Condvar,
-    next_id: std::sync::atomic::AtomicU64,
-}
-
-impl Shared {
-    fn lock_sessions(&self) -> MutexGuard<'_, HashMap<u64, Arc<Entry>>> {
-        self.sessions.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn lock_live(&self) -> MutexGuard<'_, usize> {
-        self.live.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    pub(crate) fn next_session_id(&self) -> u64 {
-        self.next_id.fetch_add(1, Ordering::Relaxed)
-    }
-
-    /// Registers an established session so the monitor can wake it; returns
-    /// false (and registers nothing) when the server is already stopping.
-    pub(crate) fn register(&self, id: u64, entry: Arc<Entry>, ctrl: Option<&impl AsFd>) -> bool {
-        self.lock_sessions().insert(id, Arc::clone(&entry));
-        if let Some(fd) = ctrl {
-            if self.epoll.add(fd, id, Interest::HangUp).is_err() {
-                // Without a watch the session could not notice its client's
-                // death: treat as gone.
-                entry.flags.gone.store(true, Ordering::Release);
-            }
-        }
-        if self.stopping.load(Ordering::Acquire) {
-            entry.flags.stop.store(true, Ordering::Release);
-        }
-        true
-    }
-
-    pub(crate) fn unregister(&self, id: u64, ctrl: Option<&impl AsFd>) {
-        if let Some(fd) = ctrl {
-            let _ = self.epoll.delete(fd);
-        }
-        self.lock_sessions().remove(&id);
-    }
-
-    /// Counts a session thread out (used by its guard).
-    pub(crate) fn thread_done(&self) {
-        let mut n = self.lock_live();
-        *n -= 1;
-        if *n == 0 {
-            self.all_done.notify_all();
-        }
-    }
-
-    fn request_stop(&self) {
-        self.stopping.store(true, Ordering::Release);
-        self.stop_evt.signal();
-    }
-}
-
-/// Stops a server from any thread (or from a signal handler: it only stores a
-/// flag and writes to an eventfd).
-#[derive(Debug, Clone)]
-pub struct StopHandle(Arc<Shared>);
-
-impl StopHandle {
-    /// Asks the server to stop: no new sessions; queued requests are answered;
-    /// then sessions close and `serve` returns.
-    pub fn stop(&self) {
-        self.0.request_stop();
-    }
-
-    /// Whether stop was requested.
-    pub fn is_stopping(&self) -> bool {
-        self.0.stopping.load(Ordering::Acquire)
-    }
-}
-
+/// The bound listeners and everything the sessions share.
 #[derive(Debug)]
 pub(crate) struct Monitor {
     listeners: Vec<Listener>,
@@ -125,56 +44,39 @@ pub(crate) struct Monitor {
     spare: Mutex<Option<OwnedFd>>,
 }
 
-/// Opens the reserve descriptor.
-fn open_spare() -> Option<OwnedFd> {
-    reserve_descriptor().ok()
-}
-
 impl Monitor {
+    /// Binds every address and sets up the epoll set.
+    ///
+    /// # Errors
+    /// An address that cannot be bound; the kernel refusing epoll or eventfd.
     pub(crate) fn new(addrs: &[Address], opts: ServerOptions) -> Result<Monitor> {
         let listeners = addrs
             .iter()
             .map(|a| Listener::bind(a, &opts))
             .collect::<Result<Vec<_>>>()?;
         let io_err = |what: &str, e: io::Error| Error::io(format!("creating server {what}"), e);
-        let epoll = Epoll::new().map_err(|e| io_err("epoll", e))?;
+        let registry = Registry::new().map_err(|e| io_err("epoll", e))?;
         let stop_evt = EventFd::new().map_err(|e| io_err("eventfd", e))?;
+        let epoll = registry.epoll();
         epoll
             .add(&stop_evt, STOP_TOKEN, Interest::Readable)
             .map_err(|e| io_err("epoll set", e))?;
         for (i, l) in listeners.iter().enumerate() {
-            let fd = match l {
-                Listener::Unix { sock, .. } => sock.as_fd(),
-                Listener::Tcp { sock, .. } => sock.as_fd(),
-            };
             epoll
-                .add(fd, LISTENER_TOKEN + i as u64, Interest::Readable)
+                .add(l, LISTENER_TOKEN + i as u64, Interest::Readable)
                 .map_err(|e| io_err("epoll set", e))?;
         }
-        let shared = Arc::new(Shared {
-            policy: Policy::new(&opts),
-            opts,
-            stats: Arc::new(Stats::default()),
-            epoll,
-            stop_evt,
-            stopping: AtomicBool::new(false),
-            // Servers without an `shm:` address never need a segment: no
-            // preparer thread, no idle segments.
-            segments: if listeners.iter().any(|l| l.transport() == Transport::Shm) {
-                Preparer::start((DEFAULT_RING_SIZE, DEFAULT_RING_SIZE))
-            } else {
-                Preparer::idle()
-            },
-            pool: Arc::new(Pool::default()),
-            sessions: Mutex::new(HashMap::new()),
-            live: Mutex::new(0),
-            all_done: Condvar::new(),
-            next_id: std::sync::atomic::AtomicU64::new(1),
-        });
+        // Servers without an `shm:` address never need a segment: no
+        // preparer thread, no idle segments.
+        let segments = if listeners.iter().any(|l| l.transport() == Transport::Shm) {
+            Preparer::start((DEFAULT_RING_SIZE, DEFAULT_RING_SIZE))
+        } else {
+            Preparer::idle()
+        };
         Ok(Monitor {
             listeners,
-            shared,
-            spare: Mutex::new(open_spare()),
+            shared: Arc::new(Shared::new(opts, registry, stop_evt, segments)),
+            spare: Mutex::new(reserve_descriptor().ok()),
         })
     }
 
@@ -190,20 +92,16 @@ impl Monitor {
         Arc::clone(&self.shared.stats)
     }
 
+    /// Serves until stopped; then stops every session, waits for them, and
+    /// joins every thread the server started.
     pub(crate) fn run(self, handler: Arc<dyn Handler>) -> Result<()> {
         let result = self.event_loop(&handler);
         // Stop accepting: close the listeners (removing socket files) first.
         drop(self.listeners);
         let sh = &self.shared;
-        sh.stopping.store(true, Ordering::Release);
-        for entry in sh.lock_sessions().values() {
-            entry.stop();
-        }
-        let mut live = sh.lock_live();
-        while *live > 0 {
-            live = sh.all_done.wait(live).unwrap_or_else(|p| p.into_inner());
-        }
-        drop(live);
+        sh.request_stop();
+        sh.registry.stop_all();
+        sh.wait_slots_free();
         sh.pool.close();
         sh.segments.close();
         result
@@ -213,7 +111,8 @@ impl Monitor {
         let sh = &self.shared;
         let mut tokens = Vec::with_capacity(64);
         loop {
-            sh.epoll
+            sh.registry
+                .epoll()
                 .wait(&mut tokens)
                 .map_err(|e| Error::io("waiting for server events", e))?;
             for &token in &tokens {
@@ -224,11 +123,11 @@ impl Monitor {
                     if let Some(l) = self.listeners.get(i) {
                         self.accept_all(l, handler);
                     }
-                } else if let Some(entry) = sh.lock_sessions().get(&token) {
-                    entry.peer_gone();
+                } else {
+                    sh.registry.peer_gone(token);
                 }
             }
-            if sh.stopping.load(Ordering::Acquire) {
+            if sh.stopping() {
                 return Ok(());
             }
         }
@@ -236,11 +135,7 @@ impl Monitor {
 
     fn accept_all(&self, l: &Listener, handler: &Arc<dyn Handler>) {
         loop {
-            let conn = match l {
-                Listener::Unix { sock, .. } => sock.accept().map(|(s, _)| Conn::Unix(s)),
-                Listener::Tcp { sock, .. } => sock.accept().map(|(s, _)| Conn::Tcp(s)),
-            };
-            match conn {
+            match l.accept() {
                 Ok(c) => self.start_session(c, l, handler),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -261,7 +156,7 @@ impl Monitor {
     /// take the freed slot first, so it tries a few times; false when
     /// nothing could be freed or accepted (the listener fires again).
     fn refuse_one_for_lack_of_descriptors(&self, l: &Listener, e: &io::Error) -> bool {
-        let mut reserve = self.spare.lock().unwrap_or_else(|p| p.into_inner());
+        let mut reserve = lock(&self.spare);
         let mut refused = false;
         for _ in 0..4 {
             let freed = match reserve.take() {
@@ -276,14 +171,11 @@ impl Monitor {
             if !freed {
                 break;
             }
-            let conn = match l {
-                Listener::Unix { sock, .. } => sock.accept().map(|(s, _)| Conn::Unix(s)),
-                Listener::Tcp { sock, .. } => sock.accept().map(|(s, _)| Conn::Tcp(s)),
-            };
-            match conn {
+            match l.accept() {
                 Ok(c) => {
                     self.shared.stats.refused.fetch_add(1, Ordering::Relaxed);
-                    session::refuse_exhausted(c, &l.address().to_string(), e);
+                    let msg = format!("server at {} cannot take a session now: {e}", l.address());
+                    c.refuse_now(RefusalCode::ServerFailure, msg);
                     refused = true;
                     break;
                 }
@@ -291,48 +183,46 @@ impl Monitor {
                 Err(_) => break,
             }
         }
-        *reserve = open_spare();
+        *reserve = reserve_descriptor().ok();
         refused
     }
 
+    /// Takes a session slot for `conn` (or refuses it over the limit) and
+    /// hands the session to a pooled thread. When the client's hello is
+    /// already queued (clients send it right after connecting), the
+    /// handshake cannot block and runs here, so the thread gets an
+    /// established session; slow clients' handshakes run on the thread,
+    /// under the handshake timeout.
     fn start_session(&self, conn: Conn, l: &Listener, handler: &Arc<dyn Handler>) {
         let sh = &self.shared;
         let address = l.address().to_string();
-        {
-            let mut live = sh.lock_live();
-            if *live >= sh.opts.max_sessions {
-                drop(live);
-                sh.stats.refused.fetch_add(1, Ordering::Relaxed);
-                session::refuse_busy(conn, &address, sh.opts.max_sessions);
-                return;
-            }
-            *live += 1;
-        }
-        let shared = Arc::clone(sh);
+        let Some(slot) = sh.take_slot() else {
+            sh.stats.refused.fetch_add(1, Ordering::Relaxed);
+            let max = sh.opts.max_sessions;
+            let msg = format!("server at {address} has reached its maximum of {max} sessions");
+            conn.refuse_now(RefusalCode::TooManySessions, msg);
+            return;
+        };
         let transport = l.transport();
         let handler = Arc::clone(handler);
-        // Fast path: the hello is already there (clients send it right after
-        // connecting), so the handshake cannot block: do it here and hand
-        // only the established session to a thread. Slow clients go to a
-        // thread that waits for their hello with the handshake timeout.
-        let job: Box<dyn FnOnce() + Send> = if session::hello_queued(&conn) {
-            let Some(est) = session::handshake(sh, conn, transport, &address) else {
-                sh.thread_done();
+        let job: Box<dyn FnOnce() + Send> = if conn.hello_queued() {
+            let Some(est) = admit::establish(sh, conn.into_stream(), transport, &address) else {
                 return;
             };
             Box::new(move || {
-                let _guard = session::LiveGuard(&shared);
-                session::serve(&shared, est, &*handler);
+                session::serve(slot.shared(), est, &*handler);
+                drop(slot);
             })
         } else {
             Box::new(move || {
-                let _guard = session::LiveGuard(&shared);
-                session::run(&shared, conn, transport, address, &*handler);
+                let sh = slot.shared();
+                if let Some(est) = admit::establish(sh, conn.into_stream(), transport, &address) {
+                    session::serve(sh, est, &*handler);
+                }
+                drop(slot);
             })
         };
-        let submitted = sh.pool.submit(job);
-        if submitted.is_err() {
-            sh.thread_done();
-        }
+        // A job that cannot get a thread is dropped, and its slot with it.
+        let _ = sh.pool.submit(job);
     }
 }

@@ -12,6 +12,8 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use super::sync::{join_all, lock};
+
 /// How long an idle session thread waits for work before exiting.
 pub(crate) const IDLE_KEEP: Duration = Duration::from_secs(30);
 
@@ -103,21 +105,6 @@ impl Pool {
         self.work.notify_all();
         let threads = std::mem::take(&mut *lock(&self.threads));
         join_all(threads);
-    }
-}
-
-/// Locks `m`, also after a panic while it was held (the state stays usable).
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// Joins `threads`, skipping the calling thread (which cannot join itself).
-pub(crate) fn join_all(threads: impl IntoIterator<Item = JoinHandle<()>>) {
-    let me = std::thread::current().id();
-    for t in threads {
-        if t.thread().id() != me {
-            let _ = t.join();
-        }
     }
 }
 

@@ -9,7 +9,7 @@ use std::os::fd::OwnedFd;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
-use super::pool::{join_all, lock};
+use super::sync::{join_all, lock};
 use crate::segment::Segment;
 
 /// Segments kept ready.

@@ -1,0 +1,134 @@
+//! The sessions the accept loop watches: one epoll set holds the listeners,
+//! the stop event and the control socket of every `shm:` session; the
+//! table maps a session id (its epoll token) to what wakes that session.
+
+use std::collections::HashMap;
+use std::io;
+use std::os::fd::AsFd;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use shmlink_sys::epoll::{Epoll, Interest};
+use shmlink_sys::futex;
+
+use super::sync::lock;
+use crate::link::stream::Stream;
+use crate::segment::{Direction, Segment};
+use crate::watch::SessionFlags;
+
+/// What the accept loop needs to stop or wake one session.
+#[derive(Debug)]
+pub(crate) struct Entry {
+    /// The flags its thread checks when woken.
+    pub(crate) flags: Arc<SessionFlags>,
+    wake: Wake,
+}
+
+/// How a session thread is woken.
+#[derive(Debug)]
+pub(crate) enum Wake {
+    /// It may sleep on either futex of its segment.
+    Shm(Arc<Segment>),
+    /// It may block reading its socket.
+    Stream(Arc<Stream>),
+}
+
+impl Entry {
+    /// An entry for a session with these flags.
+    pub(crate) fn new(flags: Arc<SessionFlags>, wake: Wake) -> Entry {
+        Entry { flags, wake }
+    }
+
+    fn wake(&self) {
+        match &self.wake {
+            Wake::Shm(seg) => {
+                // Ring both bells the session thread may sleep on: the
+                // increment makes a wait that read the old value return, and
+                // the flag was set before it (Release), so the thread sees it.
+                let inn = seg.ring_header(Direction::ClientToServer);
+                inn.data_bell.fetch_add(1, Ordering::AcqRel);
+                futex::wake(&inn.data_bell, u32::MAX);
+                let out = seg.ring_header(Direction::ServerToClient);
+                out.space_bell.fetch_add(1, Ordering::AcqRel);
+                futex::wake(&out.space_bell, u32::MAX);
+            }
+            Wake::Stream(s) => s.shutdown_read(),
+        }
+    }
+
+    /// The client's control socket hung up.
+    pub(crate) fn peer_gone(&self) {
+        self.flags.gone.store(true, Ordering::Release);
+        self.wake();
+    }
+
+    /// The server is stopping.
+    pub(crate) fn stop(&self) {
+        self.flags.stop.store(true, Ordering::Release);
+        self.wake();
+    }
+}
+
+/// The epoll set and the table of sessions in it.
+#[derive(Debug)]
+pub(crate) struct Registry {
+    epoll: Epoll,
+    sessions: Mutex<HashMap<u64, Arc<Entry>>>,
+}
+
+impl Registry {
+    /// An empty registry with its epoll set.
+    ///
+    /// # Errors
+    /// When the kernel refuses the epoll set.
+    pub(crate) fn new() -> io::Result<Registry> {
+        Ok(Registry {
+            epoll: Epoll::new()?,
+            sessions: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The epoll set (the accept loop adds its listeners and waits on it).
+    pub(crate) fn epoll(&self) -> &Epoll {
+        &self.epoll
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<u64, Arc<Entry>>> {
+        lock(&self.sessions)
+    }
+
+    /// Files a session under `id`, watching `ctrl` (an `shm:` session's
+    /// control socket) for its client's hang-up. A control socket that
+    /// cannot be watched marks the session gone: it could never notice its
+    /// client's death otherwise.
+    pub(crate) fn add(&self, id: u64, entry: &Arc<Entry>, ctrl: Option<&impl AsFd>) {
+        self.lock().insert(id, Arc::clone(entry));
+        if let Some(fd) = ctrl {
+            if self.epoll.add(fd, id, Interest::HangUp).is_err() {
+                entry.flags.gone.store(true, Ordering::Release);
+            }
+        }
+    }
+
+    /// Takes a session out.
+    pub(crate) fn remove(&self, id: u64, ctrl: Option<&impl AsFd>) {
+        if let Some(fd) = ctrl {
+            let _ = self.epoll.delete(fd);
+        }
+        self.lock().remove(&id);
+    }
+
+    /// The client of session `id` hung up (an epoll event with its token).
+    pub(crate) fn peer_gone(&self, id: u64) {
+        if let Some(entry) = self.lock().get(&id) {
+            entry.peer_gone();
+        }
+    }
+
+    /// Tells every session that the server is stopping.
+    pub(crate) fn stop_all(&self) {
+        for entry in self.lock().values() {
+            entry.stop();
+        }
+    }
+}

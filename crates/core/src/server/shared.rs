@@ -1,0 +1,131 @@
+//! State shared by the accept loop and the session threads: options,
+//! policy, counters, the registry of sessions, the segment stock, the
+//! thread pool, the count of live session slots, and the stop request.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+
+use shmlink_sys::eventfd::EventFd;
+
+use super::policy::Policy;
+use super::pool::Pool;
+use super::prepare::Preparer;
+use super::registry::Registry;
+use super::stats::Stats;
+use super::sync::lock;
+use crate::options::ServerOptions;
+
+/// State shared by the accept loop and the session threads.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) opts: ServerOptions,
+    pub(crate) policy: Policy,
+    pub(crate) stats: Arc<Stats>,
+    pub(crate) registry: Registry,
+    /// Made readable by a stop request; in the registry's epoll set.
+    pub(crate) stop_evt: EventFd,
+    stopping: AtomicBool,
+    pub(crate) segments: Arc<Preparer>,
+    pub(crate) pool: Arc<Pool>,
+    /// Session slots in use: sessions running or being handshaken.
+    live: Mutex<usize>,
+    all_done: Condvar,
+    next_id: AtomicU64,
+}
+
+impl Shared {
+    pub(crate) fn new(
+        opts: ServerOptions,
+        registry: Registry,
+        stop_evt: EventFd,
+        segments: Arc<Preparer>,
+    ) -> Shared {
+        Shared {
+            policy: Policy::new(&opts),
+            opts,
+            stats: Arc::new(Stats::default()),
+            registry,
+            stop_evt,
+            stopping: AtomicBool::new(false),
+            segments,
+            pool: Arc::new(Pool::default()),
+            live: Mutex::new(0),
+            all_done: Condvar::new(),
+            next_id: AtomicU64::new(1),
+        }
+    }
+
+    /// A fresh session id (also its token in the epoll set; never 0).
+    pub(crate) fn next_session_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Whether the server is stopping.
+    pub(crate) fn stopping(&self) -> bool {
+        self.stopping.load(Ordering::Acquire)
+    }
+
+    /// Asks the server to stop: no new sessions; the accept loop wakes up.
+    pub(crate) fn request_stop(&self) {
+        self.stopping.store(true, Ordering::Release);
+        self.stop_evt.signal();
+    }
+
+    /// Takes a session slot, unless `max_sessions` are in use.
+    pub(crate) fn take_slot(self: &Arc<Self>) -> Option<Slot> {
+        let mut live = lock(&self.live);
+        if *live >= self.opts.max_sessions {
+            return None;
+        }
+        *live += 1;
+        Some(Slot(Arc::clone(self)))
+    }
+
+    /// Waits until every slot is given back.
+    pub(crate) fn wait_slots_free(&self) {
+        let mut live = lock(&self.live);
+        while *live > 0 {
+            live = self.all_done.wait(live).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+}
+
+/// A session slot, given back when dropped (on whatever thread the session
+/// ends).
+#[derive(Debug)]
+pub(crate) struct Slot(Arc<Shared>);
+
+impl Slot {
+    /// The shared state.
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.0
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut n = lock(&self.0.live);
+        *n -= 1;
+        if *n == 0 {
+            self.0.all_done.notify_all();
+        }
+    }
+}
+
+/// Stops a server from any thread (or from a signal handler: it only stores a
+/// flag and writes to an eventfd).
+#[derive(Debug, Clone)]
+pub struct StopHandle(pub(crate) Arc<Shared>);
+
+impl StopHandle {
+    /// Asks the server to stop: no new sessions; queued requests are answered;
+    /// then sessions close and `serve` returns.
+    pub fn stop(&self) {
+        self.0.request_stop();
+    }
+
+    /// Whether stop was requested.
+    pub fn is_stopping(&self) -> bool {
+        self.0.stopping()
+    }
+}

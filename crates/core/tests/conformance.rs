@@ -15,27 +15,7 @@ use shmlink::{
 };
 use support::*;
 
-macro_rules! per_transport {
-    ($($name:ident),* $(,)?) => {
-        mod shm {
-            $( #[test] fn $name() {
-                crate::support::watchdog(concat!("shm::", stringify!($name)), crate::support::LIMIT, || super::$name(crate::support::T::Shm));
-            } )*
-        }
-        mod unix {
-            $( #[test] fn $name() {
-                crate::support::watchdog(concat!("unix::", stringify!($name)), crate::support::LIMIT, || super::$name(crate::support::T::Unix));
-            } )*
-        }
-        mod tcp {
-            $( #[test] fn $name() {
-                crate::support::watchdog(concat!("tcp::", stringify!($name)), crate::support::LIMIT, || super::$name(crate::support::T::Tcp));
-            } )*
-        }
-    };
-}
-
-per_transport!(
+crate::per_transport!(
     round_trip_sizes,
     large_responses,
     pipelining_100,

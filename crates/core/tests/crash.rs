@@ -24,30 +24,8 @@ fn serial() -> MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-macro_rules! per_transport {
-    ($($name:ident),* $(,)?) => {
-        mod shm {
-            $( #[test] fn $name() {
-                let _g = super::serial();
-                crate::support::watchdog(concat!("shm::", stringify!($name)), crate::support::LIMIT, || super::$name(crate::support::T::Shm));
-            } )*
-        }
-        mod unix {
-            $( #[test] fn $name() {
-                let _g = super::serial();
-                crate::support::watchdog(concat!("unix::", stringify!($name)), crate::support::LIMIT, || super::$name(crate::support::T::Unix));
-            } )*
-        }
-        mod tcp {
-            $( #[test] fn $name() {
-                let _g = super::serial();
-                crate::support::watchdog(concat!("tcp::", stringify!($name)), crate::support::LIMIT, || super::$name(crate::support::T::Tcp));
-            } )*
-        }
-    };
-}
-
-per_transport!(
+crate::per_transport!(
+    serial: super::serial;
     server_killed_mid_call,
     client_killed_mid_call,
     client_killed_idle,

@@ -23,27 +23,7 @@ use support::*;
 
 const ROLE: &str = "SHMLINK_HS_ROLE";
 
-macro_rules! per_transport {
-    ($($name:ident),* $(,)?) => {
-        mod shm {
-            $( #[test] fn $name() {
-                crate::support::watchdog(concat!("shm::", stringify!($name)), crate::support::LIMIT, || super::$name(crate::support::T::Shm));
-            } )*
-        }
-        mod unix {
-            $( #[test] fn $name() {
-                crate::support::watchdog(concat!("unix::", stringify!($name)), crate::support::LIMIT, || super::$name(crate::support::T::Unix));
-            } )*
-        }
-        mod tcp {
-            $( #[test] fn $name() {
-                crate::support::watchdog(concat!("tcp::", stringify!($name)), crate::support::LIMIT, || super::$name(crate::support::T::Tcp));
-            } )*
-        }
-    };
-}
-
-per_transport!(
+crate::per_transport!(
     malformed_hellos_refused,
     truncated_hello_refused,
     wrong_version_range_refused,

@@ -42,6 +42,38 @@ pub fn watchdog<F: FnOnce() + Send + 'static>(name: &str, limit: Duration, f: F)
     }
 }
 
+/// Runs each named test function once per transport (`shm`, `unix`, `tcp`:
+/// a module each), under the [`watchdog`]: `per_transport!(a, b);`. With
+/// `serial: PATH;` first, each test holds the guard `PATH()` returns (tests
+/// that count the process's descriptors must not overlap).
+#[macro_export]
+macro_rules! per_transport {
+    (serial: $guard:path; $($name:ident),* $(,)?) => {
+        $crate::per_transport!(@mods $guard; $($name),*);
+    };
+    (@mods $guard:path; $($name:ident),*) => {
+        mod shm { $crate::per_transport!(@one Shm "shm::" $guard; $($name),*); }
+        mod unix { $crate::per_transport!(@one Unix "unix::" $guard; $($name),*); }
+        mod tcp { $crate::per_transport!(@one Tcp "tcp::" $guard; $($name),*); }
+    };
+    (@one $t:ident $prefix:literal $guard:path; $($name:ident),*) => {
+        $( #[test] fn $name() {
+            let _g = $guard();
+            $crate::support::watchdog(
+                concat!($prefix, stringify!($name)),
+                $crate::support::LIMIT,
+                || super::$name($crate::support::T::$t),
+            );
+        } )*
+    };
+    ($($name:ident),* $(,)?) => {
+        $crate::per_transport!(@mods $crate::support::unserialized; $($name),*);
+    };
+}
+
+/// The guard of tests that may overlap: none.
+pub fn unserialized() {}
+
 static DIR_SEQ: AtomicU64 = AtomicU64::new(0);
 
 /// A fresh directory under the system temp dir, removed on drop.

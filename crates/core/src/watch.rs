@@ -88,6 +88,8 @@ pub(crate) struct Spinner {
     spins: bool,
 }
 
+/// Least spin of a wait in the middle of a streamed message.
+const STREAM_SPIN: Duration = Duration::from_micros(20);
 /// Least spin of the adaptive strategy after long waits.
 const MIN_ADAPTIVE_SPIN: Duration = Duration::from_micros(2);
 
@@ -111,6 +113,18 @@ impl Spinner {
         match self.strategy {
             WaitStrategy::Busy => None,
             _ => Some(self.current),
+        }
+    }
+
+    /// Spin budget of a wait in the middle of a streamed message (`true`) or
+    /// between messages: while a message streams through the ring in chunks
+    /// the peer is known to be busy with it, so even the `sleep` strategy
+    /// spins [`STREAM_SPIN`] for the next chunk (or for room) before
+    /// sleeping: a wake-up per chunk would cost more.
+    pub(crate) fn budget_for(&self, streaming: bool) -> Option<Duration> {
+        match self.budget() {
+            Some(b) if streaming => Some(b.max(STREAM_SPIN)),
+            b => b,
         }
     }
 

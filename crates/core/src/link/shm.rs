@@ -15,11 +15,6 @@ use crate::frame::{Assembler, FrameHeader, Message, HEADER_LEN};
 use crate::segment::{Endpoints, RingConsumer, RingProducer, Segment};
 use crate::watch::{Spinner, Verdict, Watch, LIVENESS_SLICE};
 
-/// While a message streams through the ring in chunks the peer is known to be
-/// busy with it, so even the `sleep` strategy spins this long for the next
-/// chunk (or for room) before sleeping: a wake-up per chunk would cost more.
-const STREAM_SPIN: Duration = Duration::from_micros(20);
-
 /// One side of a shared-memory session.
 #[derive(Debug)]
 pub(crate) struct ShmLink {
@@ -100,10 +95,7 @@ impl ShmLink {
         inbox: &mut Option<Inbox<'_>>,
     ) -> Result<()> {
         let started = Instant::now();
-        let spin = match self.spinner.budget() {
-            Some(b) if streaming => Some(b.max(STREAM_SPIN)),
-            b => b,
-        };
+        let spin = self.spinner.budget_for(streaming);
         let terms = Terms {
             spin,
             deadline: deadline.at_from(started),
@@ -164,10 +156,7 @@ impl ShmLink {
     #[cold]
     fn wait_data(&mut self, deadline: &mut Deadline, mid_message: bool) -> Result<()> {
         let started = Instant::now();
-        let spin = match self.spinner.budget() {
-            Some(b) if mid_message => Some(b.max(STREAM_SPIN)),
-            b => b,
-        };
+        let spin = self.spinner.budget_for(mid_message);
         let terms = Terms {
             spin,
             deadline: deadline.at_from(started),

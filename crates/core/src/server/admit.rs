@@ -71,10 +71,7 @@ pub(crate) fn establish(
     };
     let id = shared.next_session_id();
     let peer = format!("{address} session {id}");
-    match agreed.wire {
-        Wire::Shm => open_shm(shared, conn, &agreed, id, peer),
-        Wire::Stream => open_stream(shared, conn, &agreed, id, peer),
-    }
+    open(shared, conn, &agreed, id, peer)
 }
 
 fn refuse(shared: &Shared, conn: &Stream, r: Refusal) {
@@ -191,9 +188,22 @@ fn welcome(shared: &Shared, a: &Agreed, id: u64) -> Welcome {
     }
 }
 
-fn session(shared: &Shared, link: Link, a: &Agreed, peer: String) -> Session {
+/// Opens the session's data path and sends the welcome; `None` when the
+/// connection failed on the way (or was refused: no segment).
+fn open(shared: &Shared, conn: Stream, a: &Agreed, id: u64, peer: String) -> Option<Established> {
+    let flags = Arc::new(SessionFlags::default());
+    let watch = Watch::Flags(Arc::clone(&flags));
+    let (link, sock) = match a.wire {
+        Wire::Shm => open_shm(shared, conn, a, id, watch, &peer)?,
+        Wire::Stream => open_stream(shared, conn, a, id, watch, &peer)?,
+    };
     let peer_max = usize::try_from(a.hello.max_message).unwrap_or(usize::MAX);
-    Session::new(link, shared.opts.max_message_size, peer_max, peer)
+    Some(Established {
+        session: Session::new(link, shared.opts.max_message_size, peer_max, peer),
+        id,
+        sock,
+        flags,
+    })
 }
 
 /// An `shm:` session: a segment (prepared ahead, or made now) whose memfd
@@ -203,8 +213,9 @@ fn open_shm(
     conn: Stream,
     a: &Agreed,
     id: u64,
-    peer: String,
-) -> Option<Established> {
+    watch: Watch,
+    peer: &str,
+) -> Option<(Link, Arc<Stream>)> {
     let made = shared
         .segments
         .take(a.hello.ring_c2s as usize, a.hello.ring_s2c as usize)
@@ -223,20 +234,9 @@ fn open_shm(
         }
     };
     send_welcome(&conn, &welcome(shared, a, id), Some(fd.as_fd())).ok()?;
-    drop(fd);
-    let flags = Arc::new(SessionFlags::default());
-    let link = ShmLink::new(
-        ends,
-        Spinner::new(shared.opts.wait),
-        Watch::Flags(Arc::clone(&flags)),
-        peer.clone(),
-    );
-    Some(Established {
-        session: session(shared, Link::Shm(link), a, peer),
-        id,
-        sock: Arc::new(conn),
-        flags,
-    })
+    let spinner = Spinner::new(shared.opts.wait);
+    let link = ShmLink::new(ends, spinner, watch, peer.to_string());
+    Some((Link::Shm(link), Arc::new(conn)))
 }
 
 /// A `unix:` or `tcp:` session: frames on the socket itself.
@@ -245,21 +245,11 @@ fn open_stream(
     conn: Stream,
     a: &Agreed,
     id: u64,
-    peer: String,
-) -> Option<Established> {
+    watch: Watch,
+    peer: &str,
+) -> Option<(Link, Arc<Stream>)> {
     send_welcome(&conn, &welcome(shared, a, id), None).ok()?;
-    let flags = Arc::new(SessionFlags::default());
     let sock = Arc::new(conn);
-    let link = StreamLink::new(
-        Arc::clone(&sock),
-        Some(Watch::Flags(Arc::clone(&flags))),
-        peer.clone(),
-    )
-    .ok()?;
-    Some(Established {
-        session: session(shared, Link::Stream(link), a, peer),
-        id,
-        sock,
-        flags,
-    })
+    let link = StreamLink::new(Arc::clone(&sock), Some(watch), peer.to_string()).ok()?;
+    Some((Link::Stream(link), sock))
 }

@@ -48,6 +48,9 @@ target/release/shmlink chaos --duration 10 --clients 6 --php-clients 3 \
 step "loom model checks of the ring and doorbell"
 ci/loom.sh
 
+step "the ring's unit tests under Miri"
+ci/miri.sh
+
 step "Rust test suites under AddressSanitizer, with a canary"
 ci/asan.sh
 

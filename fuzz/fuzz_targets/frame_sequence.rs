@@ -1,12 +1,13 @@
 //! The chunk reassembler fed a hostile frame stream.
 //!
-//! Input: `max_message: u32 LE` (clamped to 1 MiB), then repeated
+//! Input: `max_message: u32 LE` (clamped to 1 MiB; its lowest bit set means
+//! chunked messages were not agreed), then repeated
 //! (24-byte header, payload of `header.len` bytes, truncated to what is left).
 //! Headers go through `FrameHeader::decode` as on the wire; a header that does
 //! not decode is skipped, and any assembler error starts a fresh assembler (as
 //! a session would drop the peer). Never panics; every message produced has a
 //! body of exactly its header's total, equal to the bytes appended for it, and
-//! within the limit.
+//! within the limit; without chunking, only single frames are accepted.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -20,9 +21,11 @@ fuzz_target!(|data: &[u8]| {
     let mut max = [0u8; 4];
     let b = input.bytes(4);
     max[..b.len()].copy_from_slice(b);
-    let max = u32::from_le_bytes(max).min(MAX_LIMIT) as usize;
+    let raw_max = u32::from_le_bytes(max);
+    let chunked = raw_max & 1 == 0;
+    let max = raw_max.min(MAX_LIMIT) as usize;
 
-    let mut asm = Assembler::new(max);
+    let mut asm = Assembler::new(max, chunked);
     // What we appended for the message in progress: the model of the body.
     let mut model: Vec<u8> = Vec::new();
     let mut first: Option<FrameHeader> = None;
@@ -38,6 +41,10 @@ fuzz_target!(|data: &[u8]| {
         match asm.begin_chunk(&h) {
             Ok(buf) => {
                 assert!(h.total <= max as u64, "accepted a message over the limit");
+                assert!(
+                    chunked || (!h.more() && u64::from(h.len) == h.total),
+                    "accepted a chunk without the chunked capability"
+                );
                 if !was_in_progress {
                     first = Some(h);
                     model.clear();
@@ -47,7 +54,7 @@ fuzz_target!(|data: &[u8]| {
                 model.extend_from_slice(payload);
             }
             Err(_) => {
-                asm = Assembler::new(max);
+                asm = Assembler::new(max, chunked);
                 first = None;
                 model.clear();
                 continue;
@@ -70,7 +77,7 @@ fuzz_target!(|data: &[u8]| {
                 model.clear();
             }
             Err(_) => {
-                asm = Assembler::new(max);
+                asm = Assembler::new(max, chunked);
                 first = None;
                 model.clear();
             }

@@ -225,34 +225,36 @@ impl Client {
         }
     }
 
+    /// Passes a remote error on; a protocol error is reported to the server
+    /// (a `Goodbye` saying why) and ends the session.
+    #[cold]
     fn protocol_or_remote(&mut self, e: Error) -> Error {
-        if e.is_fatal() {
-            self.session.break_with(e.to_string());
+        match e {
+            Error::Protocol { detail, .. } => self.session.violation(detail),
+            e => {
+                if e.is_fatal() {
+                    self.session.break_with(e.to_string());
+                }
+                e
+            }
         }
-        e
     }
 
     /// Files a response: `None` when it answers an abandoned call.
     fn accept(&mut self, m: Message) -> Result<Option<Reply>> {
         if !matches!(m.kind, Kind::Response | Kind::Error) {
-            let e = Error::Protocol {
-                peer: self.session.address().to_string(),
-                detail: format!(
-                    "server sent a {:?} frame; only responses are expected",
-                    m.kind
-                ),
-            };
-            return Err(self.protocol_or_remote(e));
+            let detail = format!(
+                "server sent a {:?} frame; only responses, errors and goodbyes are expected",
+                m.kind
+            );
+            return Err(self.session.violation(detail));
         }
         if self.abandoned.remove(&m.id) {
             return Ok(None);
         }
         if !self.in_flight.remove(&m.id) {
-            let e = Error::Protocol {
-                peer: self.session.address().to_string(),
-                detail: format!("response for call {} which is not in flight", m.id),
-            };
-            return Err(self.protocol_or_remote(e));
+            let detail = format!("response for call {} which is not in flight", m.id);
+            return Err(self.session.violation(detail));
         }
         let id = m.id;
         let result = match into_result(m, self.session.address()) {

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use crate::address::Address;
 use crate::error::{Error, Result};
+use crate::frame::MIN_MESSAGE_LIMIT;
 use crate::handshake::{self, Hello, Welcome, Wire, WELCOME_LEN};
 use crate::link::shm::ShmLink;
 use crate::link::stream::{Stream, StreamLink};
@@ -74,7 +75,7 @@ pub(crate) fn connect(address: &Address, opts: &ClientOptions) -> Result<Session
         ));
     }
     let (welcome, fds) = read_welcome(&stream, &name, opts.timeout)?;
-    let (ring_c2s, ring_s2c, server_max) = match welcome {
+    let (ring_c2s, ring_s2c, server_max, caps) = match welcome {
         Welcome::Refused { code, message } => {
             return Err(Error::Refused {
                 address: name,
@@ -109,10 +110,16 @@ pub(crate) fn connect(address: &Address, opts: &ClientOptions) -> Result<Session
                     "server chose ring sizes {ring_c2s}/{ring_s2c}, client asked for {ring}"
                 )));
             }
+            if max_message < MIN_MESSAGE_LIMIT as u64 {
+                return Err(proto(format!(
+                    "server announced a largest message of {max_message} bytes, below the minimum of {MIN_MESSAGE_LIMIT}"
+                )));
+            }
             (
                 ring_c2s as usize,
                 ring_s2c as usize,
                 usize::try_from(max_message).unwrap_or(usize::MAX),
+                caps,
             )
         }
     };
@@ -152,7 +159,7 @@ pub(crate) fn connect(address: &Address, opts: &ClientOptions) -> Result<Session
             Link::Stream(StreamLink::new(Arc::new(stream), None, name.clone())?)
         }
     };
-    Ok(Session::new(link, local_max, server_max, name).drain_while_sending())
+    Ok(Session::new(link, local_max, server_max, caps, name).drain_while_sending())
 }
 
 fn connect_tcp(hostport: &str, deadline: Instant) -> io::Result<TcpStream> {

@@ -21,6 +21,24 @@ pub const HEADER_LEN: usize = 24;
 /// Flag: more chunks of this message follow.
 pub const FLAG_MORE: u8 = 1;
 
+/// Code of a `Goodbye` without a complaint: the sender is closing normally
+/// (an empty `Goodbye` body means the same).
+pub const CODE_CLOSED: u32 = 0;
+/// Remote error code the server sends when a handler panicked.
+pub const CODE_HANDLER_PANICKED: u32 = 0xFFFF_0001;
+/// Remote error code the server sends when a response exceeds the client's limit.
+pub const CODE_RESPONSE_TOO_LARGE: u32 = 0xFFFF_0002;
+/// `Goodbye` code: the receiver of this goodbye broke the protocol; the
+/// text says how. The sender ends the session after sending it.
+pub const CODE_PROTOCOL_ERROR: u32 = 0xFFFF_0003;
+/// `Goodbye` code: the server is shutting down; it answered every request it
+/// had received.
+pub const CODE_SHUTTING_DOWN: u32 = 0xFFFF_0004;
+/// Smallest largest-message size a side may announce: an error response or
+/// a `Goodbye` with a reason of up to `MIN_MESSAGE_LIMIT - 4` bytes always
+/// fits.
+pub const MIN_MESSAGE_LIMIT: usize = 1024;
+
 /// What a frame carries. Values are only ever appended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -172,15 +190,26 @@ pub struct Message {
 }
 
 impl Message {
-    /// Encodes the body of an error response.
+    /// Encodes the body of an error response or a `Goodbye`: the code, then
+    /// the message as UTF-8.
     pub fn error_body(e: &RemoteError) -> Vec<u8> {
-        let mut v = Vec::with_capacity(4 + e.message.len());
-        v.extend_from_slice(&e.code.to_le_bytes());
-        v.extend_from_slice(e.message.as_bytes());
+        Self::error_body_within(e.code, &e.message, usize::MAX)
+    }
+
+    /// The same, with the message cut (at a character boundary) so that the
+    /// whole body is at most `max` bytes (at least the 4-byte code).
+    pub fn error_body_within(code: u32, message: &str, max: usize) -> Vec<u8> {
+        let mut cut = message.len().min(max.saturating_sub(4));
+        while !message.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let mut v = Vec::with_capacity(4 + cut);
+        v.extend_from_slice(&code.to_le_bytes());
+        v.extend_from_slice(&message.as_bytes()[..cut]);
         v
     }
 
-    /// Decodes the body of an error response.
+    /// Decodes the body of an error response or a non-empty `Goodbye`.
     ///
     /// # Errors
     /// When the body is shorter than the 4-byte code.
@@ -207,6 +236,8 @@ impl Message {
 #[derive(Debug)]
 pub struct Assembler {
     max_message: u64,
+    /// Whether messages may come in several chunks (capability bit 0).
+    chunked: bool,
     current: Option<(FrameHeader, Vec<u8>)>,
     /// A buffer handed back with [`Assembler::recycle`], reused for the next message.
     spare: Vec<u8>,
@@ -217,10 +248,13 @@ pub struct Assembler {
 const PREALLOC_LIMIT: u64 = 1 << 20;
 
 impl Assembler {
-    /// An assembler accepting messages up to `max_message` bytes.
-    pub fn new(max_message: usize) -> Self {
+    /// An assembler accepting messages up to `max_message` bytes, in chunks
+    /// when `chunked` (the session agreed on chunked messages), else only
+    /// as single frames.
+    pub fn new(max_message: usize, chunked: bool) -> Self {
         Assembler {
             max_message: max_message as u64,
+            chunked,
             current: None,
             spare: Vec::new(),
         }
@@ -257,6 +291,12 @@ impl Assembler {
             return Err(FrameError(format!(
                 "incoming message of {} bytes exceeds the maximum message size of {} bytes",
                 h.total, self.max_message
+            )));
+        }
+        if !self.chunked && (h.more() || u64::from(h.len) != h.total) {
+            return Err(FrameError(format!(
+                "chunk of {} bytes of a message of {} bytes, but chunked messages (capability bit 0) were not agreed",
+                h.len, h.total
             )));
         }
         if let Some((first, _)) = &self.current {
@@ -358,7 +398,7 @@ mod tests {
 
     #[test]
     fn assembles_chunks_and_checks_them() {
-        let mut a = Assembler::new(100);
+        let mut a = Assembler::new(100, true);
         let h1 = hdr(3, FLAG_MORE, 7, 5);
         a.begin_chunk(&h1).expect("c1").extend_from_slice(b"abc");
         assert_eq!(a.finish(&h1), Ok(None));
@@ -367,7 +407,7 @@ mod tests {
         let m = a.finish(&h2).expect("finish").expect("message");
         assert_eq!(m.body, b"abcde");
 
-        let mut a = Assembler::new(100);
+        let mut a = Assembler::new(100, true);
         assert!(a.begin_chunk(&hdr(1, 0, 1, 101)).is_err(), "over the limit");
         a.begin_chunk(&hdr(3, FLAG_MORE, 1, 5))
             .expect("c1")
@@ -381,5 +421,16 @@ mod tests {
         let e = RemoteError::new(42, "no such key");
         assert_eq!(Message::decode_error(&Message::error_body(&e)), Ok(e));
         assert!(Message::decode_error(b"ab").is_err());
+    }
+
+    #[test]
+    fn error_bodies_are_cut_to_fit_at_a_character_boundary() {
+        let b = Message::error_body_within(7, "ééé", 9);
+        assert_eq!(b.len(), 8, "4 + two 2-byte characters");
+        assert_eq!(
+            Message::decode_error(&b).expect("decodes").message,
+            "éé".to_string()
+        );
+        assert_eq!(Message::error_body_within(7, "abc", 2).len(), 4);
     }
 }

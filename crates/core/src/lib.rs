@@ -49,11 +49,12 @@ pub use address::{Address, Transport};
 pub use client::{CallId, Client, Reply};
 pub use deadline::Deadline;
 pub use error::{Error, RefusalCode, RemoteError, Result};
+pub use frame::{
+    CODE_CLOSED, CODE_HANDLER_PANICKED, CODE_PROTOCOL_ERROR, CODE_RESPONSE_TOO_LARGE,
+    CODE_SHUTTING_DOWN, MIN_MESSAGE_LIMIT,
+};
 pub use options::{
-    ClientOptions, ServerOptions, WaitStrategy, DEFAULT_MAX_MESSAGE, DEFAULT_RING_SIZE,
+    ClientOptions, Log, ServerOptions, WaitStrategy, DEFAULT_MAX_MESSAGE, DEFAULT_RING_SIZE,
     MAX_MESSAGE_SIZE, MAX_RING_SIZE, MIN_RING_SIZE,
 };
-pub use server::{
-    Handler, RunningServer, Server, Stats, StopHandle, CODE_HANDLER_PANICKED,
-    CODE_RESPONSE_TOO_LARGE, PREPARED_SEGMENTS,
-};
+pub use server::{Handler, RunningServer, Server, Stats, StopHandle, PREPARED_SEGMENTS};

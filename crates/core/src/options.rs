@@ -2,9 +2,11 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::Error;
+use crate::frame::MIN_MESSAGE_LIMIT;
 
 /// How a side waits for its peer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,10 +101,10 @@ pub(crate) fn check_ring_size(name: &'static str, n: usize) -> Result<(), Error>
 }
 
 pub(crate) fn check_max_message(n: usize) -> Result<(), Error> {
-    if n == 0 || n > MAX_MESSAGE_SIZE {
+    if !(MIN_MESSAGE_LIMIT..=MAX_MESSAGE_SIZE).contains(&n) {
         return Err(Error::InvalidOption {
             name: "max_message_size",
-            reason: format!("{n} is out of range (1 to {MAX_MESSAGE_SIZE})"),
+            reason: format!("{n} is out of range ({MIN_MESSAGE_LIMIT} to {MAX_MESSAGE_SIZE})"),
         });
     }
     Ok(())
@@ -149,6 +151,55 @@ impl ClientOptions {
     }
 }
 
+/// Where a server reports the sessions it ended because the client broke
+/// the protocol or stopped reading (one line each, naming the session id and
+/// the client's pid or address). Default: standard error.
+#[derive(Clone)]
+pub struct Log(Option<Arc<LogLine>>);
+
+/// What a [`Log`] calls with each line.
+type LogLine = dyn Fn(&str) + Send + Sync;
+
+impl Log {
+    /// Lines go to standard error (the default).
+    pub fn stderr() -> Log {
+        Log(Some(Arc::new(|line: &str| eprintln!("{line}"))))
+    }
+
+    /// Lines are dropped.
+    pub fn off() -> Log {
+        Log(None)
+    }
+
+    /// Lines go to `f` (called from session threads).
+    pub fn to(f: impl Fn(&str) + Send + Sync + 'static) -> Log {
+        Log(Some(Arc::new(f)))
+    }
+
+    /// Writes one line.
+    pub(crate) fn write(&self, line: &str) {
+        if let Some(f) = &self.0 {
+            f(line);
+        }
+    }
+}
+
+impl Default for Log {
+    fn default() -> Self {
+        Log::stderr()
+    }
+}
+
+impl fmt::Debug for Log {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Log(on)"
+        } else {
+            "Log(off)"
+        })
+    }
+}
+
 /// Options of a [`Server`](crate::Server).
 #[derive(Debug, Clone)]
 pub struct ServerOptions {
@@ -166,10 +217,16 @@ pub struct ServerOptions {
     pub wait: WaitStrategy,
     /// Largest message the server sends or accepts. Default 64 MiB.
     pub max_message_size: usize,
-    /// How long a connecting client may take to send its hello. Default 2 s.
+    /// How long a whole handshake may take, from the connection's acceptance
+    /// to the welcome sent. Default 2 s.
     pub handshake_timeout: Duration,
-    /// How long writing a response may wait for ring space. Default 5 s.
+    /// How long writing a response may wait for the client to make room
+    /// (ring space, or socket buffer space on `unix:`/`tcp:`); a client that
+    /// stops reading loses its session then. Default 5 s.
     pub send_timeout: Duration,
+    /// Where sessions ended for a protocol error or a stalled client are
+    /// reported. Default: standard error.
+    pub log: Log,
 }
 
 impl Default for ServerOptions {
@@ -184,6 +241,7 @@ impl Default for ServerOptions {
             max_message_size: DEFAULT_MAX_MESSAGE,
             handshake_timeout: Duration::from_secs(2),
             send_timeout: Duration::from_secs(5),
+            log: Log::default(),
         }
     }
 }

@@ -5,7 +5,10 @@ use std::collections::VecDeque;
 
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
-use crate::frame::{Assembler, FrameHeader, Kind, Message, FLAG_MORE};
+use crate::frame::{
+    Assembler, FrameHeader, Kind, Message, CODE_CLOSED, CODE_PROTOCOL_ERROR, FLAG_MORE,
+};
+use crate::handshake::{CAP_CHUNKED, CAP_ONE_WAY};
 use crate::link::{Inbox, Link};
 
 /// One side of an established session.
@@ -19,6 +22,8 @@ pub(crate) struct Session {
     local_max: usize,
     /// Largest message the link sends as one frame (fixed per link).
     max_single: usize,
+    /// Capabilities both sides agreed on.
+    caps: u64,
     broken: Option<String>,
     address: String,
     /// Drain incoming messages while waiting to send (clients: a server
@@ -29,13 +34,25 @@ pub(crate) struct Session {
 }
 
 impl Session {
-    /// A session over an established link.
-    pub(crate) fn new(link: Link, local_max: usize, peer_max: usize, address: String) -> Self {
+    /// A session over an established link, with the capabilities agreed in
+    /// the handshake. Without chunked messages, neither side sends or
+    /// accepts a message larger than one frame.
+    pub(crate) fn new(
+        link: Link,
+        local_max: usize,
+        peer_max: usize,
+        caps: u64,
+        address: String,
+    ) -> Self {
+        let max_single = link.max_single();
+        let chunked = caps & CAP_CHUNKED != 0;
+        let one_frame = |max: usize| if chunked { max } else { max.min(max_single) };
         Session {
-            max_single: link.max_single(),
+            max_single,
+            caps,
             link,
-            asm: Assembler::new(local_max),
-            peer_max,
+            asm: Assembler::new(local_max, chunked),
+            peer_max: one_frame(peer_max),
             local_max,
             broken: None,
             address,
@@ -184,22 +201,49 @@ impl Session {
         e
     }
 
-    /// Tells an `shm:` peer that we are closing, if that needs no waiting: its
-    /// session thread, which may be spinning on the ring, ends at once
-    /// instead of when the hang-up of the control socket reaches it. (Stream
-    /// peers see end-of-stream directly.)
+    /// Tells the peer that we are closing, if that needs no waiting (closing
+    /// never waits): an `shm:` peer's session thread, which may be spinning
+    /// on the ring, ends at once instead of when the hang-up of the control
+    /// socket reaches it.
     pub(crate) fn say_goodbye(&mut self) {
         if self.broken.is_none() {
-            if let Link::Shm(l) = &mut self.link {
-                l.try_send_now(&FrameHeader {
-                    len: 0,
-                    kind: Kind::Goodbye,
-                    flags: 0,
-                    id: 0,
-                    total: 0,
-                });
-            }
+            self.send_goodbye(CODE_CLOSED, "");
         }
+    }
+
+    /// Ends the session with a `Goodbye` carrying `code` and `reason`, if
+    /// that needs no waiting.
+    pub(crate) fn goodbye(&mut self, code: u32, reason: &str) {
+        self.send_goodbye(code, reason);
+        self.break_with(reason.to_string());
+    }
+
+    /// Sends a `Goodbye` with a code and a reason (cut to fit the peer's
+    /// limit), if that needs no waiting.
+    fn send_goodbye(&mut self, code: u32, reason: &str) {
+        let body = if code == CODE_CLOSED && reason.is_empty() {
+            Vec::new()
+        } else {
+            Message::error_body_within(code, reason, self.peer_max)
+        };
+        let h = FrameHeader::whole(Kind::Goodbye, 0, body.len());
+        self.link.try_send_now(&h, &body);
+    }
+
+    /// The peer broke the protocol: tells it why (a `Goodbye` with
+    /// [`CODE_PROTOCOL_ERROR`] and `detail`, if that needs no waiting),
+    /// breaks the session, and returns the error for the caller.
+    #[cold]
+    pub(crate) fn violation(&mut self, detail: String) -> Error {
+        if self.broken.is_none() {
+            self.send_goodbye(CODE_PROTOCOL_ERROR, &detail);
+        }
+        let e = Error::Protocol {
+            peer: self.address.clone(),
+            detail,
+        };
+        self.break_with(e.to_string());
+        e
     }
 
     /// Hands a received body back for reuse by the next message.
@@ -215,23 +259,83 @@ impl Session {
     #[inline(always)]
     pub(crate) fn recv(&mut self, deadline: &mut Deadline) -> Result<Message> {
         self.check_usable()?;
-        if let Some(m) = self.drained.pop_front() {
-            return Ok(m);
+        let m = match self.drained.pop_front() {
+            Some(m) => m,
+            None => self
+                .link
+                .recv_message(&mut self.asm, deadline)
+                .map_err(|e| self.recv_failed(e))?,
+        };
+        match m.kind {
+            Kind::Request | Kind::Response | Kind::Error if m.id != 0 => Ok(m),
+            _ => self.screen(m),
         }
-        self.link
-            .recv_message(&mut self.asm, deadline)
-            .map_err(|e| self.recv_failed(e))
     }
 
-    /// Marks the session broken when a failed receive leaves it unusable.
+    /// The rules for the other kinds and ids: a one-way message needs its
+    /// capability and id 0; a `Goodbye` (id 0) ends the session with the
+    /// peer's reason; descriptors are never agreed yet; calls, responses and
+    /// errors need a non-zero id.
+    #[cold]
+    fn screen(&mut self, m: Message) -> Result<Message> {
+        match m.kind {
+            Kind::OneWay if m.id == 0 && self.caps & CAP_ONE_WAY != 0 => Ok(m),
+            Kind::OneWay if m.id == 0 => Err(self.violation(
+                "one-way message, but one-way messages (capability bit 1) were not agreed".into(),
+            )),
+            Kind::Goodbye if m.id == 0 => Err(self.peer_said_goodbye(&m.body)),
+            Kind::Descriptor => Err(self.violation(
+                "descriptor frame, but descriptors (capability bit 2) were not agreed".into(),
+            )),
+            k => Err(self.violation(format!(
+                "{k:?} frame with call id {}: {}",
+                m.id,
+                if m.id == 0 {
+                    "requests, responses and errors need a non-zero id"
+                } else {
+                    "one-way and goodbye frames carry id 0"
+                }
+            ))),
+        }
+    }
+
+    /// The peer closed the session with a `Goodbye`: the session is over;
+    /// the error carries the peer's reason.
+    fn peer_said_goodbye(&mut self, body: &[u8]) -> Error {
+        let reason = if body.is_empty() {
+            "the peer closed the session".to_string()
+        } else {
+            match Message::decode_error(body) {
+                Ok(r) if r.code == CODE_CLOSED => "the peer closed the session".to_string(),
+                Ok(r) => format!(
+                    "the peer ended the session (code {:#x}): {}",
+                    r.code, r.message
+                ),
+                Err(e) => return self.violation(format!("malformed goodbye: {}", e.0)),
+            }
+        };
+        self.break_with(reason.clone());
+        Error::Closed {
+            address: self.address.clone(),
+            reason,
+        }
+    }
+
+    /// Marks the session broken when a failed receive leaves it unusable; a
+    /// protocol error is reported to the peer first.
     #[cold]
     fn recv_failed(&mut self, e: Error) -> Error {
-        if matches!(e, Error::Timeout { .. }) && self.asm.in_progress() {
-            self.break_with(format!("a message was cut off by a timeout: {e}"));
-        } else {
-            self.note_fatal(&e);
+        match e {
+            Error::Protocol { detail, .. } => self.violation(detail),
+            Error::Timeout { .. } if self.asm.in_progress() => {
+                self.break_with(format!("a message was cut off by a timeout: {e}"));
+                e
+            }
+            e => {
+                self.note_fatal(&e);
+                e
+            }
         }
-        e
     }
 
     fn note_fatal(&mut self, e: &Error) {

@@ -5,6 +5,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use shmlink_sys::poll::ControlState;
+
 use crate::error::Error;
 use crate::options::WaitStrategy;
 
@@ -19,6 +21,9 @@ pub(crate) struct SessionFlags {
     pub gone: AtomicBool,
     /// The server is shutting down: finish what is queued, then close.
     pub stop: AtomicBool,
+    /// The client wrote to its control socket after the handshake (set
+    /// before `gone`).
+    pub wrote_control: AtomicBool,
 }
 
 /// What tells a waiting side that waiting is pointless.
@@ -39,21 +44,24 @@ pub(crate) enum Verdict {
     Gone,
     /// The server is stopping.
     Stopping,
+    /// The peer wrote to the control socket after the handshake, which
+    /// carries nothing then: a protocol error.
+    WroteControl,
 }
 
 impl Watch {
     /// Checks without blocking.
     pub(crate) fn check(&self) -> Verdict {
         match self {
-            Watch::Socket(s) => {
-                if shmlink_sys::poll::peer_gone(s) {
-                    Verdict::Gone
-                } else {
-                    Verdict::Alive
-                }
-            }
+            Watch::Socket(s) => match shmlink_sys::poll::control_state(s) {
+                ControlState::Quiet => Verdict::Alive,
+                ControlState::HungUp => Verdict::Gone,
+                ControlState::Bytes => Verdict::WroteControl,
+            },
             Watch::Flags(f) => {
-                if f.gone.load(Ordering::Acquire) {
+                if f.wrote_control.load(Ordering::Acquire) {
+                    Verdict::WroteControl
+                } else if f.gone.load(Ordering::Acquire) {
                     Verdict::Gone
                 } else if f.stop.load(Ordering::Acquire) {
                     Verdict::Stopping
@@ -167,6 +175,11 @@ pub(crate) fn verdict_error(v: Verdict, address: &str) -> Option<Error> {
         Verdict::Stopping => Some(Error::Closed {
             address: address.to_string(),
             reason: "server is shutting down".into(),
+        }),
+        Verdict::WroteControl => Some(Error::Protocol {
+            peer: address.to_string(),
+            detail: "bytes on the control socket after the handshake (it carries nothing then)"
+                .into(),
         }),
     }
 }

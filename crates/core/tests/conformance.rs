@@ -282,15 +282,15 @@ fn oversize_request_refused_before_sending(t: T) {
     let srv = start(
         t,
         ServerOptions {
-            max_message_size: 1000,
+            max_message_size: 2000,
             ..Default::default()
         },
         echo,
     );
     let mut c = connect(&srv.addr, ClientOptions::default());
-    assert_eq!(c.max_request(), 1000);
-    match c.call(&[1u8; 1001]) {
-        Err(Error::MessageTooLarge { size, max, .. }) => assert_eq!((size, max), (1001, 1000)),
+    assert_eq!(c.max_request(), 2000);
+    match c.call(&[1u8; 2001]) {
+        Err(Error::MessageTooLarge { size, max, .. }) => assert_eq!((size, max), (2001, 2000)),
         other => panic!("{t:?}: expected MessageTooLarge, got {other:?}"),
     }
     match c.send(&[0u8; 5000]) {
@@ -303,8 +303,8 @@ fn oversize_request_refused_before_sending(t: T) {
     ));
     assert_eq!(c.in_flight(), 0, "nothing was sent");
     assert_eq!(
-        c.call(&[2u8; 1000]).expect("exactly the limit"),
-        xform(&[2u8; 1000])
+        c.call(&[2u8; 2000]).expect("exactly the limit"),
+        xform(&[2u8; 2000])
     );
     assert_eq!(c.call(b"small").expect("small"), xform(b"small"));
     wait_until("calls counted", Duration::from_secs(2), || {
@@ -319,17 +319,17 @@ fn oversize_request_refused_before_sending(t: T) {
     let mut small = connect(
         &srv.addr,
         ClientOptions {
-            max_message_size: 100,
+            max_message_size: 1024,
             ..ClientOptions::default()
         },
     );
-    match small.call(&[3u8; 101]) {
-        Err(Error::MessageTooLarge { size, max, .. }) => assert_eq!((size, max), (101, 100)),
+    match small.call(&[3u8; 1025]) {
+        Err(Error::MessageTooLarge { size, max, .. }) => assert_eq!((size, max), (1025, 1024)),
         other => panic!("{t:?}: client limit: expected MessageTooLarge, got {other:?}"),
     }
     assert_eq!(
-        small.call(&[4u8; 100]).expect("at the client's limit"),
-        xform(&[4u8; 100])
+        small.call(&[4u8; 1024]).expect("at the client's limit"),
+        xform(&[4u8; 1024])
     );
 }
 
@@ -350,16 +350,16 @@ fn response_too_large_for_client(t: T) {
     let mut c = connect(
         &srv.addr,
         ClientOptions {
-            max_message_size: 1000,
+            max_message_size: 2000,
             ..Default::default()
         },
     );
-    for n in [1001usize, 5 << 20] {
+    for n in [2001usize, 5 << 20] {
         match c.call(format!("len:{n}").as_bytes()) {
             Err(Error::Remote(r)) => {
                 assert_eq!(r.code, CODE_RESPONSE_TOO_LARGE, "{t:?}: {r:?}");
                 assert!(
-                    r.message.contains(&n.to_string()) && r.message.contains("1000"),
+                    r.message.contains(&n.to_string()) && r.message.contains("2000"),
                     "{t:?}: message should name both sizes: {:?}",
                     r.message
                 );
@@ -367,7 +367,7 @@ fn response_too_large_for_client(t: T) {
             other => panic!("{t:?}: expected Remote(RESPONSE_TOO_LARGE) for {n}, got {other:?}"),
         }
     }
-    assert_eq!(c.call(b"len:1000").expect("at the limit"), vec![7u8; 1000]);
+    assert_eq!(c.call(b"len:2000").expect("at the limit"), vec![7u8; 2000]);
     assert!(c.is_connected());
 }
 

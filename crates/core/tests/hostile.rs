@@ -900,6 +900,7 @@ fn client_opts() -> ClientOptions {
 enum Want {
     Ok(&'static [u8]),
     Protocol(&'static str),
+    Closed(&'static str),
     Timeout,
 }
 
@@ -956,7 +957,10 @@ fn garbage_s2c(seg: &Seg, k: usize, rng: &mut Rng) -> (&'static str, Want) {
         7 => {
             let t = rec(frame(Kind::Goodbye as u8, 0, 0, 0, 0), b"");
             seg.publish(d, t);
-            ("a goodbye frame", Want::Protocol("only responses"))
+            (
+                "a goodbye frame (the server closes)",
+                Want::Closed("the peer closed the session"),
+            )
         }
         8 => {
             let t = rec(frame(resp, 0, 999, 4, 4), b"nope");
@@ -1016,6 +1020,30 @@ fn garbage_s2c(seg: &Seg, k: usize, rng: &mut Rng) -> (&'static str, Want) {
             seg.publish(d, a + 8 + align8(p.len() as u64));
             ("inconsistent chunks", Want::Protocol("interleaved"))
         }
+        15 => {
+            let mut body = 0xFFFF_0003u32.to_le_bytes().to_vec();
+            body.extend_from_slice(b"you sent garbage");
+            let n = body.len() as u64;
+            let t = rec(frame(Kind::Goodbye as u8, 0, 0, n, n as u32), &body);
+            seg.publish(d, t);
+            (
+                "a goodbye with a reason",
+                Want::Closed("(code 0xffff0003): you sent garbage"),
+            )
+        }
+        16 => {
+            let t = rec(frame(Kind::OneWay as u8, 0, 0, 4, 4), b"ping");
+            seg.publish(d, t);
+            (
+                "a one-way message sent to the client",
+                Want::Protocol("only responses"),
+            )
+        }
+        17 => {
+            let t = rec(frame(resp, 0, 0, 4, 4), b"zero");
+            seg.publish(d, t);
+            ("a response with id 0", Want::Protocol("non-zero id"))
+        }
         _ => unreachable!(),
     }
 }
@@ -1067,7 +1095,7 @@ fn run_garbage_kind(k: usize, seed: u64) -> GarbageOutcome {
     (name, want, r, took, connected, again)
 }
 
-const GARBAGE_KINDS: usize = 15;
+const GARBAGE_KINDS: usize = 18;
 
 #[test]
 fn hostile_server_garbage_responses() {
@@ -1092,6 +1120,13 @@ fn hostile_server_garbage_responses() {
                         matches!(again, Err(Error::Closed { .. })),
                         "{name}: later calls fail with Closed, got {again:?}"
                     );
+                }
+                (Want::Closed(needle), Err(Error::Closed { reason, .. })) => {
+                    assert!(
+                        reason.contains(needle),
+                        "{name}: reason {reason:?} lacks {needle:?}"
+                    );
+                    assert!(!connected, "{name}: session over after a goodbye");
                 }
                 (Want::Timeout, Err(Error::Timeout { .. })) => {}
                 _ => panic!("kind {k} ({name}): want {want:?}, got {r:?}"),

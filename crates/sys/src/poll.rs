@@ -94,6 +94,44 @@ pub fn peer_gone(fd: impl AsFd) -> bool {
     }
 }
 
+/// What a control socket (one that carries nothing once set up) shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ControlState {
+    /// Nothing happened.
+    Quiet,
+    /// The peer closed or shut down its side, or the socket is in error.
+    HungUp,
+    /// The peer wrote bytes (still queued, not consumed).
+    Bytes,
+}
+
+/// `poll(2)` with a zero timeout for `POLLIN | POLLRDHUP`, then a
+/// `MSG_PEEK` of one byte: whether the peer of a control socket wrote to it,
+/// hung up, or neither. Bytes count before a hang-up behind them.
+pub fn control_state(fd: impl AsFd) -> ControlState {
+    let fd = fd.as_fd();
+    let mut fds = [PollFd::from_borrowed_fd(
+        fd,
+        PollFlags::IN | PollFlags::RDHUP,
+    )];
+    let zero = Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    match poll(&mut fds, Some(&zero)) {
+        Ok(0) | Err(Errno::INTR) => ControlState::Quiet,
+        Ok(_) => {
+            let mut byte = [0u8; 1];
+            if matches!(crate::net::peek(fd, &mut byte), Ok(1)) {
+                ControlState::Bytes
+            } else {
+                ControlState::HungUp
+            }
+        }
+        Err(_) => ControlState::HungUp,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -109,5 +147,23 @@ mod tests {
         assert_eq!(readable(&b, None).expect("poll"), Ready::Yes);
         drop(a);
         assert!(peer_gone(&b));
+    }
+
+    #[test]
+    fn control_state_tells_bytes_from_hang_up() {
+        let (mut a, b) = std::os::unix::net::UnixStream::pair().expect("pair");
+        assert_eq!(control_state(&b), ControlState::Quiet);
+        a.write_all(b"x").expect("write");
+        assert_eq!(control_state(&b), ControlState::Bytes);
+        assert_eq!(control_state(&b), ControlState::Bytes, "nothing consumed");
+        drop(a);
+        assert_eq!(
+            control_state(&b),
+            ControlState::Bytes,
+            "bytes before the hang-up"
+        );
+        let (c, d) = std::os::unix::net::UnixStream::pair().expect("pair");
+        drop(c);
+        assert_eq!(control_state(&d), ControlState::HungUp);
     }
 }

@@ -75,6 +75,15 @@ impl Link {
         }
     }
 
+    /// Sends one frame if that needs no waiting; never waits, and ignores
+    /// failures (used for `Goodbye`, when the session is ending anyway).
+    pub(crate) fn try_send_now(&mut self, h: &FrameHeader, payload: &[u8]) {
+        match self {
+            Link::Shm(l) => l.try_send_now(h, payload),
+            Link::Stream(l) => l.try_send_now(h, payload),
+        }
+    }
+
     /// Whether the peer still looks alive (non-blocking check).
     pub(crate) fn peer_alive(&self) -> bool {
         match self {

@@ -116,9 +116,10 @@ impl ShmLink {
         wait::wait(&mut w, &terms)
     }
 
-    /// Sends an empty frame if the ring has room now; never waits.
-    pub(crate) fn try_send_now(&mut self, h: &FrameHeader) {
-        if let Ok(Push::Done { wake: true }) = self.ends.producer.try_push(&[&h.encode()]) {
+    /// Sends one frame if the ring has room now; never waits.
+    pub(crate) fn try_send_now(&mut self, h: &FrameHeader, payload: &[u8]) {
+        if let Ok(Push::Done { wake: true }) = self.ends.producer.try_push(&[&h.encode(), payload])
+        {
             futex::wake(&self.ends.producer.header().data_bell, 1);
         }
     }

@@ -90,6 +90,39 @@ impl Stream {
         shmlink_sys::net::send_nosignal(self, bufs)
     }
 
+    /// Sets the read and write timeouts to the time left until `deadline`
+    /// (blocking mode, handshake only).
+    ///
+    /// # Errors
+    /// `TimedOut` when no time is left; socket errors.
+    pub(crate) fn set_deadline(&self, deadline: Instant) -> io::Result<()> {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::ErrorKind::TimedOut.into());
+        }
+        self.set_timeouts(Some(left))
+    }
+
+    /// Reads exactly `buf.len()` bytes by `deadline` (blocking mode): each
+    /// read may only wait for what is left of the time, so a peer sending a
+    /// byte at a time cannot stretch it.
+    ///
+    /// # Errors
+    /// `TimedOut` (or `WouldBlock`) at the deadline, `UnexpectedEof`, socket errors.
+    pub(crate) fn read_exact_by(&self, buf: &mut [u8], deadline: Instant) -> io::Result<()> {
+        let mut have = 0;
+        while have < buf.len() {
+            self.set_deadline(deadline)?;
+            match self.read_some(&mut buf[have..]) {
+                Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+                Ok(n) => have += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
     /// Reads exactly `buf.len()` bytes (blocking mode).
     ///
     /// # Errors
@@ -200,6 +233,19 @@ impl StreamLink {
         Ok(true)
     }
 
+    /// Writes one frame if the socket takes all of it now, after whatever
+    /// is pending; never waits (a frame cut short there is left cut: this is
+    /// for the `Goodbye` of a session that is ending).
+    pub(crate) fn try_send_now(&mut self, h: &FrameHeader, payload: &[u8]) {
+        if !matches!(self.try_flush(), Ok(true)) {
+            return;
+        }
+        let head = h.encode();
+        let _ = self
+            .sock
+            .write_some(&[IoSlice::new(&head), IoSlice::new(payload)]);
+    }
+
     /// Sends one frame.
     pub(crate) fn send_frame(
         &mut self,
@@ -239,10 +285,13 @@ impl StreamLink {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     match self.wait_writable(deadline, inbox.as_mut())? {
                         Ready::Yes => {}
-                        Ready::TimedOut if written > 0 => {
-                            // Part of the frame is on the wire: it is sent
-                            // as far as the caller is concerned; the rest
-                            // follows before anything else.
+                        Ready::TimedOut if written > 0 && self.flags.is_none() => {
+                            // A client: part of the frame is on the wire, so
+                            // it is sent as far as the caller is concerned;
+                            // the rest follows before anything else. (A
+                            // server gives up instead, as on `shm:`: a client
+                            // that stops reading loses its session after
+                            // `send_timeout`, and holds no thread.)
                             for s in slices.iter() {
                                 self.pending.extend_from_slice(s);
                             }

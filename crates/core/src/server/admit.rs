@@ -6,11 +6,13 @@ use std::io;
 use std::os::fd::AsFd;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Instant;
 
 use super::conn::send_welcome;
 use super::shared::Shared;
 use crate::address::Transport;
 use crate::error::RefusalCode;
+use crate::frame::MIN_MESSAGE_LIMIT;
 use crate::handshake::{self, Hello, Welcome, Wire, HELLO_LEN};
 use crate::link::shm::ShmLink;
 use crate::link::stream::{Stream, StreamLink};
@@ -28,19 +30,19 @@ pub(crate) struct Established {
     /// The socket: the control socket of a `shm:` session, the data socket otherwise.
     pub(crate) sock: Arc<Stream>,
     pub(crate) flags: Arc<SessionFlags>,
+    /// Who the client is, for logs: its pid (Unix sockets) or address (TCP).
+    pub(crate) peer: String,
 }
 
-/// Why a handshake ended without a session: a refusal to send, or nothing
-/// (the connection is gone, or the welcome could not be sent).
-struct Refusal(Option<(RefusalCode, String)>);
+/// Why a handshake step refused the client, as the welcome will say.
+struct Refusal {
+    code: RefusalCode,
+    message: String,
+}
 
 impl Refusal {
     fn new(code: RefusalCode, message: String) -> Refusal {
-        Refusal(Some((code, message)))
-    }
-
-    fn silent() -> Refusal {
-        Refusal(None)
+        Refusal { code, message }
     }
 }
 
@@ -53,39 +55,53 @@ struct Agreed {
 
 /// Runs the handshake on `conn`; `None` when it was refused (the client
 /// has been told why) or the connection ended.
+/// The whole handshake, from the connection's acceptance to the welcome
+/// sent, must end by `deadline` (accepted + `handshake_timeout`): a client
+/// dripping its hello a byte at a time is cut off there, not after each byte.
 pub(crate) fn establish(
     shared: &Shared,
     conn: Stream,
     transport: Transport,
     address: &str,
+    deadline: Instant,
 ) -> Option<Established> {
-    let result = check_credentials(shared, &conn, address)
-        .and_then(|()| read_hello(shared, &conn, address))
-        .and_then(|hello| agree(shared, hello, transport, address));
-    let agreed = match result {
-        Ok(a) => a,
+    let result = check_credentials(shared, &conn, address).and_then(|who| {
+        let hello = read_hello(shared, &conn, address, deadline)?;
+        Ok((who, agree(shared, hello, transport, address)?))
+    });
+    let (who, agreed) = match result {
+        Ok(x) => x,
         Err(r) => {
             refuse(shared, &conn, r);
             return None;
         }
     };
+    // The welcome goes out under the same deadline.
+    conn.set_deadline(deadline).ok()?;
     let id = shared.next_session_id();
-    let peer = format!("{address} session {id}");
-    open(shared, conn, &agreed, id, peer)
+    let session_name = format!("{address} session {id}");
+    open(shared, conn, &agreed, id, session_name, who)
 }
 
 fn refuse(shared: &Shared, conn: &Stream, r: Refusal) {
-    if let Refusal(Some((code, message))) = r {
-        shared.stats.refused.fetch_add(1, Ordering::Relaxed);
-        let _ = send_welcome(conn, &Welcome::Refused { code, message }, None);
-    }
+    shared.stats.refused.fetch_add(1, Ordering::Relaxed);
+    let refusal = Welcome::Refused {
+        code: r.code,
+        message: r.message,
+    };
+    let _ = send_welcome(conn, &refusal, None);
 }
 
 /// `SO_PEERCRED` against the policy, before anything is read (Unix sockets;
 /// TCP has no credentials to check).
-fn check_credentials(shared: &Shared, conn: &Stream, address: &str) -> Result<(), Refusal> {
-    let Stream::Unix(s) = conn else {
-        return Ok(());
+fn check_credentials(shared: &Shared, conn: &Stream, address: &str) -> Result<String, Refusal> {
+    let s = match conn {
+        Stream::Unix(s) => s,
+        Stream::Tcp(s) => {
+            return Ok(s
+                .peer_addr()
+                .map_or_else(|_| "a TCP client".into(), |a| format!("TCP client {a}")))
+        }
     };
     let cred = shmlink_sys::peer_cred(s).map_err(|e| {
         Refusal::new(
@@ -96,20 +112,24 @@ fn check_credentials(shared: &Shared, conn: &Stream, address: &str) -> Result<()
     shared
         .policy
         .check(&cred, address)
-        .map_err(|why| Refusal::new(RefusalCode::NotAllowed, why))
+        .map_err(|why| Refusal::new(RefusalCode::NotAllowed, why))?;
+    Ok(format!("pid {} (uid {})", cred.pid, cred.uid))
 }
 
-/// Reads and decodes the hello within the handshake timeout.
-fn read_hello(shared: &Shared, conn: &Stream, address: &str) -> Result<Hello, Refusal> {
-    let timeout = shared.opts.handshake_timeout;
-    conn.set_timeouts(Some(timeout))
-        .map_err(|_| Refusal::silent())?;
+/// Reads and decodes the hello by the handshake's deadline.
+fn read_hello(
+    shared: &Shared,
+    conn: &Stream,
+    address: &str,
+    deadline: Instant,
+) -> Result<Hello, Refusal> {
     let mut hb = [0u8; HELLO_LEN];
-    if let Err(e) = conn.read_exact(&mut hb) {
+    if let Err(e) = conn.read_exact_by(&mut hb, deadline) {
         let why = match e.kind() {
-            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => {
-                format!("no complete hello within {timeout:?}")
-            }
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => format!(
+                "no complete hello within the handshake timeout of {:?}",
+                shared.opts.handshake_timeout
+            ),
             _ => format!("connection ended before a complete hello: {e}"),
         };
         return Err(Refusal::new(
@@ -163,6 +183,15 @@ fn agree(
             })?;
         }
     }
+    if hello.max_message < MIN_MESSAGE_LIMIT as u64 {
+        return Err(Refusal::new(
+            RefusalCode::BadRequest,
+            format!(
+                "server at {address}: the hello announces a largest message of {} bytes, below the minimum of {MIN_MESSAGE_LIMIT}",
+                hello.max_message
+            ),
+        ));
+    }
     if shared.stopping() {
         return Err(Refusal::new(
             RefusalCode::ShuttingDown,
@@ -176,11 +205,16 @@ fn agree(
     })
 }
 
+/// The capabilities of a session: those both sides offer.
+fn agreed_caps(hello: &Hello) -> u64 {
+    hello.caps & handshake::CAPS
+}
+
 /// The welcome of an accepted session.
 fn welcome(shared: &Shared, a: &Agreed, id: u64) -> Welcome {
     Welcome::Accepted {
         version: a.version,
-        caps: a.hello.caps & handshake::CAPS,
+        caps: agreed_caps(&a.hello),
         session_id: id,
         ring_c2s: a.hello.ring_c2s,
         ring_s2c: a.hello.ring_s2c,
@@ -190,7 +224,14 @@ fn welcome(shared: &Shared, a: &Agreed, id: u64) -> Welcome {
 
 /// Opens the session's data path and sends the welcome; `None` when the
 /// connection failed on the way (or was refused: no segment).
-fn open(shared: &Shared, conn: Stream, a: &Agreed, id: u64, peer: String) -> Option<Established> {
+fn open(
+    shared: &Shared,
+    conn: Stream,
+    a: &Agreed,
+    id: u64,
+    peer: String,
+    who: String,
+) -> Option<Established> {
     let flags = Arc::new(SessionFlags::default());
     let watch = Watch::Flags(Arc::clone(&flags));
     let (link, sock) = match a.wire {
@@ -199,10 +240,17 @@ fn open(shared: &Shared, conn: Stream, a: &Agreed, id: u64, peer: String) -> Opt
     };
     let peer_max = usize::try_from(a.hello.max_message).unwrap_or(usize::MAX);
     Some(Established {
-        session: Session::new(link, shared.opts.max_message_size, peer_max, peer),
+        session: Session::new(
+            link,
+            shared.opts.max_message_size,
+            peer_max,
+            agreed_caps(&a.hello),
+            peer,
+        ),
         id,
         sock,
         flags,
+        peer: who,
     })
 }
 

@@ -1,11 +1,6 @@
-//! What serves requests, and the error codes the server itself sends.
+//! What serves requests.
 
 use crate::error::RemoteError;
-
-/// Remote error code the server sends when a handler panicked.
-pub const CODE_HANDLER_PANICKED: u32 = 0xFFFF_0001;
-/// Remote error code the server sends when a response exceeds the client's limit.
-pub const CODE_RESPONSE_TOO_LARGE: u32 = 0xFFFF_0002;
 
 /// What serves requests: a function from request bytes to response bytes (or
 /// an error the caller receives as [`Error::Remote`](crate::Error::Remote)).

@@ -31,7 +31,7 @@ use crate::address::Address;
 use crate::error::{Error, Result};
 use crate::options::ServerOptions;
 
-pub use handler::{Handler, CODE_HANDLER_PANICKED, CODE_RESPONSE_TOO_LARGE};
+pub use handler::Handler;
 pub use shared::StopHandle;
 pub use stats::Stats;
 

@@ -8,6 +8,7 @@ use std::io;
 use std::os::fd::OwnedFd;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use shmlink_sys::epoll::Interest;
 use shmlink_sys::eventfd::EventFd;
@@ -124,7 +125,7 @@ impl Monitor {
                         self.accept_all(l, handler);
                     }
                 } else {
-                    sh.registry.peer_gone(token);
+                    sh.registry.control_event(token);
                 }
             }
             if sh.stopping() {
@@ -205,8 +206,10 @@ impl Monitor {
         };
         let transport = l.transport();
         let handler = Arc::clone(handler);
+        let deadline = Instant::now() + sh.opts.handshake_timeout;
         let job: Box<dyn FnOnce() + Send> = if conn.hello_queued() {
-            let Some(est) = admit::establish(sh, conn.into_stream(), transport, &address) else {
+            let Some(est) = admit::establish(sh, conn.into_stream(), transport, &address, deadline)
+            else {
                 return;
             };
             Box::new(move || {
@@ -216,7 +219,8 @@ impl Monitor {
         } else {
             Box::new(move || {
                 let sh = slot.shared();
-                if let Some(est) = admit::establish(sh, conn.into_stream(), transport, &address) {
+                let stream = conn.into_stream();
+                if let Some(est) = admit::establish(sh, stream, transport, &address, deadline) {
                     session::serve(sh, est, &*handler);
                 }
                 drop(slot);

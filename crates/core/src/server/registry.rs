@@ -22,6 +22,8 @@ pub(crate) struct Entry {
     /// The flags its thread checks when woken.
     pub(crate) flags: Arc<SessionFlags>,
     wake: Wake,
+    /// The control socket of an `shm:` session.
+    ctrl: Option<Arc<Stream>>,
 }
 
 /// How a session thread is woken.
@@ -34,9 +36,10 @@ pub(crate) enum Wake {
 }
 
 impl Entry {
-    /// An entry for a session with these flags.
-    pub(crate) fn new(flags: Arc<SessionFlags>, wake: Wake) -> Entry {
-        Entry { flags, wake }
+    /// An entry for a session with these flags (and its control socket,
+    /// for an `shm:` session).
+    pub(crate) fn new(flags: Arc<SessionFlags>, wake: Wake, ctrl: Option<Arc<Stream>>) -> Entry {
+        Entry { flags, wake, ctrl }
     }
 
     fn wake(&self) {
@@ -56,8 +59,17 @@ impl Entry {
         }
     }
 
-    /// The client's control socket hung up.
-    pub(crate) fn peer_gone(&self) {
+    /// The client's control socket hung up, or carries bytes: after the
+    /// handshake nothing may be written there (a protocol error).
+    pub(crate) fn control_event(&self) {
+        let mut byte = [0u8; 1];
+        let wrote = self
+            .ctrl
+            .as_ref()
+            .is_some_and(|c| matches!(shmlink_sys::net::peek(&**c, &mut byte), Ok(1)));
+        if wrote {
+            self.flags.wrote_control.store(true, Ordering::Release);
+        }
         self.flags.gone.store(true, Ordering::Release);
         self.wake();
     }
@@ -118,10 +130,11 @@ impl Registry {
         self.lock().remove(&id);
     }
 
-    /// The client of session `id` hung up (an epoll event with its token).
-    pub(crate) fn peer_gone(&self, id: u64) {
+    /// Something happened on the control socket of session `id` (an epoll
+    /// event with its token).
+    pub(crate) fn control_event(&self, id: u64) {
         if let Some(entry) = self.lock().get(&id) {
-            entry.peer_gone();
+            entry.control_event();
         }
     }
 

@@ -7,12 +7,14 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::admit::Established;
-use super::handler::{Handler, CODE_HANDLER_PANICKED, CODE_RESPONSE_TOO_LARGE};
+use super::handler::Handler;
 use super::registry::{Entry, Wake};
 use super::shared::Shared;
 use crate::deadline::Deadline;
-use crate::error::RemoteError;
-use crate::frame::{Kind, Message};
+use crate::error::{Error, RemoteError};
+use crate::frame::{
+    Kind, Message, CODE_HANDLER_PANICKED, CODE_RESPONSE_TOO_LARGE, CODE_SHUTTING_DOWN,
+};
 use crate::link::Link;
 use crate::session::Session;
 
@@ -23,6 +25,7 @@ pub(crate) fn serve(shared: &Shared, est: Established, handler: &dyn Handler) {
         id,
         sock,
         flags,
+        peer,
     } = est;
     // An `shm:` session sleeps on its futexes and is watched through its
     // control socket; a stream session blocks on its socket.
@@ -30,7 +33,7 @@ pub(crate) fn serve(shared: &Shared, est: Established, handler: &dyn Handler) {
         Link::Shm(l) => (Wake::Shm(Arc::clone(l.segment())), Some(sock)),
         Link::Stream(_) => (Wake::Stream(sock), None),
     };
-    let entry = Arc::new(Entry::new(flags, wake));
+    let entry = Arc::new(Entry::new(flags, wake, ctrl.clone()));
     shared.registry.add(id, &entry, ctrl.as_deref());
     // After filing: a stop that went through the registry before this
     // session was in it is seen here.
@@ -38,38 +41,61 @@ pub(crate) fn serve(shared: &Shared, est: Established, handler: &dyn Handler) {
         entry.flags.stop.store(true, Ordering::Release);
     }
     shared.stats.sessions_opened.fetch_add(1, Ordering::AcqRel);
-    serve_requests(shared, &mut session, handler);
+    let end = serve_requests(shared, &mut session, handler);
+    report(shared, &session, id, &peer, &end);
     shared.registry.remove(id, ctrl.as_deref());
     shared.stats.sessions_closed.fetch_add(1, Ordering::AcqRel);
 }
 
-fn serve_requests(shared: &Shared, session: &mut Session, handler: &dyn Handler) {
+/// Tells the client why the session ends where it should know, and logs
+/// the ends an operator should see: the client broke the protocol (it was
+/// told why, in a `Goodbye`) or stopped reading its responses.
+fn report(shared: &Shared, session: &Session, id: u64, peer: &str, end: &Error) {
+    let why = match end {
+        Error::Protocol { detail, .. } => format!("protocol error: {detail}"),
+        Error::Timeout { .. } => format!("the client stopped reading: {end}"),
+        _ => return,
+    };
+    shared.opts.log.write(&format!(
+        "shmlink: server at {}: session {id} with {peer} ended: {why}",
+        session.address()
+    ));
+}
+
+/// Answers requests until the session ends; returns why it ended.
+fn serve_requests(shared: &Shared, session: &mut Session, handler: &dyn Handler) -> Error {
     let mut resp = Vec::new();
     loop {
-        let Ok(m) = session.recv(&mut Deadline::Never) else {
-            return;
+        let m = match session.recv(&mut Deadline::Never) {
+            Ok(m) => m,
+            Err(e) => {
+                if shared.stopping() && matches!(e, Error::Closed { .. }) {
+                    let reason = format!("server at {} is shutting down", session.address());
+                    session.goodbye(CODE_SHUTTING_DOWN, &reason);
+                }
+                return e;
+            }
         };
         match m.kind {
             Kind::Request => {
-                if answer(shared, session, handler, m, &mut resp).is_err() {
-                    return;
+                if let Err(e) = answer(shared, session, handler, m, &mut resp) {
+                    return e;
                 }
             }
             Kind::OneWay => {
                 let _ = catch_unwind(AssertUnwindSafe(|| handler.notify(&m.body)));
                 session.recycle(m.body);
             }
-            Kind::Goodbye => return,
-            Kind::Response | Kind::Error | Kind::Descriptor => {
-                session.break_with(format!("client sent a {:?} frame", m.kind));
-                return;
+            k => {
+                let detail = format!("client sent a {k:?} frame; only requests, one-way messages and goodbyes are expected");
+                return session.violation(detail);
             }
         }
     }
 }
 
-/// Runs the handler on a request and sends its response. `Err`: the session
-/// is over.
+/// Runs the handler on a request and sends its response (an error body cut
+/// to fit the client's limit). `Err`: the session is over.
 #[inline(always)]
 fn answer(
     shared: &Shared,
@@ -77,7 +103,7 @@ fn answer(
     handler: &dyn Handler,
     m: Message,
     resp: &mut Vec<u8>,
-) -> Result<(), ()> {
+) -> Result<(), Error> {
     resp.clear();
     let result = match catch_unwind(AssertUnwindSafe(|| handler.handle(&m.body, resp))) {
         Ok(r) => r,
@@ -95,7 +121,7 @@ fn answer(
                 .err()
                 .unwrap_or_else(|| too_large(resp.len(), session.peer_max()));
             shared.stats.errors.fetch_add(1, Ordering::Relaxed);
-            error_body = Message::error_body(&e);
+            error_body = Message::error_body_within(e.code, &e.message, session.peer_max());
             (Kind::Error, &error_body[..])
         }
     };
@@ -103,7 +129,7 @@ fn answer(
     // the statistics at once.
     shared.stats.calls.fetch_add(1, Ordering::Relaxed);
     let mut deadline = Deadline::In(shared.opts.send_timeout);
-    session.send(kind, m.id, body, &mut deadline).map_err(drop)
+    session.send(kind, m.id, body, &mut deadline)
 }
 
 #[cold]

@@ -219,5 +219,8 @@ pub(crate) unsafe fn server_options(
         max_message_size: size("max_message_size", o.max_message_size, d.max_message_size)?,
         handshake_timeout: duration(o.handshake_timeout_us, d.handshake_timeout),
         send_timeout: duration(o.send_timeout_us, d.send_timeout),
+        // Sessions ended for a protocol error or a stalled client are
+        // reported on standard error (the C host's log).
+        ..d
     })
 }

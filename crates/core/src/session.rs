@@ -190,9 +190,16 @@ impl Session {
         Ok(())
     }
 
-    /// Marks the session broken when a failed send leaves it unusable.
+    /// Marks the session broken when a failed send leaves it unusable. A
+    /// peer that is gone may have said why first: its `Goodbye` is the error
+    /// then.
     #[cold]
     fn send_failed(&mut self, e: Error, cut_off: bool) -> Error {
+        if matches!(e, Error::PeerGone { .. }) {
+            if let Some(bye) = self.goodbye_waiting() {
+                return bye;
+            }
+        }
         if cut_off {
             self.break_with(format!("a message was cut off after its first chunk: {e}"));
         } else {
@@ -297,6 +304,19 @@ impl Session {
                 }
             ))),
         }
+    }
+
+    /// A `Goodbye` that already arrived (filed with whatever came before it),
+    /// as the error it means.
+    fn goodbye_waiting(&mut self) -> Option<Error> {
+        let mut ib = Inbox {
+            asm: &mut self.asm,
+            out: &mut self.drained,
+        };
+        self.link.drain_now(&mut ib);
+        let at = self.drained.iter().position(|m| m.kind == Kind::Goodbye)?;
+        let bye = self.drained.remove(at)?;
+        Some(self.peer_said_goodbye(&bye.body))
     }
 
     /// The peer closed the session with a `Goodbye`: the session is over;

@@ -84,6 +84,14 @@ impl Link {
         }
     }
 
+    /// Files every whole message that already arrived, without waiting.
+    pub(crate) fn drain_now(&mut self, inbox: &mut Inbox<'_>) {
+        match self {
+            Link::Shm(l) => l.drain_now(inbox),
+            Link::Stream(l) => l.drain_now(inbox),
+        }
+    }
+
     /// Whether the peer still looks alive (non-blocking check).
     pub(crate) fn peer_alive(&self) -> bool {
         match self {

@@ -124,6 +124,15 @@ impl ShmLink {
         }
     }
 
+    /// Files every frame already in the incoming ring, without waiting.
+    pub(crate) fn drain_now(&mut self, inbox: &mut Inbox<'_>) {
+        while let Ok(Some(frame)) = pop_frame(&mut self.ends.consumer, inbox.asm, &self.address) {
+            if let Some(m) = frame {
+                inbox.out.push_back(m);
+            }
+        }
+    }
+
     /// Receives until a whole message is assembled.
     #[inline(always)]
     pub(crate) fn recv_message(

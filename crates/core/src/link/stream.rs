@@ -362,6 +362,12 @@ impl StreamLink {
         }
     }
 
+    /// Files every whole frame the socket already holds, without waiting
+    /// (whatever error ends the reading is the caller's to find later).
+    pub(crate) fn drain_now(&mut self, inbox: &mut Inbox<'_>) {
+        let _ = self.drain(inbox);
+    }
+
     /// Takes one frame out of the read buffer if it is there whole: `None`
     /// when it is not (the buffer grows to hold a frame larger than it),
     /// `Some(None)` for a chunk of a message still incomplete.

@@ -1,0 +1,741 @@
+//! The session rules of docs/protocol.md, over every transport: a peer that
+//! breaks one is told why (a `Goodbye` with `CODE_PROTOCOL_ERROR` and a
+//! reason) before the session ends, and the server logs it with the session
+//! id and the client; capabilities bind; the handshake has one deadline; a
+//! largest message below the minimum is refused; a client that stops reading
+//! loses its session after `send_timeout`; a stopping server says goodbye.
+//!
+//! The misbehaving clients are written by hand here (`RawSession`): the
+//! handshake from the protocol description, frames on the socket or, for
+//! `shm:`, through the ring crate over the mapped segment.
+#![allow(unsafe_code)]
+
+mod support;
+
+use std::io::{self, Read, Write};
+use std::net::TcpStream;
+use std::ops::Deref;
+use std::os::fd::OwnedFd;
+use std::os::unix::net::UnixStream;
+use std::ptr::NonNull;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use shmlink::wire::{
+    FrameHeader, Hello, Kind, Message, RingHeader, SegmentHeader, Welcome, Wire, CAPS, CAP_CHUNKED,
+    CAP_ONE_WAY, HEADER_LEN, PROTOCOL_MAX, PROTOCOL_MIN, WELCOME_LEN,
+};
+use shmlink::{
+    Client, ClientOptions, Error, Log, RefusalCode, RemoteError, ServerOptions,
+    CODE_PROTOCOL_ERROR, CODE_RESPONSE_TOO_LARGE, CODE_SHUTTING_DOWN, MIN_MESSAGE_LIMIT,
+};
+use shmlink_ring::{Consumer, Pop, Producer, Push, RawMemory};
+use shmlink_sys::{fdpass, Mapping};
+use support::*;
+
+// ---------- a client written by hand ----------
+
+/// A ring header inside a mapping the handle keeps alive.
+struct Hdr {
+    ptr: NonNull<RingHeader>,
+    _map: Arc<Mapping>,
+}
+
+impl Deref for Hdr {
+    type Target = RingHeader;
+    fn deref(&self) -> &RingHeader {
+        // SAFETY: `ptr` points at a ring header inside `_map` (offsets from
+        // the segment layout, checked against the mapping's length when the
+        // handle was made), aligned to 128 (a page-aligned mapping plus a
+        // multiple of 128); RingHeader is atomics only; `_map` keeps the
+        // mapping alive as long as `self`.
+        unsafe { self.ptr.as_ref() }
+    }
+}
+
+/// A ring's data area inside a mapping the handle keeps alive.
+struct Data {
+    raw: RawMemory,
+    _map: Arc<Mapping>,
+}
+
+impl shmlink_ring::Memory for Data {
+    fn len(&self) -> usize {
+        self.raw.len()
+    }
+    fn write(&self, off: usize, src: &[u8]) {
+        self.raw.write(off, src)
+    }
+    fn read(&self, off: usize, dst: &mut [u8]) {
+        self.raw.read(off, dst)
+    }
+}
+
+fn ring(map: &Arc<Mapping>, hdr: u64, data: u64, len: u64) -> (Hdr, Data) {
+    assert!(hdr as usize + RingHeader::SIZE <= map.len());
+    assert!(data as usize + len as usize <= map.len());
+    // SAFETY: both offsets are inside the mapping (asserted above); the ring
+    // only copies through the data pointer; `_map` keeps the mapping alive
+    // as long as each handle.
+    unsafe {
+        (
+            Hdr {
+                ptr: NonNull::new_unchecked(map.as_ptr().add(hdr as usize).cast()),
+                _map: Arc::clone(map),
+            },
+            Data {
+                raw: RawMemory::new(map.as_ptr().add(data as usize), len as usize),
+                _map: Arc::clone(map),
+            },
+        )
+    }
+}
+
+enum Sock {
+    Unix(UnixStream),
+    Tcp(TcpStream),
+}
+
+impl Sock {
+    fn read(&mut self, b: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Sock::Unix(s) => s.read(b),
+            Sock::Tcp(s) => s.read(b),
+        }
+    }
+    fn write_all(&mut self, b: &[u8]) -> io::Result<()> {
+        match self {
+            Sock::Unix(s) => s.write_all(b),
+            Sock::Tcp(s) => s.write_all(b),
+        }
+    }
+    fn set_read_timeout(&self, t: Duration) {
+        match self {
+            Sock::Unix(s) => s.set_read_timeout(Some(t)),
+            Sock::Tcp(s) => s.set_read_timeout(Some(t)),
+        }
+        .expect("read timeout");
+    }
+}
+
+/// A client session opened by hand.
+struct RawSession {
+    sock: Sock,
+    /// For `shm:`: the ring this side writes and the one it reads.
+    rings: Option<(Producer<Hdr, Data>, Consumer<Hdr, Data>)>,
+}
+
+/// What a hand-made client asks for: the default hello of its transport.
+fn hello(t: T) -> Hello {
+    Hello {
+        version_min: PROTOCOL_MIN,
+        version_max: PROTOCOL_MAX,
+        wire: if t == T::Shm { Wire::Shm } else { Wire::Stream },
+        caps: CAPS,
+        ring_c2s: 65536,
+        ring_s2c: 65536,
+        max_message: 1 << 20,
+    }
+}
+
+fn connect_raw(addr: &str) -> Sock {
+    let s = match socket_path(addr) {
+        Some(p) => Sock::Unix(UnixStream::connect(p).expect("connect")),
+        None => Sock::Tcp(TcpStream::connect(addr.trim_start_matches("tcp:")).expect("connect")),
+    };
+    s.set_read_timeout(Duration::from_secs(5));
+    s
+}
+
+/// Reads a whole welcome (and the descriptors that came with it).
+fn read_welcome(sock: &mut Sock) -> (Welcome, Vec<OwnedFd>) {
+    let mut buf = vec![0u8; WELCOME_LEN];
+    let mut fds = Vec::new();
+    let mut have = 0;
+    while have < WELCOME_LEN {
+        let n = match sock {
+            Sock::Unix(s) => {
+                let (n, mut got) = fdpass::recv_with_fds(&*s, &mut buf[have..]).expect("welcome");
+                fds.append(&mut got);
+                n
+            }
+            Sock::Tcp(_) => sock.read(&mut buf[have..]).expect("welcome"),
+        };
+        assert!(n > 0, "EOF in the welcome after {have} bytes");
+        have += n;
+    }
+    let (w, text) = Welcome::decode_fixed(&buf).expect("a welcome");
+    let mut t = vec![0u8; text];
+    let mut got = 0;
+    while got < text {
+        let n = sock.read(&mut t[got..]).expect("refusal text");
+        assert!(n > 0, "EOF in the refusal text");
+        got += n;
+    }
+    (w.with_text(&t), fds)
+}
+
+impl RawSession {
+    /// Connects and sends `h`; the welcome, and the session when accepted.
+    fn open(addr: &str, h: &Hello) -> (Welcome, Option<RawSession>) {
+        let mut sock = connect_raw(addr);
+        sock.write_all(&h.encode()).expect("hello");
+        let (w, fds) = read_welcome(&mut sock);
+        let Welcome::Accepted {
+            ring_c2s, ring_s2c, ..
+        } = w
+        else {
+            return (w, None);
+        };
+        let rings = (h.wire == Wire::Shm).then(|| {
+            let lay = SegmentHeader::for_rings(ring_c2s as usize, ring_s2c as usize);
+            let fd = fds.first().expect("the segment's descriptor");
+            let map =
+                Arc::new(Mapping::map_shared(fd, lay.total_len as usize, false).expect("map"));
+            let (out_h, out_d) = ring(&map, lay.c2s_header, lay.c2s_data, lay.c2s_len);
+            let (in_h, in_d) = ring(&map, lay.s2c_header, lay.s2c_data, lay.s2c_len);
+            (
+                Producer::new(out_h, out_d).expect("producer"),
+                Consumer::new(in_h, in_d).expect("consumer"),
+            )
+        });
+        (w, Some(RawSession { sock, rings }))
+    }
+
+    /// Sends one frame: a header (possibly invalid, as raw bytes) and its payload.
+    fn send_raw(&mut self, header: [u8; HEADER_LEN], payload: &[u8]) {
+        match &mut self.rings {
+            Some((p, _)) => {
+                let t0 = Instant::now();
+                loop {
+                    match p.try_push(&[&header, payload]).expect("push") {
+                        Push::Done { wake } => {
+                            if wake {
+                                shmlink_sys::futex::wake(&p.header().data_bell, 1);
+                            }
+                            return;
+                        }
+                        Push::Full => {
+                            assert!(t0.elapsed() < Duration::from_secs(5), "ring stays full");
+                            thread::yield_now();
+                        }
+                    }
+                }
+            }
+            None => {
+                let mut b = header.to_vec();
+                b.extend_from_slice(payload);
+                self.sock.write_all(&b).expect("write frame");
+            }
+        }
+    }
+
+    fn send(&mut self, h: FrameHeader, payload: &[u8]) {
+        self.send_raw(h.encode(), payload);
+    }
+
+    /// The next frame from the server; `None` when the session ended first
+    /// (or nothing came within 5 s).
+    fn recv(&mut self) -> Option<(FrameHeader, Vec<u8>)> {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        match &mut self.rings {
+            Some((_, c)) => loop {
+                let got = c
+                    .try_pop(|r| {
+                        let mut v = Vec::new();
+                        r.read_to_vec(&mut v);
+                        v
+                    })
+                    .expect("the server's ring is sound");
+                match got {
+                    Pop::Done { value, .. } => {
+                        let h = FrameHeader::decode(&value).expect("a frame header");
+                        return Some((h, value[HEADER_LEN..].to_vec()));
+                    }
+                    Pop::Empty if Instant::now() > deadline => return None,
+                    Pop::Empty => thread::yield_now(),
+                }
+            },
+            None => {
+                let mut hb = [0u8; HEADER_LEN];
+                read_full(&mut self.sock, &mut hb)?;
+                let h = FrameHeader::decode(&hb).expect("a frame header");
+                let mut body = vec![0u8; h.len as usize];
+                read_full(&mut self.sock, &mut body)?;
+                Some((h, body))
+            }
+        }
+    }
+
+    /// Whether the server closed the socket (the control socket of `shm:`).
+    fn closed_by_server(&mut self) -> bool {
+        let mut b = [0u8; 256];
+        loop {
+            match self.sock.read(&mut b) {
+                Ok(0) => return true,
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::ConnectionReset => return true,
+                Err(_) => return false,
+            }
+        }
+    }
+
+    /// Expects a `Goodbye` reporting a protocol error whose reason contains
+    /// `needle`, then the end of the session.
+    fn expect_protocol_goodbye(&mut self, needle: &str, what: &str) {
+        let (h, body) = self
+            .recv()
+            .unwrap_or_else(|| panic!("{what}: no goodbye before the session ended"));
+        assert_eq!(h.kind, Kind::Goodbye, "{what}: got {h:?}");
+        assert_eq!(h.id, 0, "{what}: a goodbye carries id 0");
+        let r = Message::decode_error(&body).expect("goodbye body: code + reason");
+        assert_eq!(r.code, CODE_PROTOCOL_ERROR, "{what}: {r:?}");
+        assert!(
+            r.message.contains(needle),
+            "{what}: reason {:?} lacks {needle:?}",
+            r.message
+        );
+        assert!(
+            self.closed_by_server(),
+            "{what}: the server closes after its goodbye"
+        );
+    }
+}
+
+fn read_full(s: &mut Sock, buf: &mut [u8]) -> Option<()> {
+    let mut have = 0;
+    while have < buf.len() {
+        match s.read(&mut buf[have..]) {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => have += n,
+        }
+    }
+    Some(())
+}
+
+/// A frame header with arbitrary values (as a peer may send them).
+fn raw_header(kind: u8, flags: u8, id: u64, len: u32, total: u64) -> [u8; HEADER_LEN] {
+    let mut b = FrameHeader::whole(Kind::Request, id, 0).encode();
+    b[0..4].copy_from_slice(&len.to_le_bytes());
+    b[4] = kind;
+    b[5] = flags;
+    b[16..24].copy_from_slice(&total.to_le_bytes());
+    b
+}
+
+/// Server log lines, collected.
+#[derive(Clone, Default)]
+struct Lines(Arc<Mutex<Vec<String>>>);
+
+impl Lines {
+    fn log(&self) -> Log {
+        let me = self.clone();
+        Log::to(move |l| me.0.lock().expect("lines").push(l.to_string()))
+    }
+    fn wait_for(&self, needle: &str) -> String {
+        let mut found = String::new();
+        wait_until(
+            &format!("a log line with {needle:?}"),
+            Duration::from_secs(5),
+            || match self
+                .0
+                .lock()
+                .expect("lines")
+                .iter()
+                .find(|l| l.contains(needle))
+            {
+                Some(l) => {
+                    found = l.clone();
+                    true
+                }
+                None => false,
+            },
+        );
+        found
+    }
+}
+
+fn echo(req: &[u8], resp: &mut Vec<u8>) -> Result<(), RemoteError> {
+    // "len:N" asks for N bytes; anything else is echoed.
+    match std::str::from_utf8(req)
+        .ok()
+        .and_then(|s| s.strip_prefix("len:"))
+        .and_then(|n| n.parse().ok())
+    {
+        Some(n) => resp.resize(n, 7),
+        None => resp.extend_from_slice(req),
+    }
+    Ok(())
+}
+
+fn logged_server(t: T, lines: &Lines) -> Srv {
+    start(
+        t,
+        ServerOptions {
+            log: lines.log(),
+            ..Default::default()
+        },
+        echo,
+    )
+}
+
+/// Who the server's log names as the client.
+fn client_named(t: T) -> &'static str {
+    if t == T::Tcp {
+        "TCP client 127.0.0.1:"
+    } else {
+        "(uid "
+    }
+}
+
+// ---------- the rules, per transport ----------
+
+crate::per_transport!(
+    broken_rules_are_told_and_logged,
+    chunks_need_the_capability,
+    one_way_needs_the_capability,
+    a_small_limit_is_refused_and_error_replies_fit,
+    the_handshake_has_one_deadline,
+    a_client_that_stops_reading_loses_its_session,
+    a_stopping_server_says_goodbye,
+);
+
+/// Every broken rule: the client gets a goodbye saying which, the server
+/// ends the session and logs it with the session id and the client.
+fn broken_rules_are_told_and_logged(t: T) {
+    let lines = Lines::default();
+    let srv = logged_server(t, &lines);
+    let cases: [(&str, [u8; HEADER_LEN], &[u8], &str); 8] = [
+        (
+            "a response sent to the server",
+            raw_header(Kind::Response as u8, 0, 1, 2, 2),
+            b"ok",
+            "only requests",
+        ),
+        (
+            "a descriptor frame",
+            raw_header(Kind::Descriptor as u8, 0, 1, 32, 32),
+            &[0; 32],
+            "descriptors (capability bit 2) were not agreed",
+        ),
+        (
+            "a request with id 0",
+            raw_header(Kind::Request as u8, 0, 0, 4, 4),
+            b"ping",
+            "non-zero id",
+        ),
+        (
+            "a one-way message with an id",
+            raw_header(Kind::OneWay as u8, 0, 5, 4, 4),
+            b"ping",
+            "carry id 0",
+        ),
+        (
+            "a goodbye with an id",
+            raw_header(Kind::Goodbye as u8, 0, 9, 0, 0),
+            b"",
+            "carry id 0",
+        ),
+        (
+            "an unknown flag bit",
+            raw_header(Kind::Request as u8, 0x40, 1, 4, 4),
+            b"ping",
+            "unknown frame flags",
+        ),
+        (
+            "reserved header bytes set",
+            {
+                let mut b = raw_header(Kind::Request as u8, 0, 1, 4, 4);
+                b[6] = 1;
+                b
+            },
+            b"ping",
+            "reserved",
+        ),
+        (
+            "an unknown frame kind",
+            raw_header(9, 0, 1, 4, 4),
+            b"ping",
+            "unknown frame kind",
+        ),
+    ];
+    for (n, (what, header, payload, needle)) in cases.into_iter().enumerate() {
+        let (w, s) = RawSession::open(&srv.addr, &hello(t));
+        let mut s = s.unwrap_or_else(|| panic!("{t:?} {what}: refused: {w:?}"));
+        // A valid call first: the rules bind a working session.
+        s.send(FrameHeader::whole(Kind::Request, 1, 5), b"hello");
+        let (h, body) = s.recv().expect("a response");
+        assert_eq!((h.kind, body.as_slice()), (Kind::Response, &b"hello"[..]));
+        s.send_raw(header, payload);
+        s.expect_protocol_goodbye(needle, &format!("{t:?} {what}"));
+        let line = lines.wait_for(needle);
+        assert!(
+            line.contains("protocol error") && line.contains(client_named(t)),
+            "{t:?} {what}: log line {line:?}"
+        );
+        let closed = srv.stats().sessions_closed.load(Ordering::Relaxed);
+        assert_eq!(closed as usize, n + 1, "{t:?} {what}: sessions closed");
+    }
+    assert_eq!(srv.stats().active_sessions(), 0);
+    let mut c = connect(&srv.addr, ClientOptions::default());
+    assert_eq!(c.call(b"still serving").expect("call"), b"still serving");
+}
+
+/// A session without chunked messages: a chunk is a protocol error, and the
+/// server sends no message larger than one frame (a larger response becomes
+/// an error reply).
+fn chunks_need_the_capability(t: T) {
+    let lines = Lines::default();
+    let srv = logged_server(t, &lines);
+    let no_chunks = Hello {
+        caps: CAP_ONE_WAY,
+        ..hello(t)
+    };
+    let (_, s) = RawSession::open(&srv.addr, &no_chunks);
+    let mut s = s.expect("accepted");
+    // Over shm one frame holds up to capacity / 2 - 32 bytes; over sockets 1 MiB.
+    let single = if t == T::Shm { 65536 / 2 - 32 } else { 1 << 20 };
+    s.send(FrameHeader::whole(Kind::Request, 1, 8), b"len:2000");
+    let (h, body) = s.recv().expect("response");
+    assert_eq!((h.kind, h.len, h.total), (Kind::Response, 2000, 2000));
+    assert_eq!(body.len(), 2000);
+    let ask = format!("len:{}", single + 1);
+    s.send(
+        FrameHeader::whole(Kind::Request, 2, ask.len()),
+        ask.as_bytes(),
+    );
+    let (h, body) = s.recv().expect("error reply");
+    assert_eq!(
+        (h.kind, h.id),
+        (Kind::Error, 2),
+        "{t:?}: no chunked response"
+    );
+    let r = Message::decode_error(&body).expect("error body");
+    assert_eq!(r.code, CODE_RESPONSE_TOO_LARGE, "{t:?}: {r:?}");
+    // The client breaks the rule: a first chunk.
+    let chunk = raw_header(Kind::Request as u8, 1, 3, 4, 8);
+    s.send_raw(chunk, b"abcd");
+    s.expect_protocol_goodbye(
+        "chunked messages (capability bit 0) were not agreed",
+        "chunk",
+    );
+    lines.wait_for("capability bit 0");
+}
+
+/// A session without one-way messages: a one-way frame is a protocol error;
+/// our client refuses to send one there.
+fn one_way_needs_the_capability(t: T) {
+    let lines = Lines::default();
+    let srv = logged_server(t, &lines);
+    let (_, s) = RawSession::open(
+        &srv.addr,
+        &Hello {
+            caps: CAP_CHUNKED,
+            ..hello(t)
+        },
+    );
+    let mut s = s.expect("accepted");
+    s.send(FrameHeader::whole(Kind::OneWay, 0, 4), b"note");
+    s.expect_protocol_goodbye(
+        "one-way messages (capability bit 1) were not agreed",
+        "one-way",
+    );
+    lines.wait_for("capability bit 1");
+}
+
+/// A hello announcing a largest message below the minimum is refused,
+/// naming the minimum; our own options refuse it too; an error reply is cut
+/// to fit the smallest limit.
+fn a_small_limit_is_refused_and_error_replies_fit(t: T) {
+    let srv = start(
+        t,
+        ServerOptions::default(),
+        |_: &[u8], _: &mut Vec<u8>| -> Result<(), RemoteError> {
+            Err(RemoteError::new(77, "é".repeat(3000)))
+        },
+    );
+    let (w, s) = RawSession::open(
+        &srv.addr,
+        &Hello {
+            max_message: 100,
+            ..hello(t)
+        },
+    );
+    assert!(s.is_none());
+    match w {
+        Welcome::Refused { code, message } => {
+            assert_eq!(code, RefusalCode::BadRequest);
+            assert!(
+                message.contains("1024") && message.contains("100"),
+                "{message}"
+            );
+        }
+        other => panic!("{t:?}: {other:?}"),
+    }
+    let small = ClientOptions {
+        max_message_size: MIN_MESSAGE_LIMIT - 1,
+        ..Default::default()
+    };
+    assert!(matches!(
+        Client::connect(&srv.addr, small),
+        Err(Error::InvalidOption {
+            name: "max_message_size",
+            ..
+        })
+    ));
+    let mut c = connect(
+        &srv.addr,
+        ClientOptions {
+            max_message_size: MIN_MESSAGE_LIMIT,
+            ..Default::default()
+        },
+    );
+    match c.call(b"x") {
+        Err(Error::Remote(r)) => {
+            assert_eq!(r.code, 77);
+            assert_eq!(
+                r.message.len(),
+                MIN_MESSAGE_LIMIT - 4,
+                "cut to fit the client's limit"
+            );
+            assert!(
+                r.message.chars().all(|ch| ch == 'é'),
+                "cut at a character boundary"
+            );
+        }
+        other => panic!("{t:?}: {other:?}"),
+    }
+    assert!(c.is_connected(), "an error reply leaves the session usable");
+}
+
+/// A hello dripped one byte at a time, each well within the timeout, is cut
+/// off when the whole handshake's time is up.
+fn the_handshake_has_one_deadline(t: T) {
+    let srv = start(
+        t,
+        ServerOptions {
+            handshake_timeout: Duration::from_millis(500),
+            ..Default::default()
+        },
+        echo,
+    );
+    let mut sock = connect_raw(&srv.addr);
+    let bytes = hello(t).encode();
+    let mut writer = match &sock {
+        Sock::Unix(s) => Sock::Unix(s.try_clone().expect("clone")),
+        Sock::Tcp(s) => Sock::Tcp(s.try_clone().expect("clone")),
+    };
+    let t0 = Instant::now();
+    let drip = thread::spawn(move || {
+        for b in bytes {
+            if writer.write_all(&[b]).is_err() {
+                return;
+            }
+            thread::sleep(Duration::from_millis(100));
+        }
+    });
+    let (w, _) = read_welcome(&mut sock);
+    let took = t0.elapsed();
+    match w {
+        Welcome::Refused { code, message } => {
+            assert_eq!(code, RefusalCode::BadRequest);
+            assert!(message.contains("handshake timeout of 500ms"), "{message}");
+        }
+        other => panic!("{t:?}: a 4.8 s drip was accepted: {other:?}"),
+    }
+    eprintln!("{t:?}: dripped hello refused after {took:?}");
+    assert!(took >= Duration::from_millis(450), "{took:?}");
+    assert!(
+        took < Duration::from_secs(2),
+        "cut at the deadline, not per byte: {took:?}"
+    );
+    drop(sock);
+    drip.join().expect("drip");
+}
+
+/// A client that stops reading its responses: the server gives up after
+/// `send_timeout` on every transport, logs it, and holds no thread.
+fn a_client_that_stops_reading_loses_its_session(t: T) {
+    let lines = Lines::default();
+    let srv = start(
+        t,
+        ServerOptions {
+            send_timeout: Duration::from_millis(300),
+            log: lines.log(),
+            ..Default::default()
+        },
+        echo,
+    );
+    let mut c = connect(&srv.addr, ClientOptions::default());
+    // 16 responses of 2 MiB: more than the ring or any socket buffer holds.
+    for _ in 0..16 {
+        c.send(b"len:2097152").expect("send");
+    }
+    let took = wait_until("the stalled session ended", Duration::from_secs(10), || {
+        srv.stats().sessions_closed.load(Ordering::Relaxed) == 1
+    });
+    eprintln!("{t:?}: a client that stopped reading lost its session after {took:?}");
+    let line = lines.wait_for("stopped reading");
+    assert!(line.contains(client_named(t)), "{line}");
+    assert_eq!(srv.stats().active_sessions(), 0);
+    // What was sent before it gave up still arrives; then the session is over.
+    let mut got = 0;
+    let end = loop {
+        match c.recv() {
+            Ok(r) => {
+                assert_eq!(r.result.expect("a response").len(), 2 << 20);
+                got += 1;
+            }
+            Err(e) => break e,
+        }
+    };
+    assert!(
+        got < 16,
+        "{t:?}: all 16 responses came: the server never stalled"
+    );
+    assert!(
+        is_gone_or_closed(&end) || matches!(end, Error::Protocol { .. }),
+        "{t:?}: {end:?}"
+    );
+}
+
+/// A stopping server answers what it received, then says goodbye: the
+/// client's next call fails with the reason, not with a bare hang-up.
+fn a_stopping_server_says_goodbye(t: T) {
+    let mut srv = start(t, ServerOptions::default(), echo);
+    let mut c = connect(&srv.addr, ClientOptions::default());
+    assert_eq!(c.call(b"before").expect("call"), b"before");
+    let addr = srv.addr.clone();
+    srv.take().stop().expect("stop");
+    match c.call(b"after") {
+        Err(Error::Closed { reason, .. }) => {
+            assert!(
+                reason.contains(&format!("{CODE_SHUTTING_DOWN:#x}"))
+                    && reason.contains("shutting down"),
+                "{t:?}: {reason}"
+            );
+        }
+        other => panic!("{t:?} ({addr}): expected Closed with the server's reason, got {other:?}"),
+    }
+}
+
+// ---------- shm only ----------
+
+/// The control socket of an `shm:` session carries nothing after the
+/// handshake: bytes there end the session, with a goodbye saying so.
+#[test]
+fn bytes_on_the_control_socket_end_the_session() {
+    watchdog("bytes_on_the_control_socket_end_the_session", LIMIT, || {
+        let lines = Lines::default();
+        let srv = logged_server(T::Shm, &lines);
+        let (_, s) = RawSession::open(&srv.addr, &hello(T::Shm));
+        let mut s = s.expect("accepted");
+        s.send(FrameHeader::whole(Kind::Request, 1, 2), b"hi");
+        assert!(s.recv().is_some());
+        s.sock.write_all(b"?").expect("write to the control socket");
+        s.expect_protocol_goodbye("control socket", "bytes on the control socket");
+        lines.wait_for("control socket");
+    });
+}

@@ -85,6 +85,8 @@ impl shmlink_status {
             Error::MessageTooLarge { .. } => SHMLINK_E_TOO_LARGE,
             Error::Remote(_) => SHMLINK_E_REMOTE,
             Error::Bind { .. } => SHMLINK_E_BIND,
+            // The call cannot be made on this session: nothing was sent.
+            Error::NotAgreed { .. } => SHMLINK_E_INVALID_ARGUMENT,
             _ => SHMLINK_E_IO,
         }
     }

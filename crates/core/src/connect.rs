@@ -33,13 +33,18 @@ pub(crate) fn connect(address: &Address, opts: &ClientOptions) -> Result<Session
         }
         Address::Tcp(hp) => Stream::Tcp(connect_tcp(hp, deadline).map_err(conn_err)?),
     };
-    stream.set_timeouts(Some(opts.timeout)).map_err(conn_err)?;
     let wire = if matches!(address, Address::Shm(_)) {
         Wire::Shm
     } else {
         Wire::Stream
     };
-    let ring = opts.ring_size as u32;
+    // Ring sizes mean something only to `shm:` sessions; a stream hello
+    // carries 0 there.
+    let ring = if wire == Wire::Shm {
+        opts.ring_size as u32
+    } else {
+        0
+    };
     let hello = Hello {
         version_min: handshake::PROTOCOL_MIN,
         version_max: handshake::PROTOCOL_MAX,
@@ -49,7 +54,12 @@ pub(crate) fn connect(address: &Address, opts: &ClientOptions) -> Result<Session
         ring_s2c: ring,
         max_message: opts.max_message_size as u64,
     };
-    if let Err(e) = stream.write_all(&hello.encode()) {
+    // One deadline for the whole handshake: each read or write waits only
+    // for what is left of `opts.timeout`.
+    let sent = stream
+        .set_deadline(deadline)
+        .and_then(|()| stream.write_all(&hello.encode()));
+    if let Err(e) = sent {
         // A server may refuse (credentials, session limit) before reading
         // the hello and close at once: the write then fails with EPIPE or
         // ECONNRESET, but its refusal is already queued for us. Report it.
@@ -58,7 +68,7 @@ pub(crate) fn connect(address: &Address, opts: &ClientOptions) -> Result<Session
             io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset
         ) {
             if let Ok((Welcome::Refused { code, message }, _)) =
-                read_welcome(&stream, &name, opts.timeout)
+                read_welcome(&stream, &name, opts.timeout, deadline)
             {
                 return Err(Error::Refused {
                     address: name,
@@ -74,7 +84,7 @@ pub(crate) fn connect(address: &Address, opts: &ClientOptions) -> Result<Session
             e,
         ));
     }
-    let (welcome, fds) = read_welcome(&stream, &name, opts.timeout)?;
+    let (welcome, fds) = read_welcome(&stream, &name, opts.timeout, deadline)?;
     let (ring_c2s, ring_s2c, server_max, caps) = match welcome {
         Welcome::Refused { code, message } => {
             return Err(Error::Refused {
@@ -201,23 +211,28 @@ fn handshake_io(address: &str, what: &'static str, timeout: Duration, e: io::Err
 }
 
 /// Reads the welcome (and the descriptors that come with it).
-fn read_welcome(stream: &Stream, name: &str, timeout: Duration) -> Result<(Welcome, Vec<OwnedFd>)> {
+fn read_welcome(
+    stream: &Stream,
+    name: &str,
+    timeout: Duration,
+    deadline: Instant,
+) -> Result<(Welcome, Vec<OwnedFd>)> {
     let mut buf = [0u8; WELCOME_LEN + handshake::MAX_REFUSAL_TEXT];
     let mut have = 0;
     let mut fds = Vec::new();
+    let reading = |e| handshake_io(name, "handshake (reading the welcome)", timeout, e);
     while have < WELCOME_LEN {
+        stream.set_deadline(deadline).map_err(reading)?;
         let n = match stream {
             Stream::Unix(s) => {
-                let (n, mut got) = shmlink_sys::fdpass::recv_with_fds(s, &mut buf[have..])
-                    .map_err(|e| {
-                        handshake_io(name, "handshake (reading the welcome)", timeout, e)
-                    })?;
+                let (n, mut got) =
+                    shmlink_sys::fdpass::recv_with_fds(s, &mut buf[have..]).map_err(reading)?;
                 fds.append(&mut got);
                 n
             }
             Stream::Tcp(_) => stream
                 .read_some(&mut buf[have..WELCOME_LEN])
-                .map_err(|e| handshake_io(name, "handshake (reading the welcome)", timeout, e))?,
+                .map_err(reading)?,
         };
         if n == 0 {
             return Err(Error::PeerGone {
@@ -235,7 +250,7 @@ fn read_welcome(stream: &Stream, name: &str, timeout: Duration) -> Result<(Welco
     let end = WELCOME_LEN + text_len;
     if have < end {
         stream
-            .read_exact(&mut buf[have..end])
+            .read_exact_by(&mut buf[have..end], deadline)
             .map_err(|e| handshake_io(name, "handshake (reading the refusal)", timeout, e))?;
     } else if have > end {
         return Err(Error::Protocol {

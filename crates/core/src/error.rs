@@ -180,6 +180,15 @@ pub enum Error {
         /// Whose limit it is.
         side: &'static str,
     },
+    /// The session did not agree on what a call needs (a capability the peer
+    /// did not offer); nothing was sent, the session stays usable.
+    #[error("the session with {address} did not agree on {capability}; nothing was sent")]
+    NotAgreed {
+        /// Session address.
+        address: String,
+        /// What is missing, with its capability bit.
+        capability: &'static str,
+    },
     /// The handler on the other side returned an error.
     #[error(transparent)]
     Remote(#[from] RemoteError),

@@ -149,6 +149,12 @@ impl Session {
     ) -> Result<()> {
         self.check_usable()?;
         self.check_size(body.len())?;
+        if kind == Kind::OneWay && self.caps & CAP_ONE_WAY == 0 {
+            return Err(Error::NotAgreed {
+                address: self.address.clone(),
+                capability: "one-way messages (capability bit 1)",
+            });
+        }
         if body.len() <= self.max_single {
             let h = FrameHeader::whole(kind, id, body.len());
             let ib = inbox(&mut self.asm, &mut self.drained, self.drain_while_sending);

@@ -721,6 +721,96 @@ fn a_stopping_server_says_goodbye(t: T) {
     }
 }
 
+// ---------- stream only ----------
+
+/// A stream hello's ring fields mean nothing: the server ignores them
+/// (whatever they hold) and echoes them in the welcome.
+#[test]
+fn stream_hellos_ignore_ring_sizes() {
+    watchdog("stream_hellos_ignore_ring_sizes", LIMIT, || {
+        for t in [T::Unix, T::Tcp] {
+            let srv = start(t, ServerOptions::default(), echo);
+            for ring in [0u32, 12345, u32::MAX] {
+                let h = Hello {
+                    ring_c2s: ring,
+                    ring_s2c: ring,
+                    ..hello(t)
+                };
+                let (w, s) = RawSession::open(&srv.addr, &h);
+                match w {
+                    Welcome::Accepted {
+                        ring_c2s, ring_s2c, ..
+                    } => assert_eq!((ring_c2s, ring_s2c), (ring, ring), "{t:?}"),
+                    other => panic!("{t:?}: ring fields {ring} refused: {other:?}"),
+                }
+                let mut s = s.expect("session");
+                s.send(FrameHeader::whole(Kind::Request, 1, 2), b"ok");
+                assert_eq!(s.recv().expect("response").1, b"ok");
+            }
+        }
+    });
+}
+
+/// Our client keeps to what a server agreed: against a server that agrees
+/// to no capability it sends neither one-way messages nor chunks (refused
+/// locally, nothing sent, the session still usable).
+#[test]
+fn a_client_keeps_to_what_the_server_agreed() {
+    watchdog("a_client_keeps_to_what_the_server_agreed", LIMIT, || {
+        let dir = TempDir::new("agreed");
+        let path = dir.join("s.sock");
+        let listener = std::os::unix::net::UnixListener::bind(&path).expect("bind");
+        let server = thread::spawn(move || {
+            let (mut s, _) = listener.accept().expect("accept");
+            let mut hb = [0u8; 48];
+            s.read_exact(&mut hb).expect("hello");
+            let h = Hello::decode(&hb).expect("a valid hello");
+            assert_eq!(
+                (h.ring_c2s, h.ring_s2c),
+                (0, 0),
+                "a stream hello carries no ring sizes"
+            );
+            let w = Welcome::Accepted {
+                version: 1,
+                caps: 0,
+                session_id: 1,
+                ring_c2s: 0,
+                ring_s2c: 0,
+                max_message: 64 << 20,
+            };
+            s.write_all(&w.encode()).expect("welcome");
+            // Answer one call, then see what else arrives.
+            let mut fh = [0u8; HEADER_LEN];
+            s.read_exact(&mut fh).expect("request header");
+            let h = FrameHeader::decode(&fh).expect("a frame");
+            let mut body = vec![0u8; h.len as usize];
+            s.read_exact(&mut body).expect("request");
+            let reply = FrameHeader::whole(Kind::Response, h.id, body.len());
+            s.write_all(&reply.encode()).expect("reply");
+            s.write_all(&body).expect("reply body");
+            let mut rest = Vec::new();
+            let _ = s.read_to_end(&mut rest);
+            rest
+        });
+        let addr = format!("unix:{}", path.display());
+        let mut c = Client::connect(&addr, ClientOptions::default()).expect("connect");
+        match c.notify(b"note") {
+            Err(e @ Error::NotAgreed { .. }) => assert!(e.to_string().contains("capability bit 1")),
+            other => panic!("notify without the capability: {other:?}"),
+        }
+        match c.call(&vec![1u8; (1 << 20) + 1]) {
+            Err(Error::MessageTooLarge { max, .. }) => assert_eq!(max, 1 << 20, "one frame"),
+            other => panic!("a message needing chunks: {other:?}"),
+        }
+        assert_eq!(c.call(b"fits").expect("a call that fits"), b"fits");
+        drop(c);
+        let rest = server.join().expect("fake server");
+        // Only an empty goodbye followed the call.
+        let bye = FrameHeader::whole(Kind::Goodbye, 0, 0).encode();
+        assert_eq!(rest, bye.to_vec(), "nothing refused reached the server");
+    });
+}
+
 // ---------- shm only ----------
 
 /// The control socket of an `shm:` session carries nothing after the

@@ -123,17 +123,6 @@ impl Stream {
         Ok(())
     }
 
-    /// Reads exactly `buf.len()` bytes (blocking mode).
-    ///
-    /// # Errors
-    /// Socket errors, or `UnexpectedEof`.
-    pub(crate) fn read_exact(&self, buf: &mut [u8]) -> io::Result<()> {
-        match self {
-            Stream::Unix(s) => (&*s).read_exact(buf),
-            Stream::Tcp(s) => (&*s).read_exact(buf),
-        }
-    }
-
     /// Writes all of `buf` (blocking mode).
     ///
     /// # Errors

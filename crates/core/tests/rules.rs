@@ -721,6 +721,144 @@ fn a_stopping_server_says_goodbye(t: T) {
     }
 }
 
+// ---------- many rule breakers at once ----------
+
+/// One attack of the storm; panics when the server did not behave as the
+/// rules say.
+fn attack(t: T, addr: &str, kind: u64, rng: &mut Rng) {
+    let what = [
+        "drip",
+        "tiny limit",
+        "chunk",
+        "one-way",
+        "id 0",
+        "stalled reader",
+        "good call",
+    ][kind as usize];
+    match kind {
+        0 => {
+            // Half a hello, then nothing: refused at the handshake deadline.
+            let mut sock = connect_raw(addr);
+            sock.write_all(&hello(t).encode()[..20])
+                .expect("half a hello");
+            let (w, _) = read_welcome(&mut sock);
+            assert!(
+                matches!(
+                    w,
+                    Welcome::Refused {
+                        code: RefusalCode::BadRequest,
+                        ..
+                    }
+                ),
+                "{t:?} {what}: {w:?}"
+            );
+        }
+        1 => {
+            let h = Hello {
+                max_message: rng.below(MIN_MESSAGE_LIMIT as u64),
+                ..hello(t)
+            };
+            let (w, s) = RawSession::open(addr, &h);
+            assert!(s.is_none(), "{t:?} {what}: accepted");
+            assert!(matches!(
+                w,
+                Welcome::Refused {
+                    code: RefusalCode::BadRequest,
+                    ..
+                }
+            ));
+        }
+        2 | 3 | 4 => {
+            let caps = if kind == 2 { CAP_ONE_WAY } else { CAP_CHUNKED };
+            let (_, s) = RawSession::open(addr, &Hello { caps, ..hello(t) });
+            let mut s = s.expect("accepted");
+            let (header, needle) = match kind {
+                2 => (
+                    raw_header(Kind::Request as u8, 1, 1, 4, 8),
+                    "capability bit 0",
+                ),
+                3 => (
+                    raw_header(Kind::OneWay as u8, 0, 0, 4, 4),
+                    "capability bit 1",
+                ),
+                _ => (raw_header(Kind::Request as u8, 0, 0, 4, 4), "non-zero id"),
+            };
+            s.send_raw(header, b"abcd");
+            s.expect_protocol_goodbye(needle, &format!("{t:?} {what}"));
+        }
+        5 => {
+            let mut c = connect(addr, ClientOptions::default());
+            for _ in 0..4 {
+                c.send(b"len:4194304").expect("send");
+            }
+            // Reads nothing; dropped with its responses pending.
+            thread::sleep(Duration::from_millis(rng.below(300)));
+        }
+        _ => {
+            let mut c = connect(addr, ClientOptions::default());
+            let n = 1 + rng.below(5000) as usize;
+            let req = rng.bytes(n);
+            assert_eq!(c.call(&req).expect("a good call"), req, "{t:?} {what}");
+        }
+    }
+}
+
+/// Rule breakers of every kind at once, from several threads, against one
+/// server per transport: each is refused or told off as the rules say,
+/// good calls in between are answered correctly, and afterwards no session
+/// is left and the server still serves.
+#[test]
+fn a_storm_of_rule_breakers_leaves_the_server_healthy() {
+    watchdog(
+        "a_storm_of_rule_breakers_leaves_the_server_healthy",
+        LIMIT,
+        || {
+            for t in T::ALL {
+                let srv = start(
+                    t,
+                    ServerOptions {
+                        handshake_timeout: Duration::from_millis(300),
+                        send_timeout: Duration::from_millis(200),
+                        log: Log::off(),
+                        ..Default::default()
+                    },
+                    echo,
+                );
+                let workers: Vec<_> = (0..6u64)
+                    .map(|w| {
+                        let addr = srv.addr.clone();
+                        thread::spawn(move || {
+                            let mut rng = Rng::new(w * 7919 + t as u64);
+                            for _ in 0..12 {
+                                let kind = rng.below(7);
+                                attack(t, &addr, kind, &mut rng);
+                            }
+                        })
+                    })
+                    .collect();
+                for w in workers {
+                    w.join().expect("an attack went other than the rules say");
+                }
+                wait_until(
+                    "every session of the storm ended",
+                    Duration::from_secs(10),
+                    || srv.stats().active_sessions() == 0,
+                );
+                let mut c = connect(&srv.addr, ClientOptions::default());
+                assert_eq!(
+                    c.call(b"after the storm").expect("call"),
+                    b"after the storm"
+                );
+                eprintln!(
+                    "{t:?}: storm over; {} sessions, {} refused",
+                    srv.stats().sessions_opened.load(Ordering::Relaxed),
+                    srv.stats().refused.load(Ordering::Relaxed)
+                );
+            }
+        },
+    );
+}
+
 // ---------- stream only ----------
 
 /// A stream hello's ring fields mean nothing: the server ignores them

@@ -768,7 +768,7 @@ fn attack(t: T, addr: &str, kind: u64, rng: &mut Rng) {
                 }
             ));
         }
-        2 | 3 | 4 => {
+        2..=4 => {
             let caps = if kind == 2 { CAP_ONE_WAY } else { CAP_CHUNKED };
             let (_, s) = RawSession::open(addr, &Hello { caps, ..hello(t) });
             let mut s = s.expect("accepted");

@@ -85,17 +85,23 @@ impl Client {
     /// As [`Client::connect`].
     pub fn connect_to(address: &Address, options: ClientOptions) -> Result<Client> {
         options.validate()?;
-        let session = connect::connect(address, &options)?;
-        Ok(Client {
+        let session = connect::connect(address, &options, connect::Role::Caller)?;
+        Ok(Client::over(session, address.clone(), options))
+    }
+
+    /// The calling side of an established session (a client's own, or a
+    /// worker port's session with a worker).
+    pub(crate) fn over(session: Session, address: Address, options: ClientOptions) -> Client {
+        Client {
             session,
             options,
-            address: address.clone(),
+            address,
             next_id: 1,
             in_flight: IdSet::default(),
             abandoned: IdSet::default(),
             ready: VecDeque::new(),
             owned: true,
-        })
+        }
     }
 
     /// The server's address.

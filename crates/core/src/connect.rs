@@ -7,6 +7,8 @@ use std::os::unix::net::UnixStream;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use shmlink_sys::poll::{control_state, ControlState};
+
 use crate::address::Address;
 use crate::error::{Error, Result};
 use crate::frame::MIN_MESSAGE_LIMIT;
@@ -19,8 +21,21 @@ use crate::segment::{Endpoints, Segment};
 use crate::session::Session;
 use crate::watch::{Spinner, Watch};
 
+/// Which side of the calls the connecting side takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// A client: it makes the calls.
+    Caller,
+    /// A worker: it answers the calls of the server it connects to.
+    Worker,
+}
+
 /// Connects to `address` and returns an established session.
-pub(crate) fn connect(address: &Address, opts: &ClientOptions) -> Result<Session> {
+pub(crate) fn connect(address: &Address, opts: &ClientOptions, role: Role) -> Result<Session> {
+    let offered = match role {
+        Role::Caller => handshake::CAPS,
+        Role::Worker => handshake::CAPS | handshake::CAP_SERVE,
+    };
     let deadline = Instant::now() + opts.timeout;
     let name = address.to_string();
     let conn_err = |source: io::Error| Error::Connect {
@@ -49,7 +64,7 @@ pub(crate) fn connect(address: &Address, opts: &ClientOptions) -> Result<Session
         version_min: handshake::PROTOCOL_MIN,
         version_max: handshake::PROTOCOL_MAX,
         wire,
-        caps: handshake::CAPS,
+        caps: offered,
         ring_c2s: ring,
         ring_s2c: ring,
         max_message: opts.max_message_size as u64,
@@ -110,10 +125,16 @@ pub(crate) fn connect(address: &Address, opts: &ClientOptions) -> Result<Session
                     "server chose protocol version {version}, which this client does not speak"
                 )));
             }
-            if caps & !handshake::CAPS != 0 {
+            if caps & !offered != 0 {
                 return Err(proto(format!(
                     "server enabled capabilities {caps:#x} this client did not offer"
                 )));
+            }
+            if role == Role::Worker && caps & handshake::CAP_SERVE == 0 {
+                return Err(proto(
+                    "the server does not take workers (it did not agree to capability bit 3)"
+                        .into(),
+                ));
             }
             if wire == Wire::Shm && (ring_c2s != ring || ring_s2c != ring) {
                 return Err(proto(format!(
@@ -136,6 +157,14 @@ pub(crate) fn connect(address: &Address, opts: &ClientOptions) -> Result<Session
     let local_max = opts.max_message_size;
     let link = match (wire, stream) {
         (Wire::Shm, Stream::Unix(ctrl)) => {
+            if control_state(&ctrl) == ControlState::Bytes {
+                return Err(Error::Protocol {
+                    peer: name,
+                    detail:
+                        "bytes on the control socket after the welcome (it carries nothing then)"
+                            .into(),
+                });
+            }
             let [fd]: [OwnedFd; 1] = fds.try_into().map_err(|v: Vec<OwnedFd>| Error::Protocol {
                 peer: name.clone(),
                 detail: format!(
@@ -169,7 +198,13 @@ pub(crate) fn connect(address: &Address, opts: &ClientOptions) -> Result<Session
             Link::Stream(StreamLink::new(Arc::new(stream), None, name.clone())?)
         }
     };
-    Ok(Session::new(link, local_max, server_max, caps, name).drain_while_sending())
+    let session = Session::new(link, local_max, server_max, caps, name);
+    // A caller drains responses while it waits to send requests (the server
+    // may be blocked writing to it); a worker sends one answer at a time.
+    Ok(match role {
+        Role::Caller => session.drain_while_sending(),
+        Role::Worker => session,
+    })
 }
 
 fn connect_tcp(hostport: &str, deadline: Instant) -> io::Result<TcpStream> {
@@ -225,8 +260,11 @@ fn read_welcome(
         stream.set_deadline(deadline).map_err(reading)?;
         let n = match stream {
             Stream::Unix(s) => {
+                // Exactly the welcome: frames may follow it on the socket (a
+                // worker port calls first).
                 let (n, mut got) =
-                    shmlink_sys::fdpass::recv_with_fds(s, &mut buf[have..]).map_err(reading)?;
+                    shmlink_sys::fdpass::recv_with_fds(s, &mut buf[have..WELCOME_LEN])
+                        .map_err(reading)?;
                 fds.append(&mut got);
                 n
             }
@@ -248,15 +286,8 @@ fn read_welcome(
             detail: e.0,
         })?;
     let end = WELCOME_LEN + text_len;
-    if have < end {
-        stream
-            .read_exact_by(&mut buf[have..end], deadline)
-            .map_err(|e| handshake_io(name, "handshake (reading the refusal)", timeout, e))?;
-    } else if have > end {
-        return Err(Error::Protocol {
-            peer: name.to_string(),
-            detail: "server sent data after its welcome".into(),
-        });
-    }
+    stream
+        .read_exact_by(&mut buf[WELCOME_LEN..end], deadline)
+        .map_err(|e| handshake_io(name, "handshake (reading the refusal)", timeout, e))?;
     Ok((fixed.with_text(&buf[WELCOME_LEN..end]), fds))
 }

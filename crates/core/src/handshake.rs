@@ -20,7 +20,12 @@ pub const CAP_CHUNKED: u64 = 1;
 pub const CAP_ONE_WAY: u64 = 1 << 1;
 /// Capability: zero-copy descriptor frames (reserved, not offered yet).
 pub const CAP_DESCRIPTORS: u64 = 1 << 2;
-/// Capabilities this build offers.
+/// Capability: the connecting side serves calls (a worker connecting to its
+/// supervisor): after the handshake the accepting side sends the requests
+/// and the connecting side answers them. Offered only by workers, agreed
+/// only by a worker port ([`crate::WorkerPort`]).
+pub const CAP_SERVE: u64 = 1 << 3;
+/// Capabilities this build offers (a worker adds [`CAP_SERVE`]).
 pub const CAPS: u64 = CAP_CHUNKED | CAP_ONE_WAY;
 
 const HELLO_MAGIC: [u8; 8] = *b"SHMLNKHI";

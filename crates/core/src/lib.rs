@@ -25,6 +25,7 @@
 //! ```
 
 mod address;
+mod callee;
 mod client;
 mod connect;
 mod deadline;
@@ -41,6 +42,7 @@ mod server;
 mod session;
 mod watch;
 pub mod wire;
+mod worker;
 
 #[cfg(doctest)]
 mod soundness;
@@ -57,4 +59,8 @@ pub use options::{
     ClientOptions, Log, ServerOptions, WaitStrategy, DEFAULT_MAX_MESSAGE, DEFAULT_RING_SIZE,
     MAX_MESSAGE_SIZE, MAX_RING_SIZE, MIN_RING_SIZE,
 };
-pub use server::{Handler, RunningServer, Server, Stats, StopHandle, PREPARED_SEGMENTS};
+pub use server::{
+    AcceptedWorker, Handler, RunningServer, Server, Stats, StopHandle, WorkerPort,
+    PREPARED_SEGMENTS,
+};
+pub use worker::{Worker, CODE_NOT_ANSWERED, WORKER_ENV};

@@ -24,6 +24,8 @@ pub(crate) struct Session {
     max_single: usize,
     /// Capabilities both sides agreed on.
     caps: u64,
+    /// The peer ended the session with a `Goodbye`.
+    peer_said_goodbye: bool,
     broken: Option<String>,
     address: String,
     /// Drain incoming messages while waiting to send (clients: a server
@@ -50,6 +52,7 @@ impl Session {
         Session {
             max_single,
             caps,
+            peer_said_goodbye: false,
             link,
             asm: Assembler::new(local_max, chunked),
             peer_max: one_frame(peer_max),
@@ -81,6 +84,12 @@ impl Session {
     /// The link (the server's monitor needs the segment).
     pub(crate) fn link(&self) -> &Link {
         &self.link
+    }
+
+    /// Whether the peer ended the session with a `Goodbye` (rather than by
+    /// dying or breaking a rule).
+    pub(crate) fn ended_by_goodbye(&self) -> bool {
+        self.peer_said_goodbye
     }
 
     /// Whether the session can still be used.
@@ -328,6 +337,7 @@ impl Session {
     /// The peer closed the session with a `Goodbye`: the session is over;
     /// the error carries the peer's reason.
     fn peer_said_goodbye(&mut self, body: &[u8]) -> Error {
+        self.peer_said_goodbye = true;
         let reason = if body.is_empty() {
             "the peer closed the session".to_string()
         } else {

@@ -30,7 +30,7 @@ pub use crate::frame::{
 };
 pub use crate::handshake::{
     negotiate_version, Hello, Welcome, Wire, CAPS, CAP_CHUNKED, CAP_DESCRIPTORS, CAP_ONE_WAY,
-    HELLO_LEN, MAX_REFUSAL_TEXT, PROTOCOL_MAX, PROTOCOL_MIN, WELCOME_LEN,
+    CAP_SERVE, HELLO_LEN, MAX_REFUSAL_TEXT, PROTOCOL_MAX, PROTOCOL_MIN, WELCOME_LEN,
 };
 pub use crate::layout::{
     SegmentHeader, DATA_AT, LAYOUT_VERSION, RING_HEADERS_AT, SEGMENT_HEADER_LEN, SEGMENT_MAGIC,

@@ -1193,7 +1193,7 @@ fn hostile_server_bad_segments() {
             (BadVersion, "version"),
             (ExtraCaps, "capabilities"),
             (BadMagic, "bad magic"),
-            (TrailingBytes, "after its welcome"),
+            (TrailingBytes, "control socket after the welcome"),
             (HangUpWithoutWelcome, ""),
             (NeverAnswers, "timed out"),
         ];

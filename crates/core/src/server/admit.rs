@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::conn::send_welcome;
-use super::shared::Shared;
+use super::shared::{Mode, Shared};
 use crate::address::Transport;
 use crate::error::RefusalCode;
 use crate::frame::MIN_MESSAGE_LIMIT;
@@ -32,6 +32,14 @@ pub(crate) struct Established {
     pub(crate) flags: Arc<SessionFlags>,
     /// Who the client is, for logs: its pid (Unix sockets) or address (TCP).
     pub(crate) peer: String,
+    /// The client's pid (Unix sockets).
+    pub(crate) pid: Option<i32>,
+}
+
+/// Who connected: for logs, and the pid when the socket tells it.
+struct Peer {
+    who: String,
+    pid: Option<i32>,
 }
 
 /// Why a handshake step refused the client, as the welcome will say.
@@ -54,10 +62,10 @@ struct Agreed {
 }
 
 /// Runs the handshake on `conn`; `None` when it was refused (the client
-/// has been told why) or the connection ended.
-/// The whole handshake, from the connection's acceptance to the welcome
-/// sent, must end by `deadline` (accepted + `handshake_timeout`): a client
-/// dripping its hello a byte at a time is cut off there, not after each byte.
+/// has been told why) or the connection ended. The whole handshake, from the
+/// connection's acceptance to the welcome sent, must end by `deadline`
+/// (accepted + `handshake_timeout`): a client dripping its hello a byte at a
+/// time is cut off there, not after each byte.
 pub(crate) fn establish(
     shared: &Shared,
     conn: Stream,
@@ -65,11 +73,11 @@ pub(crate) fn establish(
     address: &str,
     deadline: Instant,
 ) -> Option<Established> {
-    let result = check_credentials(shared, &conn, address).and_then(|who| {
+    let result = check_credentials(shared, &conn, address).and_then(|peer| {
         let hello = read_hello(shared, &conn, address, deadline)?;
-        Ok((who, agree(shared, hello, transport, address)?))
+        Ok((peer, agree(shared, hello, transport, address)?))
     });
-    let (who, agreed) = match result {
+    let (peer, agreed) = match result {
         Ok(x) => x,
         Err(r) => {
             refuse(shared, &conn, r);
@@ -80,7 +88,7 @@ pub(crate) fn establish(
     conn.set_deadline(deadline).ok()?;
     let id = shared.next_session_id();
     let session_name = format!("{address} session {id}");
-    open(shared, conn, &agreed, id, session_name, who)
+    open(shared, conn, &agreed, id, session_name, peer)
 }
 
 fn refuse(shared: &Shared, conn: &Stream, r: Refusal) {
@@ -94,13 +102,14 @@ fn refuse(shared: &Shared, conn: &Stream, r: Refusal) {
 
 /// `SO_PEERCRED` against the policy, before anything is read (Unix sockets;
 /// TCP has no credentials to check).
-fn check_credentials(shared: &Shared, conn: &Stream, address: &str) -> Result<String, Refusal> {
+fn check_credentials(shared: &Shared, conn: &Stream, address: &str) -> Result<Peer, Refusal> {
     let s = match conn {
         Stream::Unix(s) => s,
         Stream::Tcp(s) => {
-            return Ok(s
+            let who = s
                 .peer_addr()
-                .map_or_else(|_| "a TCP client".into(), |a| format!("TCP client {a}")))
+                .map_or_else(|_| "a TCP client".into(), |a| format!("TCP client {a}"));
+            return Ok(Peer { who, pid: None });
         }
     };
     let cred = shmlink_sys::peer_cred(s).map_err(|e| {
@@ -113,7 +122,10 @@ fn check_credentials(shared: &Shared, conn: &Stream, address: &str) -> Result<St
         .policy
         .check(&cred, address)
         .map_err(|why| Refusal::new(RefusalCode::NotAllowed, why))?;
-    Ok(format!("pid {} (uid {})", cred.pid, cred.uid))
+    Ok(Peer {
+        who: format!("pid {} (uid {})", cred.pid, cred.uid),
+        pid: Some(cred.pid),
+    })
 }
 
 /// Reads and decodes the hello by the handshake's deadline.
@@ -183,6 +195,25 @@ fn agree(
             })?;
         }
     }
+    let worker = hello.caps & handshake::CAP_SERVE != 0;
+    match shared.mode {
+        Mode::Serve if worker => {
+            return Err(Refusal::new(
+                RefusalCode::BadRequest,
+                format!("server at {address} serves calls; workers connect to a worker port"),
+            ))
+        }
+        Mode::TakeWorkers if !worker => {
+            return Err(Refusal::new(
+                RefusalCode::BadRequest,
+                format!(
+                    "worker port at {address} takes workers only (capability bit 3); \
+                     clients call the supervisor's listen addresses"
+                ),
+            ))
+        }
+        _ => {}
+    }
     if hello.max_message < MIN_MESSAGE_LIMIT as u64 {
         return Err(Refusal::new(
             RefusalCode::BadRequest,
@@ -205,16 +236,21 @@ fn agree(
     })
 }
 
-/// The capabilities of a session: those both sides offer.
-fn agreed_caps(hello: &Hello) -> u64 {
-    hello.caps & handshake::CAPS
+/// The capabilities of a session: those both sides offer (a worker port
+/// also agrees that the connecting side serves).
+fn agreed_caps(mode: Mode, hello: &Hello) -> u64 {
+    let ours = match mode {
+        Mode::Serve => handshake::CAPS,
+        Mode::TakeWorkers => handshake::CAPS | handshake::CAP_SERVE,
+    };
+    hello.caps & ours
 }
 
 /// The welcome of an accepted session.
 fn welcome(shared: &Shared, a: &Agreed, id: u64) -> Welcome {
     Welcome::Accepted {
         version: a.version,
-        caps: agreed_caps(&a.hello),
+        caps: agreed_caps(shared.mode, &a.hello),
         session_id: id,
         ring_c2s: a.hello.ring_c2s,
         ring_s2c: a.hello.ring_s2c,
@@ -229,28 +265,36 @@ fn open(
     conn: Stream,
     a: &Agreed,
     id: u64,
-    peer: String,
-    who: String,
+    name: String,
+    peer: Peer,
 ) -> Option<Established> {
     let flags = Arc::new(SessionFlags::default());
-    let watch = Watch::Flags(Arc::clone(&flags));
+    // A server's sessions are watched by its monitor (flags it sets); the
+    // owner of a worker port polls each worker's control socket itself,
+    // as a client does.
+    let watch = match (shared.mode, &conn) {
+        (Mode::Serve, _) | (_, Stream::Tcp(_)) => Some(Watch::Flags(Arc::clone(&flags))),
+        (Mode::TakeWorkers, Stream::Unix(s)) => s.try_clone().ok().map(Watch::Socket),
+    };
     let (link, sock) = match a.wire {
-        Wire::Shm => open_shm(shared, conn, a, id, watch, &peer)?,
-        Wire::Stream => open_stream(shared, conn, a, id, watch, &peer)?,
+        Wire::Shm => open_shm(shared, conn, a, id, watch?, &name)?,
+        Wire::Stream => open_stream(shared, conn, a, id, watch, &name)?,
     };
     let peer_max = usize::try_from(a.hello.max_message).unwrap_or(usize::MAX);
+    let caps = agreed_caps(shared.mode, &a.hello);
+    let session = Session::new(link, shared.opts.max_message_size, peer_max, caps, name);
     Some(Established {
-        session: Session::new(
-            link,
-            shared.opts.max_message_size,
-            peer_max,
-            agreed_caps(&a.hello),
-            peer,
-        ),
+        // The port's side of a worker session makes the calls, and drains
+        // answers while it waits to send, as a client does.
+        session: match shared.mode {
+            Mode::Serve => session,
+            Mode::TakeWorkers => session.drain_while_sending(),
+        },
         id,
         sock,
         flags,
-        peer: who,
+        peer: peer.who,
+        pid: peer.pid,
     })
 }
 
@@ -293,11 +337,13 @@ fn open_stream(
     conn: Stream,
     a: &Agreed,
     id: u64,
-    watch: Watch,
+    watch: Option<Watch>,
     peer: &str,
 ) -> Option<(Link, Arc<Stream>)> {
     send_welcome(&conn, &welcome(shared, a, id), None).ok()?;
     let sock = Arc::new(conn);
-    let link = StreamLink::new(Arc::clone(&sock), Some(watch), peer.to_string()).ok()?;
+    // A worker port's stream session is a client-like link: no flags.
+    let watch = watch.filter(|_| shared.mode == Mode::Serve);
+    let link = StreamLink::new(Arc::clone(&sock), watch, peer.to_string()).ok()?;
     Some((Link::Stream(link), sock))
 }

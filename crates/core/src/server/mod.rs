@@ -17,6 +17,7 @@ mod listener;
 mod monitor;
 mod policy;
 mod pool;
+mod port;
 mod prepare;
 mod registry;
 mod session;
@@ -32,6 +33,7 @@ use crate::error::{Error, Result};
 use crate::options::ServerOptions;
 
 pub use handler::Handler;
+pub use port::{AcceptedWorker, WorkerPort};
 pub use shared::StopHandle;
 pub use stats::Stats;
 

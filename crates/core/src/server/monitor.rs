@@ -21,7 +21,7 @@ use super::listener::Listener;
 use super::prepare::Preparer;
 use super::registry::Registry;
 use super::session;
-use super::shared::{Shared, StopHandle};
+use super::shared::{Mode, Shared, StopHandle};
 use super::stats::Stats;
 use super::sync::lock;
 use crate::address::{Address, Transport};
@@ -76,7 +76,7 @@ impl Monitor {
         };
         Ok(Monitor {
             listeners,
-            shared: Arc::new(Shared::new(opts, registry, stop_evt, segments)),
+            shared: Arc::new(Shared::new(Mode::Serve, opts, registry, stop_evt, segments)),
             spare: Mutex::new(reserve_descriptor().ok()),
         })
     }

@@ -10,11 +10,10 @@ use super::admit::Established;
 use super::handler::Handler;
 use super::registry::{Entry, Wake};
 use super::shared::Shared;
+use crate::callee::{panic_text, reply};
 use crate::deadline::Deadline;
 use crate::error::{Error, RemoteError};
-use crate::frame::{
-    Kind, Message, CODE_HANDLER_PANICKED, CODE_RESPONSE_TOO_LARGE, CODE_SHUTTING_DOWN,
-};
+use crate::frame::{Kind, Message, CODE_HANDLER_PANICKED, CODE_SHUTTING_DOWN};
 use crate::link::Link;
 use crate::session::Session;
 
@@ -26,6 +25,7 @@ pub(crate) fn serve(shared: &Shared, est: Established, handler: &dyn Handler) {
         sock,
         flags,
         peer,
+        ..
     } = est;
     // An `shm:` session sleeps on its futexes and is watched through its
     // control socket; a stream session blocks on its socket.
@@ -109,43 +109,18 @@ fn answer(
         Ok(r) => r,
         Err(p) => Err(RemoteError::new(
             CODE_HANDLER_PANICKED,
-            format!("handler panicked: {}", panic_text(&p)),
+            format!("handler panicked: {}", panic_text(&*p)),
         )),
     };
     session.recycle(m.body);
-    let error_body;
-    let (kind, body) = match result {
-        Ok(()) if resp.len() <= session.peer_max() => (Kind::Response, &resp[..]),
-        r => {
-            let e = r
-                .err()
-                .unwrap_or_else(|| too_large(resp.len(), session.peer_max()));
-            shared.stats.errors.fetch_add(1, Ordering::Relaxed);
-            error_body = Message::error_body_within(e.code, &e.message, session.peer_max());
-            (Kind::Error, &error_body[..])
-        }
-    };
+    let mut scratch = Vec::new();
+    let (kind, body) = reply(result.map(|()| &resp[..]), session.peer_max(), &mut scratch);
+    if kind == Kind::Error {
+        shared.stats.errors.fetch_add(1, Ordering::Relaxed);
+    }
     // Counted before the response goes out: a client that saw it may read
     // the statistics at once.
     shared.stats.calls.fetch_add(1, Ordering::Relaxed);
     let mut deadline = Deadline::In(shared.opts.send_timeout);
     session.send(kind, m.id, body, &mut deadline)
-}
-
-#[cold]
-fn too_large(len: usize, max: usize) -> RemoteError {
-    RemoteError::new(
-        CODE_RESPONSE_TOO_LARGE,
-        format!("response of {len} bytes exceeds the client's maximum message size of {max} bytes"),
-    )
-}
-
-fn panic_text(p: &Box<dyn std::any::Any + Send>) -> String {
-    if let Some(s) = p.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = p.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "non-string panic payload".into()
-    }
 }

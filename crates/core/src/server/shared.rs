@@ -15,9 +15,20 @@ use super::stats::Stats;
 use super::sync::lock;
 use crate::options::ServerOptions;
 
+/// What a listener does with the sessions it accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// A server: clients call, the server's session threads answer.
+    Serve,
+    /// A worker port: workers connect and answer; whoever accepts them calls.
+    TakeWorkers,
+}
+
 /// State shared by the accept loop and the session threads.
 #[derive(Debug)]
 pub(crate) struct Shared {
+    /// A server, or a worker port.
+    pub(crate) mode: Mode,
     pub(crate) opts: ServerOptions,
     pub(crate) policy: Policy,
     pub(crate) stats: Arc<Stats>,
@@ -35,12 +46,14 @@ pub(crate) struct Shared {
 
 impl Shared {
     pub(crate) fn new(
+        mode: Mode,
         opts: ServerOptions,
         registry: Registry,
         stop_evt: EventFd,
         segments: Arc<Preparer>,
     ) -> Shared {
         Shared {
+            mode,
             policy: Policy::new(&opts),
             opts,
             stats: Arc::new(Stats::default()),

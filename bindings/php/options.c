@@ -165,7 +165,8 @@ static bool timeout_option(uint32_t arg, zval *value, uint64_t *out_us) {
 }
 
 static bool ring_size_option(uint32_t arg, zval *value, uint64_t *out) {
-  if (!php_shmlink_size_option(arg, "ring_size", value, 4096, 1 << 28, out)) {
+  if (!php_shmlink_size_option(arg, "ring_size", value, SHMLINK_MIN_RING_SIZE,
+                               SHMLINK_MAX_RING_SIZE, out)) {
     return false;
   }
   if ((*out & (*out - 1)) != 0) {
@@ -216,8 +217,8 @@ bool php_shmlink_client_options(uint32_t arg, HashTable *options, shmlink_client
     } else if (zend_string_equals_literal(key, "ring_size")) {
       ok = ring_size_option(arg, value, &out->ring_size);
     } else if (zend_string_equals_literal(key, "max_message_size")) {
-      ok = php_shmlink_size_option(arg, "max_message_size", value, 1, ZEND_LONG_MAX,
-                                   &out->max_message_size);
+      ok = php_shmlink_size_option(arg, "max_message_size", value, SHMLINK_MIN_MESSAGE_SIZE,
+                                   SHMLINK_MAX_MESSAGE_SIZE, &out->max_message_size);
     } else {
       ok = false;
       unknown_option(arg, key, index, CLIENT_OPTIONS);

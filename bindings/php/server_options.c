@@ -122,8 +122,8 @@ bool php_shmlink_server_options(uint32_t arg, HashTable *options, php_shmlink_se
     } else if (zend_string_equals_literal(key, "wait")) {
       ok = php_shmlink_wait_option(arg, "wait", value, &o->wait);
     } else if (zend_string_equals_literal(key, "max_message_size")) {
-      ok = php_shmlink_size_option(arg, "max_message_size", value, 1, ZEND_LONG_MAX,
-                                   &o->max_message_size);
+      ok = php_shmlink_size_option(arg, "max_message_size", value, SHMLINK_MIN_MESSAGE_SIZE,
+                                   SHMLINK_MAX_MESSAGE_SIZE, &o->max_message_size);
     } else {
       zend_argument_value_error(arg, "contains unknown option \"%s\" (known: %s)", ZSTR_VAL(key),
                                 SERVER_OPTIONS);

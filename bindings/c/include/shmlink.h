@@ -9,6 +9,24 @@
 /** Initialiser of an empty shmlink_buffer. */
 #define SHMLINK_BUFFER_INIT {NULL, 0, 0}
 
+// Smallest ring size of an `shm:` session, in bytes (a power of two).
+#define SHMLINK_MIN_RING_SIZE 4096
+
+// Largest ring size of an `shm:` session, in bytes.
+#define SHMLINK_MAX_RING_SIZE 268435456
+
+// Default ring size of an `shm:` session, in bytes.
+#define SHMLINK_DEFAULT_RING_SIZE 65536
+
+// Smallest `max_message_size` (an error reply always fits it).
+#define SHMLINK_MIN_MESSAGE_SIZE 1024
+
+// Largest `max_message_size`.
+#define SHMLINK_MAX_MESSAGE_SIZE 68719476720
+
+// Default `max_message_size` (64 MiB).
+#define SHMLINK_DEFAULT_MAX_MESSAGE_SIZE 67108864
+
 // Wait strategy: the library default (adaptive spin up to 50 µs, then sleep).
 #define SHMLINK_WAIT_DEFAULT 0
 
@@ -31,6 +49,15 @@
 // Remote error code: a handler of a language binding threw an exception
 // that carried no code of its own (C++ wrapper, PHP extension).
 #define SHMLINK_REMOTE_HANDLER_EXCEPTION 4294901763
+
+// Goodbye code: the peer broke the protocol (a session's end, not a call's).
+#define SHMLINK_REMOTE_PROTOCOL_ERROR 4294901764
+
+// Goodbye code: the server is shutting down.
+#define SHMLINK_REMOTE_SHUTTING_DOWN 4294901765
+
+// Remote error code: a worker took its next call without answering this one.
+#define SHMLINK_REMOTE_NOT_ANSWERED 4294901766
 
 // Result of every fallible function: `SHMLINK_OK`, then error codes. Codes
 // are only ever appended, never renumbered.
@@ -81,6 +108,9 @@ typedef struct shmlink_response shmlink_response;
 
 // A server (opaque).
 typedef struct shmlink_server shmlink_server;
+
+// A worker's session with its supervisor (opaque). One thread at a time.
+typedef struct shmlink_worker shmlink_worker;
 
 // A byte buffer owned by the library. Start from `SHMLINK_BUFFER_INIT` (all
 // zero), pass it to the calls that fill it (they reuse its allocation, so a
@@ -434,6 +464,66 @@ enum shmlink_status shmlink_server_stats_get(const struct shmlink_server *server
 // # Safety
 // `server` is NULL or a live server; it must not be used afterwards.
 void shmlink_server_free(struct shmlink_server *server);
+
+// Connects a worker to its supervisor at `address`, or, when `address` is
+// NULL, at the address in the environment variable `SHMLINK_WORKER` (which
+// `shmlink pool` sets for the workers it starts).
+//
+// Ownership: `address` and `options` are read during the call only (options
+// may be NULL: defaults). On success `*out` receives a worker the caller
+// owns and releases with `shmlink_worker_free`; on failure `*out` is NULL.
+//
+// # Safety
+// `address` is NULL or a NUL-terminated string; `options` is NULL or valid;
+// `out` is NULL or writable.
+enum shmlink_status shmlink_worker_connect(const char *address,
+                                           const struct shmlink_client_options *options,
+                                           struct shmlink_worker **out);
+
+// Waits for the next call. On `SHMLINK_OK` either `*stopped` is 0 and
+// `*request`/`*request_len` hold the request, or `*stopped` is 1: the
+// supervisor told this worker to stop (recycling, reload, shutdown) and it
+// should exit. A call accepted before and not answered is answered first
+// with remote error `SHMLINK_REMOTE_NOT_ANSWERED`.
+//
+// Ownership: the request bytes belong to the worker and stay valid until
+// the next `shmlink_worker_*` call on it.
+//
+// # Safety
+// `worker` is NULL or a live worker; the out pointers are NULL or writable.
+enum shmlink_status shmlink_worker_accept(struct shmlink_worker *worker,
+                                          const uint8_t **request,
+                                          size_t *request_len,
+                                          int *stopped);
+
+// Answers the call accepted last with `response`.
+//
+// Ownership: `response` is read during the call only.
+//
+// # Safety
+// `worker` is NULL or a live worker; `response` is valid for `response_len`
+// bytes (NULL allowed when 0).
+enum shmlink_status shmlink_worker_respond(struct shmlink_worker *worker,
+                                           const uint8_t *response,
+                                           size_t response_len);
+
+// Answers the call accepted last with an error: the caller receives a
+// remote error with `code` and `message` (UTF-8; NULL for none).
+//
+// # Safety
+// `worker` is NULL or a live worker; `message` is NULL or a NUL-terminated
+// string.
+enum shmlink_status shmlink_worker_fail(struct shmlink_worker *worker,
+                                        uint32_t code,
+                                        const char *message);
+
+// Ends the worker's session (saying goodbye) and frees the handle. NULL is
+// fine.
+//
+// # Safety
+// `worker` is NULL or a live worker not in use by another thread; it must
+// not be used afterwards.
+void shmlink_worker_free(struct shmlink_worker *worker);
 
 #ifdef __cplusplus
 }  // extern "C"

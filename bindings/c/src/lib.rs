@@ -24,6 +24,7 @@ mod options;
 mod response;
 mod server;
 mod status;
+mod worker;
 
 pub use buffer::{shmlink_buffer, shmlink_buffer_free};
 pub use client::*;
@@ -33,5 +34,7 @@ pub use response::*;
 pub use server::*;
 pub use status::{
     shmlink_status, SHMLINK_REMOTE_HANDLER_EXCEPTION, SHMLINK_REMOTE_HANDLER_PANICKED,
-    SHMLINK_REMOTE_RESPONSE_TOO_LARGE,
+    SHMLINK_REMOTE_NOT_ANSWERED, SHMLINK_REMOTE_PROTOCOL_ERROR, SHMLINK_REMOTE_RESPONSE_TOO_LARGE,
+    SHMLINK_REMOTE_SHUTTING_DOWN,
 };
+pub use worker::*;

@@ -7,6 +7,27 @@ use shmlink::{ClientOptions, ServerOptions, WaitStrategy};
 use crate::guard::slice;
 use crate::status::{shmlink_status, Failure};
 
+/// Smallest ring size of an `shm:` session, in bytes (a power of two).
+pub const SHMLINK_MIN_RING_SIZE: u64 = 4096;
+/// Largest ring size of an `shm:` session, in bytes.
+pub const SHMLINK_MAX_RING_SIZE: u64 = 268_435_456;
+/// Default ring size of an `shm:` session, in bytes.
+pub const SHMLINK_DEFAULT_RING_SIZE: u64 = 65_536;
+/// Smallest `max_message_size` (an error reply always fits it).
+pub const SHMLINK_MIN_MESSAGE_SIZE: u64 = 1024;
+/// Largest `max_message_size`.
+pub const SHMLINK_MAX_MESSAGE_SIZE: u64 = 68_719_476_720;
+/// Default `max_message_size` (64 MiB).
+pub const SHMLINK_DEFAULT_MAX_MESSAGE_SIZE: u64 = 67_108_864;
+
+// The header's copies of the core's limits, checked at compile time.
+const _: () = assert!(SHMLINK_MIN_RING_SIZE == shmlink::MIN_RING_SIZE as u64);
+const _: () = assert!(SHMLINK_MAX_RING_SIZE == shmlink::MAX_RING_SIZE as u64);
+const _: () = assert!(SHMLINK_DEFAULT_RING_SIZE == shmlink::DEFAULT_RING_SIZE as u64);
+const _: () = assert!(SHMLINK_MIN_MESSAGE_SIZE == shmlink::MIN_MESSAGE_LIMIT as u64);
+const _: () = assert!(SHMLINK_MAX_MESSAGE_SIZE == shmlink::MAX_MESSAGE_SIZE as u64);
+const _: () = assert!(SHMLINK_DEFAULT_MAX_MESSAGE_SIZE == shmlink::DEFAULT_MAX_MESSAGE as u64);
+
 /// Wait strategy: the library default (adaptive spin up to 50 µs, then sleep).
 pub const SHMLINK_WAIT_DEFAULT: u32 = 0;
 /// Wait strategy: sleep on the futex at once (lowest CPU).

@@ -171,6 +171,16 @@ pub const SHMLINK_REMOTE_RESPONSE_TOO_LARGE: u32 = 0xFFFF_0002;
 /// Remote error code: a handler of a language binding threw an exception
 /// that carried no code of its own (C++ wrapper, PHP extension).
 pub const SHMLINK_REMOTE_HANDLER_EXCEPTION: u32 = 0xFFFF_0003;
+/// Goodbye code: the peer broke the protocol (a session's end, not a call's).
+pub const SHMLINK_REMOTE_PROTOCOL_ERROR: u32 = 0xFFFF_0004;
+/// Goodbye code: the server is shutting down.
+pub const SHMLINK_REMOTE_SHUTTING_DOWN: u32 = 0xFFFF_0005;
+/// Remote error code: a worker took its next call without answering this one.
+pub const SHMLINK_REMOTE_NOT_ANSWERED: u32 = 0xFFFF_0006;
 
 const _: () = assert!(SHMLINK_REMOTE_HANDLER_PANICKED == shmlink::CODE_HANDLER_PANICKED);
 const _: () = assert!(SHMLINK_REMOTE_RESPONSE_TOO_LARGE == shmlink::CODE_RESPONSE_TOO_LARGE);
+const _: () = assert!(SHMLINK_REMOTE_HANDLER_EXCEPTION == shmlink::CODE_HANDLER_EXCEPTION);
+const _: () = assert!(SHMLINK_REMOTE_PROTOCOL_ERROR == shmlink::CODE_PROTOCOL_ERROR);
+const _: () = assert!(SHMLINK_REMOTE_SHUTTING_DOWN == shmlink::CODE_SHUTTING_DOWN);
+const _: () = assert!(SHMLINK_REMOTE_NOT_ANSWERED == shmlink::CODE_NOT_ANSWERED);

@@ -83,9 +83,9 @@ ValueError: Shmlink\Client::__construct(): Argument #2 ($options) option "ring_s
 ValueError: Shmlink\Client::__construct(): Argument #2 ($options) option "ring_size" must be between 4096 and 268435456, 1024 given
 ValueError: Shmlink\Client::__construct(): Argument #2 ($options) option "ring_size" must be between 4096 and 268435456, 1073741824 given
 TypeError: Shmlink\Client::__construct(): Argument #2 ($options) option "ring_size" must be of type int, float given
-ValueError: Shmlink\Client::__construct(): Argument #2 ($options) option "max_message_size" must be between 1 and 9223372036854775807, 0 given
+ValueError: Shmlink\Client::__construct(): Argument #2 ($options) option "max_message_size" must be between 1024 and 68719476720, 0 given
 TypeError: Shmlink\Client::__construct(): Argument #2 ($options) option "max_message_size" must be of type int, string given
-ValueError: Shmlink\Client::__construct(): Argument #2 ($options) is not valid: invalid option max_message_size: 9223372036854775807 is out of range (1 to 68719476720)
+ValueError: Shmlink\Client::__construct(): Argument #2 ($options) option "max_message_size" must be between 1024 and 68719476720, 9223372036854775807 given
 valid:
 10
 call/receive timeouts:
@@ -109,6 +109,6 @@ TypeError: Shmlink\Server::__construct(): Argument #2 ($options) option "socket_
 ValueError: Shmlink\Server::__construct(): Argument #2 ($options) option "socket_group" must be between 0 and 4294967295, -1 given
 ValueError: Shmlink\Server::__construct(): Argument #2 ($options) option "max_sessions" must be between 1 and 4294967295, 0 given
 ValueError: Shmlink\Server::__construct(): Argument #2 ($options) option "wait" must be "sleep", "spin" or "busy", "forever" given
-ValueError: Shmlink\Server::__construct(): Argument #2 ($options) option "max_message_size" must be between 1 and 9223372036854775807, -1 given
+ValueError: Shmlink\Server::__construct(): Argument #2 ($options) option "max_message_size" must be between 1024 and 68719476720, -1 given
 mode 660
 connects=1 errors=0

@@ -28,12 +28,15 @@ pub const CODE_CLOSED: u32 = 0;
 pub const CODE_HANDLER_PANICKED: u32 = 0xFFFF_0001;
 /// Remote error code the server sends when a response exceeds the client's limit.
 pub const CODE_RESPONSE_TOO_LARGE: u32 = 0xFFFF_0002;
+/// Remote error code a language binding sends when its handler threw an
+/// exception that carried no code of its own (C++ wrapper, PHP extension).
+pub const CODE_HANDLER_EXCEPTION: u32 = 0xFFFF_0003;
 /// `Goodbye` code: the receiver of this goodbye broke the protocol; the
 /// text says how. The sender ends the session after sending it.
-pub const CODE_PROTOCOL_ERROR: u32 = 0xFFFF_0003;
+pub const CODE_PROTOCOL_ERROR: u32 = 0xFFFF_0004;
 /// `Goodbye` code: the server is shutting down; it answered every request it
 /// had received.
-pub const CODE_SHUTTING_DOWN: u32 = 0xFFFF_0004;
+pub const CODE_SHUTTING_DOWN: u32 = 0xFFFF_0005;
 /// Smallest largest-message size a side may announce: an error response or
 /// a `Goodbye` with a reason of up to `MIN_MESSAGE_LIMIT - 4` bytes always
 /// fits.

@@ -52,8 +52,8 @@ pub use client::{CallId, Client, Reply};
 pub use deadline::Deadline;
 pub use error::{Error, RefusalCode, RemoteError, Result};
 pub use frame::{
-    CODE_CLOSED, CODE_HANDLER_PANICKED, CODE_PROTOCOL_ERROR, CODE_RESPONSE_TOO_LARGE,
-    CODE_SHUTTING_DOWN, MIN_MESSAGE_LIMIT,
+    CODE_CLOSED, CODE_HANDLER_EXCEPTION, CODE_HANDLER_PANICKED, CODE_PROTOCOL_ERROR,
+    CODE_RESPONSE_TOO_LARGE, CODE_SHUTTING_DOWN, MIN_MESSAGE_LIMIT,
 };
 pub use options::{
     ClientOptions, Log, ServerOptions, WaitStrategy, DEFAULT_MAX_MESSAGE, DEFAULT_RING_SIZE,

@@ -24,9 +24,9 @@ pub use crate::descriptor::{
     Descriptor, DescriptorError, SegmentEntry, DESCRIPTOR_LEN, DESCRIPTOR_VERSION,
 };
 pub use crate::frame::{
-    Assembler, FrameError, FrameHeader, Kind, Message, CODE_CLOSED, CODE_HANDLER_PANICKED,
-    CODE_PROTOCOL_ERROR, CODE_RESPONSE_TOO_LARGE, CODE_SHUTTING_DOWN, FLAG_MORE, HEADER_LEN,
-    MIN_MESSAGE_LIMIT,
+    Assembler, FrameError, FrameHeader, Kind, Message, CODE_CLOSED, CODE_HANDLER_EXCEPTION,
+    CODE_HANDLER_PANICKED, CODE_PROTOCOL_ERROR, CODE_RESPONSE_TOO_LARGE, CODE_SHUTTING_DOWN,
+    FLAG_MORE, HEADER_LEN, MIN_MESSAGE_LIMIT,
 };
 pub use crate::handshake::{
     negotiate_version, Hello, Welcome, Wire, CAPS, CAP_CHUNKED, CAP_DESCRIPTORS, CAP_ONE_WAY,

@@ -22,7 +22,7 @@ pub const WORKER_ENV: &str = "SHMLINK_WORKER";
 
 /// Remote error code a caller receives when a worker took its next call
 /// without answering this one.
-pub const CODE_NOT_ANSWERED: u32 = 0xFFFF_0005;
+pub const CODE_NOT_ANSWERED: u32 = 0xFFFF_0006;
 
 /// The answering end of a session with a supervisor. Not thread-safe by
 /// design (`&mut self`), like [`Client`](crate::Client).

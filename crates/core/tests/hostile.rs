@@ -1021,14 +1021,14 @@ fn garbage_s2c(seg: &Seg, k: usize, rng: &mut Rng) -> (&'static str, Want) {
             ("inconsistent chunks", Want::Protocol("interleaved"))
         }
         15 => {
-            let mut body = 0xFFFF_0003u32.to_le_bytes().to_vec();
+            let mut body = shmlink::CODE_PROTOCOL_ERROR.to_le_bytes().to_vec();
             body.extend_from_slice(b"you sent garbage");
             let n = body.len() as u64;
             let t = rec(frame(Kind::Goodbye as u8, 0, 0, n, n as u32), &body);
             seg.publish(d, t);
             (
                 "a goodbye with a reason",
-                Want::Closed("(code 0xffff0003): you sent garbage"),
+                Want::Closed("(code 0xffff0004): you sent garbage"),
             )
         }
         16 => {

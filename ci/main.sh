@@ -19,8 +19,9 @@
 # that one left (see bench/scenario/run.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-start=$(date +%s)
-step() { echo; echo "=== main: $* ($(($(date +%s) - start)) s)"; }
+step_prefix=main
+# shellcheck source=ci/lib/common.sh
+source ci/lib/common.sh
 quick=0
 scenario_args=()
 for a in "$@"; do

@@ -33,19 +33,13 @@ requests=50000
 rust_duration=1.0
 [ "$quick" = 1 ] && requests=2000 rust_duration=0.2
 
-step() { echo "=== php-bench: $* ($(($(date +%s) - start)) s)"; }
-fail() {
-  echo "php-bench: FAIL: $*" >&2
-  exit 1
-}
+step_prefix=php-bench
+ci_start=$start
+# shellcheck source=ci/lib/common.sh
+source ci/lib/common.sh
 
 step "setup"
-if ! command -v php >/dev/null; then
-  echo "installing: php8.2-cli"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends php8.2-cli >/dev/null
-fi
+apt_install_missing php8.2-cli
 # shellcheck source=ci/lib/built.sh
 source ci/lib/built.sh
 daemon=${SHMLINK_DAEMON:-$root/target/examples/cpp-daemon/shmlink-daemon}

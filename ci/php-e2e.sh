@@ -28,24 +28,13 @@ transports=(shm unix tcp)
 prepared_segments=4 # shmlink::PREPARED_SEGMENTS: spare segments the server keeps
 fpm=/usr/sbin/php-fpm8.2
 
-step() { echo "=== php-e2e: $* ($(($(date +%s) - start)) s)"; }
-fail() {
-  echo "php-e2e: FAIL: $*" >&2
-  exit 1
-}
+step_prefix=php-e2e
+ci_start=$start
+# shellcheck source=ci/lib/common.sh
+source ci/lib/common.sh
 
 step "setup"
-missing=()
-command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || missing+=(nginx)
-[ -x "$fpm" ] || missing+=(php8.2-fpm)
-command -v php >/dev/null || missing+=(php8.2-cli)
-command -v curl >/dev/null || missing+=(curl)
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "installing: ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+apt_install_missing nginx php8.2-fpm php8.2-cli curl
 nginx=$(command -v nginx || echo /usr/sbin/nginx)
 
 # shellcheck source=ci/lib/built.sh

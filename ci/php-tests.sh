@@ -8,8 +8,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
-start=$(date +%s)
-step() { echo; echo "=== php: $* ($(( $(date +%s) - start )) s)"; }
+step_prefix=php
+# shellcheck source=ci/lib/common.sh
+source ci/lib/common.sh
 valgrind=1
 [ "${1:-}" = "--no-valgrind" ] && valgrind=0
 

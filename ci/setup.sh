@@ -4,24 +4,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-SUDO=""
-if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+step_prefix=setup
+# shellcheck source=ci/lib/common.sh
+source ci/lib/common.sh
 
-need_apt=()
 # cmake + libgtest-dev: the C/C++ tests and examples; clang-format: the C/C++
 # format check; fonts-dejavu-core: the font of `shmlink bench --plot`;
 # php8.2-dev/cli/fpm + php-parser + valgrind: the PHP extension, its build
 # (gen_stub) and its tests; nginx + curl: the php-fpm end-to-end test;
 # redis-server + php8.2-redis: the Redis broker baseline of the scenario.
-for pkg in build-essential pkg-config util-linux procps cmake libgtest-dev clang-format fonts-dejavu-core \
-  php8.2-dev php8.2-cli php8.2-fpm php-parser valgrind nginx curl redis-server php8.2-redis; do
-  dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
-done
-if [ ${#need_apt[@]} -gt 0 ]; then
-  echo "setup: apt-get install ${need_apt[*]}"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
-fi
+apt_install_missing build-essential pkg-config util-linux procps cmake libgtest-dev clang-format \
+  fonts-dejavu-core php8.2-dev php8.2-cli php8.2-fpm php-parser valgrind nginx curl redis-server \
+  php8.2-redis
 
 if ! command -v cargo >/dev/null 2>&1; then
   echo "setup: installing Rust with rustup is required (https://rustup.rs); cargo not found" >&2

@@ -4,8 +4,13 @@
 # Environment: FUZZ_SECONDS (per fuzz target, default 15).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-start=$(date +%s)
-step() { echo; echo "=== $* ($(( $(date +%s) - start )) s)"; }
+step_prefix=test
+# shellcheck source=ci/lib/common.sh
+source ci/lib/common.sh
+# Marks of what one run did once (the arginfo check), shared with the scripts it calls.
+export SHMLINK_CI_RUN
+SHMLINK_CI_RUN=$(mktemp -d "${TMPDIR:-/tmp}/shmlink-ci-run.XXXXXX")
+trap 'rm -rf "$SHMLINK_CI_RUN"' EXIT
 
 step "setup"
 ci/setup.sh
@@ -71,4 +76,4 @@ for row in 'shm +\| +2048 B \| never' 'unix +\| +128 B \| every 1 ' 'tcp +\| +20
 done
 tail -n 50 target/main-quick.log
 
-step "done in $(( $(date +%s) - start )) s"
+step "done in $(( $(date +%s) - ci_start )) s"

@@ -1,25 +1,29 @@
-/* shmlink PHP extension: client sessions and the process-wide table of
- * persistent ones.
+/* shmlink PHP extension: client sessions, and the persistent ones kept in
+ * the engine's persistent-resource list (EG(persistent_list)), as database
+ * extensions keep their persistent connections.
  *
- * A persistent session belongs to the PHP process, not to a request: the
- * table maps "normalised options + address" to one session, which every
- * Client object created with the same key shares. On reuse a session that
- * died is replaced once by a fresh connect (before anything is sent: a call
- * is never retried), and one with pipelined calls in flight is left to the
- * object using it while the new Client gets a fresh session, which then
- * becomes the table's. MSHUTDOWN frees them all.
+ * A persistent session belongs to the PHP process (to the thread, under
+ * ZTS: the list is per thread), not to a request: the list maps
+ * "normalised options + address" to one session, which every Client object
+ * created with the same key shares. On reuse a session that died is replaced
+ * once by a fresh connect (before anything is sent: a call is never
+ * retried), and one with pipelined calls in flight is left to the object
+ * using it while the new Client gets a fresh session, which then becomes the
+ * list's. The engine frees the list's sessions at shutdown through the
+ * resource type's destructor; a session still used by an object when it
+ * leaves the list is freed by its last object.
  *
- * A forked child inherits the table and the objects but not the right to
- * use their sessions: it never reuses, calls or closes them (closing would
- * say goodbye on the parent's session); freeing one there releases only the
+ * A forked child inherits the list and the objects but not the right to use
+ * their sessions: it never reuses, calls or closes them (closing would say
+ * goodbye on the parent's session); freeing one there releases only the
  * child's copy (shmlink_client_forget). */
 
 #include <pthread.h>
 
 #include "php_shmlink.h"
 
-static HashTable sessions; /* key -> php_shmlink_session* */
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+/* The persistent resource type of sessions. */
+static int le_session;
 
 /* Incremented in every forked child (pthread_atfork): a session is this
  * process's when its generation is the current one (an integer compare per
@@ -54,31 +58,49 @@ static void session_free(php_shmlink_session *s) {
   pefree(s, 1);
 }
 
-/* Takes s out of the table (lock held); frees it when no object uses it. */
-static void drop(php_shmlink_session *s) {
-  if (s->in_table) {
-    zend_hash_del(&sessions, s->key);
-    s->in_table = false;
+/* The list's destructor: the session leaves the list (taken out, or the
+ * engine shutting down); freed now unless an object still uses it. */
+static void session_list_dtor(zend_resource *res) {
+  php_shmlink_session *s = res->ptr;
+  res->ptr = NULL;
+  if (s == NULL) {
+    return;
   }
+  s->in_table = false;
   if (s->refs == 0) {
     session_free(s);
   }
 }
 
-/* The table key: every option after normalisation, then the address. */
+/* Takes s out of the list; the destructor frees it when no object uses it. */
+static void drop(php_shmlink_session *s) {
+  if (s->in_table) {
+    zend_hash_del(&EG(persistent_list), s->key);
+  } else if (s->refs == 0) {
+    session_free(s);
+  }
+}
+
+/* The list key: every option after normalisation, then the address. */
 static zend_string *make_key(const char *address, const shmlink_client_options *o) {
   char head[160];
-  int n = snprintf(head, sizeof head, "t=%" PRIu64 " w=%u s=%u r=%" PRIu64 " m=%" PRIu64 " ",
-                   o->timeout_us, o->wait, o->spin_us, o->ring_size, o->max_message_size);
-#ifdef ZTS
-  /* Threads never share a session: a client serves one thread at a time. */
-  n += snprintf(head + n, sizeof head - (size_t)n, "th=%lu ", (unsigned long)tsrm_thread_id());
-#endif
+  int n =
+      snprintf(head, sizeof head, "shmlink t=%" PRIu64 " w=%u s=%u r=%" PRIu64 " m=%" PRIu64 " ",
+               o->timeout_us, o->wait, o->spin_us, o->ring_size, o->max_message_size);
   size_t alen = strlen(address);
   zend_string *key = zend_string_alloc((size_t)n + alen, 1);
   memcpy(ZSTR_VAL(key), head, (size_t)n);
   memcpy(ZSTR_VAL(key) + n, address, alen + 1);
   return key;
+}
+
+/* The list's session for key, or NULL. */
+static php_shmlink_session *find(zend_string *key) {
+  zend_resource *res = zend_hash_find_ptr(&EG(persistent_list), key);
+  if (res == NULL || res->type != le_session) {
+    return NULL;
+  }
+  return res->ptr;
 }
 
 static shmlink_client *connect_one(const char *address, const shmlink_client_options *options,
@@ -100,16 +122,14 @@ php_shmlink_session *php_shmlink_session_open(const char *address,
     return client == NULL ? NULL : session_new(client, false);
   }
   zend_string *key = make_key(address, options);
-  pthread_mutex_lock(&lock);
   bool reconnect = false;
-  php_shmlink_session *s = zend_hash_find_ptr(&sessions, key);
+  php_shmlink_session *s = find(key);
   if (s != NULL) {
     if (!php_shmlink_session_owned(s) || shmlink_client_in_flight(s->client) > 0) {
       drop(s); /* inherited through fork, or pipelining in another object */
     } else if (shmlink_client_is_connected(s->client)) {
       s->refs++;
       PHP_SHMLINK_COUNT(persistent_reuses);
-      pthread_mutex_unlock(&lock);
       zend_string_release_ex(key, 1);
       return s;
     } else {
@@ -119,7 +139,6 @@ php_shmlink_session *php_shmlink_session_open(const char *address,
   }
   shmlink_client *client = connect_one(address, options, status);
   if (client == NULL) {
-    pthread_mutex_unlock(&lock);
     zend_string_release_ex(key, 1);
     return NULL;
   }
@@ -129,13 +148,11 @@ php_shmlink_session *php_shmlink_session_open(const char *address,
   s = session_new(client, true);
   s->key = key;
   s->in_table = true;
-  zend_hash_add_new_ptr(&sessions, key, s);
-  pthread_mutex_unlock(&lock);
+  zend_register_persistent_resource_ex(key, s, le_session);
   return s;
 }
 
 void php_shmlink_session_release(php_shmlink_session *s) {
-  pthread_mutex_lock(&lock);
   s->refs--;
   if (s->refs == 0) {
     if (!s->in_table) {
@@ -145,48 +162,34 @@ void php_shmlink_session_release(php_shmlink_session *s) {
       drop(s);
     }
   }
-  pthread_mutex_unlock(&lock);
 }
 
 void php_shmlink_session_close(php_shmlink_session *s) {
-  pthread_mutex_lock(&lock);
+  /* Out of the list first; refs > 0 keeps it alive until the release below. */
   if (s->in_table) {
-    zend_hash_del(&sessions, s->key);
-    s->in_table = false;
+    zend_hash_del(&EG(persistent_list), s->key);
   }
   if (php_shmlink_session_owned(s)) {
     shmlink_client_close(s->client);
   }
   s->closed = true;
-  pthread_mutex_unlock(&lock);
   php_shmlink_session_release(s);
 }
 
 uint64_t php_shmlink_persistent_count(void) {
   uint64_t n = 0;
-  pthread_mutex_lock(&lock);
-  php_shmlink_session *s;
-  ZEND_HASH_FOREACH_PTR(&sessions, s) { n += php_shmlink_session_owned(s); }
-  ZEND_HASH_FOREACH_END();
-  pthread_mutex_unlock(&lock);
-  return n;
-}
-
-void php_shmlink_persistent_startup(void) {
-  zend_hash_init(&sessions, 8, NULL, NULL, 1);
-  pthread_atfork(NULL, NULL, forked_child);
-}
-
-void php_shmlink_persistent_shutdown(void) {
-  pthread_mutex_lock(&lock);
-  php_shmlink_session *s;
-  ZEND_HASH_FOREACH_PTR(&sessions, s) {
-    s->in_table = false;
-    if (s->refs == 0) {
-      session_free(s);
+  zend_resource *res;
+  ZEND_HASH_FOREACH_PTR(&EG(persistent_list), res) {
+    if (res->type == le_session && res->ptr != NULL) {
+      n += php_shmlink_session_owned(res->ptr);
     }
   }
   ZEND_HASH_FOREACH_END();
-  zend_hash_destroy(&sessions);
-  pthread_mutex_unlock(&lock);
+  return n;
+}
+
+void php_shmlink_persistent_startup(int module_number) {
+  le_session =
+      zend_register_list_destructors_ex(NULL, session_list_dtor, "shmlink session", module_number);
+  pthread_atfork(NULL, NULL, forked_child);
 }

@@ -65,11 +65,11 @@ typedef struct php_shmlink_session {
   shmlink_client *client;
   shmlink_buffer buffer;
   uint32_t refs;       /* Client objects using it */
-  bool persistent;     /* held by the process-wide table while in_table */
-  bool in_table;       /* still the table's session for its key */
+  bool persistent;     /* kept in EG(persistent_list) while in_table */
+  bool in_table;       /* still the list's session for its key */
   bool closed;         /* closed with Client::close() */
   uint64_t generation; /* fork generation of the process that connected it */
-  zend_string *key;    /* persistent table key (persistent memory), or NULL */
+  zend_string *key;    /* persistent list key (persistent memory), or NULL */
 } php_shmlink_session;
 
 /* persistent.c */
@@ -81,8 +81,8 @@ void php_shmlink_session_close(php_shmlink_session *session);
 /* Whether this process opened the session (not inherited through fork()). */
 bool php_shmlink_session_owned(const php_shmlink_session *session);
 uint64_t php_shmlink_persistent_count(void);
-void php_shmlink_persistent_startup(void);
-void php_shmlink_persistent_shutdown(void);
+/* Registers the persistent resource type (MINIT); the engine frees the list. */
+void php_shmlink_persistent_startup(int module_number);
 
 /* threads.c: a process that made a server waits for the library's
  * remaining threads at MSHUTDOWN. */

@@ -72,12 +72,11 @@ static PHP_MINIT_FUNCTION(shmlink) {
   php_shmlink_server_ce = register_class_Shmlink_Server();
   php_shmlink_server_minit(php_shmlink_server_ce);
 
-  php_shmlink_persistent_startup();
+  php_shmlink_persistent_startup(module_number);
   return SUCCESS;
 }
 
 static PHP_MSHUTDOWN_FUNCTION(shmlink) {
-  php_shmlink_persistent_shutdown();
   php_shmlink_threads_shutdown();
   return SUCCESS;
 }

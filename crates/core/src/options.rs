@@ -177,7 +177,7 @@ impl Log {
     }
 
     /// Writes one line.
-    pub(crate) fn write(&self, line: &str) {
+    pub fn write(&self, line: &str) {
         if let Some(f) = &self.0 {
             f(line);
         }

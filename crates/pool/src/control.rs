@@ -1,0 +1,50 @@
+//! The control socket: a `unix:` shmlink server (mode 0600, this user only)
+//! whose calls are commands: `status`, `status-json`, `reload`.
+
+use std::sync::Arc;
+
+use shmlink::{Handler, RemoteError};
+
+use crate::codes::CODE_UNKNOWN_COMMAND;
+use crate::Inner;
+
+/// The control server's handler.
+#[derive(Debug)]
+pub(crate) struct Control {
+    inner: Arc<Inner>,
+}
+
+impl Control {
+    pub(crate) fn new(inner: Arc<Inner>) -> Control {
+        Control { inner }
+    }
+}
+
+impl Handler for Control {
+    fn handle(&self, request: &[u8], response: &mut Vec<u8>) -> Result<(), RemoteError> {
+        match request {
+            b"status" => {
+                response.extend_from_slice(crate::status::of(&self.inner).to_text().as_bytes())
+            }
+            b"status-json" => {
+                let json = serde_json::to_vec_pretty(&crate::status::of(&self.inner))
+                    .map_err(|e| RemoteError::new(CODE_UNKNOWN_COMMAND, e.to_string()))?;
+                response.extend_from_slice(&json);
+            }
+            b"reload" => {
+                crate::reload(&self.inner);
+                response.extend_from_slice(b"reloading\n");
+            }
+            other => {
+                return Err(RemoteError::new(
+                    CODE_UNKNOWN_COMMAND,
+                    format!(
+                        "unknown command {:?} (known: status, status-json, reload)",
+                        String::from_utf8_lossy(other)
+                    ),
+                ))
+            }
+        }
+        Ok(())
+    }
+}

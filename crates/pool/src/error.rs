@@ -1,0 +1,20 @@
+//! The pool's error type.
+
+/// What can go wrong starting or running a pool.
+#[derive(Debug, thiserror::Error)]
+pub enum PoolError {
+    /// An option is out of range.
+    #[error("invalid pool options: {0}")]
+    Options(String),
+    /// The library failed (binding an address, the worker port).
+    #[error(transparent)]
+    Shmlink(#[from] shmlink::Error),
+    /// An operating-system error with context.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done.
+        context: String,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+}

@@ -1,0 +1,93 @@
+//! What a pool runs and how it supervises.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::error::PoolError;
+
+/// Options of a [`Pool`](crate::Pool).
+#[derive(Debug, Clone)]
+pub struct PoolOptions {
+    /// Addresses clients call (`shm:`, `unix:`, `tcp:`).
+    pub listen: Vec<String>,
+    /// The worker command and its arguments.
+    pub command: Vec<String>,
+    /// Workers kept running.
+    pub workers: usize,
+    /// Recycle a worker after this many calls (0: never).
+    pub max_jobs: u64,
+    /// Recycle a worker whose resident memory exceeds this many bytes (0: never).
+    pub max_memory: u64,
+    /// Recycle a worker older than this.
+    pub ttl: Option<Duration>,
+    /// Recycle a worker idle longer than this.
+    pub idle_ttl: Option<Duration>,
+    /// How long a call waits for a free worker.
+    pub queue_timeout: Duration,
+    /// Most calls waiting for a worker at once; more are refused at once.
+    pub queue_size: usize,
+    /// How long a worker may take to answer one call before it is killed.
+    pub call_timeout: Duration,
+    /// How long a started worker may take to connect.
+    pub start_timeout: Duration,
+    /// How long a worker told to stop may take to exit before it is killed.
+    pub stop_timeout: Duration,
+    /// The control socket (status, reload), mode 0600.
+    pub control: Option<PathBuf>,
+}
+
+impl PoolOptions {
+    /// Options for `command` behind `listen`, with the defaults: 2 workers,
+    /// no recycling, 10 s queue timeout, 256 queued calls, 30 s per call,
+    /// 10 s to start, 5 s to stop.
+    pub fn new(listen: Vec<String>, command: Vec<String>) -> PoolOptions {
+        PoolOptions {
+            listen,
+            command,
+            workers: 2,
+            max_jobs: 0,
+            max_memory: 0,
+            ttl: None,
+            idle_ttl: None,
+            queue_timeout: Duration::from_secs(10),
+            queue_size: 256,
+            call_timeout: Duration::from_secs(30),
+            start_timeout: Duration::from_secs(10),
+            stop_timeout: Duration::from_secs(5),
+            control: None,
+        }
+    }
+
+    /// Checks every field.
+    ///
+    /// # Errors
+    /// [`PoolError::Options`] naming the field.
+    pub fn validate(&self) -> Result<(), PoolError> {
+        let bad = |what: &str| Err(PoolError::Options(what.to_string()));
+        if self.listen.is_empty() {
+            return bad("at least one --listen address is needed");
+        }
+        if self.command.is_empty() {
+            return bad("no worker command (after --)");
+        }
+        if self.workers == 0 {
+            return bad("--workers must be at least 1");
+        }
+        if self.queue_size == 0 {
+            return bad("--queue must be at least 1");
+        }
+        for (name, d) in [
+            ("--queue-timeout", self.queue_timeout),
+            ("--call-timeout", self.call_timeout),
+            ("--start-timeout", self.start_timeout),
+            ("--stop-timeout", self.stop_timeout),
+        ] {
+            if d.is_zero() {
+                return Err(PoolError::Options(format!(
+                    "{name} must be greater than zero"
+                )));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,80 @@
+//! Starting a worker process: the command with `SHMLINK_WORKER` set to the
+//! pool's worker port, stdin closed, stdout and stderr captured line by line
+//! into the pool's log with the worker's pid in front (so a worker printing
+//! to stdout cannot corrupt anything: its output is not the protocol).
+
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use shmlink::{Log, WORKER_ENV};
+
+/// Starts `command` as a worker of the port at `port`; returns the child
+/// and the threads copying its output into `log`.
+///
+/// # Errors
+/// When the command cannot be started (not found, not executable).
+pub(crate) fn start(
+    command: &[String],
+    port: &str,
+    log: &Arc<Log>,
+) -> std::io::Result<(Child, Vec<JoinHandle<()>>)> {
+    let (program, args) = command
+        .split_first()
+        .ok_or_else(|| std::io::Error::other("no worker command"))?;
+    let mut child = Command::new(program)
+        .args(args)
+        .env(WORKER_ENV, port)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let pid = child.id();
+    let mut copies = Vec::new();
+    if let Some(out) = child.stdout.take() {
+        copies.push(copy_lines(out, pid, "stdout", Arc::clone(log))?);
+    }
+    if let Some(err) = child.stderr.take() {
+        copies.push(copy_lines(err, pid, "stderr", Arc::clone(log))?);
+    }
+    Ok((child, copies))
+}
+
+fn copy_lines(
+    from: impl Read + Send + 'static,
+    pid: u32,
+    stream: &'static str,
+    log: Arc<Log>,
+) -> std::io::Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("shmlink-pool-log".into())
+        .spawn(move || {
+            let mut lines = BufReader::new(from);
+            let mut line = Vec::new();
+            loop {
+                line.clear();
+                match lines.read_until(b'\n', &mut line) {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => {
+                        let text = String::from_utf8_lossy(&line);
+                        let text = text.trim_end_matches(['\n', '\r']);
+                        log.write(&format!("[worker {pid} {stream}] {text}"));
+                    }
+                }
+            }
+        })
+}
+
+/// Resident memory of `pid` in bytes (`VmRSS` of `/proc/PID/status`), 0
+/// when it cannot be read (the process is gone).
+pub(crate) fn rss(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(0, |kib| kib * 1024)
+}

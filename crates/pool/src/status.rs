@@ -1,0 +1,135 @@
+//! What `shmlink pool status` shows.
+
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::table::Phase;
+use crate::Inner;
+
+/// One worker.
+#[derive(Debug, Clone, Serialize)]
+pub struct WorkerStatus {
+    /// Process id.
+    pub pid: u32,
+    /// `starting`, `idle`, `busy` or `stopping`.
+    pub state: String,
+    /// Calls served.
+    pub calls: u64,
+    /// Resident memory in bytes (read every half second).
+    pub rss_bytes: u64,
+    /// Seconds since it started.
+    pub uptime_s: f64,
+    /// Workers started in its place before it (after crashes or recycling).
+    pub restarts: u64,
+    /// The reload generation it belongs to.
+    pub generation: u64,
+    /// Whether it stops after its current call (recycling, reload).
+    pub retiring: bool,
+}
+
+/// The pool.
+#[derive(Debug, Clone, Serialize)]
+pub struct Status {
+    /// Workers the pool keeps running.
+    pub target: usize,
+    /// Every worker process, in start order.
+    pub workers: Vec<WorkerStatus>,
+    /// Calls answered (by a worker or with a pool error).
+    pub calls: u64,
+    /// Calls answered with an error (the worker's or the pool's).
+    pub errors: u64,
+    /// Calls waiting for a worker now.
+    pub queue_depth: usize,
+    /// Calls per second over the last second.
+    pub calls_per_s: f64,
+    /// Workers started after the first ones.
+    pub restarts: u64,
+    /// Starts that failed in a row.
+    pub failed_starts: u32,
+    /// Milliseconds until the next start may happen, when backing off.
+    pub backoff_ms: Option<u64>,
+    /// Why the last start failed.
+    pub last_failure: Option<String>,
+    /// Reloads so far; also the current generation.
+    pub reloads: u64,
+    /// Seconds since the pool started.
+    pub uptime_s: f64,
+}
+
+pub(crate) fn of(inner: &Inner) -> Status {
+    let t = inner.shared.lock();
+    let mut slots: Vec<_> = t.slots.iter().collect();
+    slots.sort_by_key(|s| s.id);
+    let workers = slots
+        .iter()
+        .map(|s| WorkerStatus {
+            pid: s.pid,
+            state: s.phase.name().to_string(),
+            calls: s.calls,
+            rss_bytes: s.rss,
+            uptime_s: s.started.elapsed().as_secs_f64(),
+            restarts: t.restarts.get(s.place).copied().unwrap_or(0),
+            generation: s.generation,
+            retiring: s.retire || s.phase == Phase::Stopping,
+        })
+        .collect();
+    Status {
+        target: inner.opts.workers,
+        workers,
+        calls: inner.calls.load(Ordering::Relaxed),
+        errors: inner.errors.load(Ordering::Relaxed),
+        queue_depth: t.waiting,
+        calls_per_s: inner.calls_per_s(),
+        restarts: t.restarts.iter().sum(),
+        failed_starts: t.failures,
+        backoff_ms: t
+            .backoff_until
+            .and_then(|b| b.checked_duration_since(Instant::now()))
+            .map(|d| d.as_millis() as u64),
+        last_failure: t.last_failure.clone(),
+        reloads: inner.reloads.load(Ordering::Relaxed),
+        uptime_s: inner.started.elapsed().as_secs_f64(),
+    }
+}
+
+impl Status {
+    /// The status as a few lines of text.
+    pub fn to_text(&self) -> String {
+        let mut out = format!(
+            "workers {} of {}, calls {}, errors {}, queue {}, {:.0} calls/s, restarts {}, reloads {}, up {:.0} s\n",
+            self.workers.iter().filter(|w| w.state == "idle" || w.state == "busy").count(),
+            self.target,
+            self.calls,
+            self.errors,
+            self.queue_depth,
+            self.calls_per_s,
+            self.restarts,
+            self.reloads,
+            self.uptime_s
+        );
+        if self.failed_starts > 0 {
+            out.push_str(&format!(
+                "starts failing: {} in a row, next in {} ms; last: {}\n",
+                self.failed_starts,
+                self.backoff_ms.unwrap_or(0),
+                self.last_failure.as_deref().unwrap_or("?")
+            ));
+        }
+        out.push_str("    pid  state      calls      rss MiB   uptime s  restarts\n");
+        for w in &self.workers {
+            out.push_str(&format!(
+                "{:>7}  {:<9} {:>7} {:>12.1} {:>10.1} {:>9}{}\n",
+                w.pid,
+                w.state,
+                w.calls,
+                w.rss_bytes as f64 / (1 << 20) as f64,
+                w.uptime_s,
+                w.restarts,
+                if w.retiring { "  (retiring)" } else { "" }
+            ));
+        }
+        out
+    }
+}

@@ -1,0 +1,249 @@
+//! The supervisor's rounds: reap exited workers (a failed start backs off),
+//! kill the ones that hang at start or refuse to stop, recycle by memory,
+//! age and idleness, hand over after a reload, and start workers until the
+//! pool has its number of them.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::spawn;
+use crate::table::{Phase, Slot, Table};
+use crate::Inner;
+
+/// A worker that lives this long counts as started well (its exit is no
+/// failure of the start).
+const STARTED_WELL: Duration = Duration::from_secs(2);
+/// First delay after a failed start; doubles per failure in a row.
+const BACKOFF_FIRST: Duration = Duration::from_millis(100);
+/// Longest delay between starts.
+const BACKOFF_MAX: Duration = Duration::from_secs(10);
+/// How often memory is read.
+const MEASURE_EVERY: Duration = Duration::from_millis(500);
+
+/// Runs the rounds until the pool stops; a round every 20 ms, or sooner
+/// when something changed.
+pub(crate) fn run(inner: &Arc<Inner>) {
+    let mut last_measure = Instant::now();
+    loop {
+        let mut t = inner.shared.lock();
+        if t.stopping {
+            return;
+        }
+        reap(inner, &mut t);
+        enforce_deadlines(inner, &mut t);
+        if last_measure.elapsed() >= MEASURE_EVERY {
+            last_measure = Instant::now();
+            measure(inner, &mut t);
+        }
+        recycle(inner, &mut t);
+        hand_over(&mut t);
+        start_missing(inner, &mut t);
+        inner.sample_rate();
+        drop(
+            inner
+                .shared
+                .changed
+                .wait_timeout(t, Duration::from_millis(20))
+                .unwrap_or_else(|p| p.into_inner()),
+        );
+    }
+}
+
+/// Removes the workers that exited; an unexpected exit soon after a start
+/// is a failed start, which delays the next one.
+fn reap(inner: &Inner, t: &mut Table) {
+    let mut i = 0;
+    while i < t.slots.len() {
+        let exited = match t.slots[i].child.try_wait() {
+            Ok(Some(status)) => Some(status.to_string()),
+            Ok(None) => None,
+            Err(e) => Some(format!("cannot be waited for: {e}")),
+        };
+        let Some(status) = exited else {
+            i += 1;
+            continue;
+        };
+        let s = t.slots.swap_remove(i);
+        let expected = s.phase == Phase::Stopping;
+        let reason = s.stop_reason.as_deref().unwrap_or("unexpectedly");
+        inner.say(&format!(
+            "worker {} exited ({status}) after {} calls: {reason}",
+            s.pid, s.calls
+        ));
+        let failed_start = s.phase == Phase::Starting
+            || (!expected && s.calls == 0 && s.started.elapsed() < STARTED_WELL);
+        if failed_start {
+            t.failures += 1;
+            let delay = BACKOFF_FIRST
+                .saturating_mul(1 << (t.failures - 1).min(16))
+                .min(BACKOFF_MAX);
+            t.backoff_until = Some(Instant::now() + delay);
+            let how = match (&s.stop_reason, s.phase) {
+                (Some(reason), Phase::Starting) => reason.clone(),
+                (_, Phase::Starting) => format!("exited before connecting ({status})"),
+                _ => format!("exited ({status})"),
+            };
+            t.last_failure = Some(format!(
+                "worker {} {how}, {:?} after its start",
+                s.pid,
+                s.started.elapsed()
+            ));
+            inner.say(&format!(
+                "{} failed start(s) in a row; next start in {delay:?}",
+                t.failures
+            ));
+        }
+        inner.shared.changed.notify_all();
+    }
+}
+
+/// Kills workers that hang: not connected within the start timeout, or
+/// not gone within the stop timeout.
+fn enforce_deadlines(inner: &Inner, t: &mut Table) {
+    for s in &mut t.slots {
+        let (limit, what) = match s.phase {
+            Phase::Starting => (inner.opts.start_timeout, "did not connect"),
+            Phase::Stopping => (inner.opts.stop_timeout, "did not exit"),
+            _ => continue,
+        };
+        if s.since.elapsed() >= limit && !s.killed {
+            inner.say(&format!("worker {} {what} within {limit:?}: killed", s.pid));
+            if s.phase == Phase::Starting {
+                s.stop_reason = Some(format!(
+                    "did not connect within the start timeout of {limit:?}"
+                ));
+            }
+            let _ = s.child.kill();
+            s.killed = true;
+        }
+    }
+}
+
+/// Reads every running worker's memory; marks the ones over the limit.
+fn measure(inner: &Inner, t: &mut Table) {
+    for s in &mut t.slots {
+        if matches!(s.phase, Phase::Idle | Phase::Busy) {
+            s.rss = spawn::rss(s.pid);
+            if inner.opts.max_memory > 0 && s.rss > inner.opts.max_memory && !s.retire {
+                inner.say(&format!(
+                    "worker {} uses {} bytes (--max-memory {}): recycled after its call",
+                    s.pid, s.rss, inner.opts.max_memory
+                ));
+                s.retire = true;
+            }
+        }
+    }
+}
+
+/// Stops idle workers due for recycling (age, idleness, memory, reload); a
+/// busy one is stopped when its call ends.
+fn recycle(inner: &Inner, t: &mut Table) {
+    for s in &mut t.slots {
+        if s.phase != Phase::Idle {
+            continue;
+        }
+        if let Some(ttl) = inner.opts.ttl {
+            if s.started.elapsed() >= ttl && !s.retire {
+                s.retire = true;
+                inner.say(&format!(
+                    "worker {} is older than --ttl {ttl:?}: recycled",
+                    s.pid
+                ));
+            }
+        }
+        if let Some(idle) = inner.opts.idle_ttl {
+            if s.since.elapsed() >= idle && !s.retire {
+                s.retire = true;
+                inner.say(&format!(
+                    "worker {} was idle for --idle-ttl {idle:?}: recycled",
+                    s.pid
+                ));
+            }
+        }
+    }
+}
+
+/// After a reload: an old worker that is idle is stopped as soon as a new
+/// one is running (calls prefer new workers, so old ones only serve while
+/// the new ones start).
+fn hand_over(t: &mut Table) {
+    let generation = t.generation;
+    let fresh_running = t
+        .slots
+        .iter()
+        .any(|s| s.generation == generation && matches!(s.phase, Phase::Idle | Phase::Busy));
+    for s in &mut t.slots {
+        let old = s.generation != generation;
+        if s.phase == Phase::Idle && (s.retire && (!old || fresh_running)) {
+            s.stop(if old {
+                "replaced by a reload"
+            } else {
+                "recycled"
+            });
+        }
+    }
+}
+
+/// Starts workers until the pool has its number of current ones (not
+/// retiring, not stopping), unless a failed start asks to wait.
+fn start_missing(inner: &Inner, t: &mut Table) {
+    if t.backoff_until.is_some_and(|b| Instant::now() < b) {
+        return;
+    }
+    let generation = t.generation;
+    let current = |s: &Slot| s.generation == generation && s.phase != Phase::Stopping && !s.retire;
+    while t.slots.iter().filter(|s| current(s)).count() < inner.opts.workers {
+        let taken: Vec<usize> = t
+            .slots
+            .iter()
+            .filter(|s| current(s))
+            .map(|s| s.place)
+            .collect();
+        let place = (0..inner.opts.workers)
+            .find(|p| !taken.contains(p))
+            .unwrap_or(0);
+        match spawn::start(&inner.opts.command, &inner.port_address, &inner.log) {
+            Ok((child, copies)) => {
+                inner.keep(copies);
+                if t.restarts.len() < inner.opts.workers {
+                    t.restarts.resize(inner.opts.workers, 0);
+                }
+                let pid = child.id();
+                if inner.started_once(place) {
+                    t.restarts[place] += 1;
+                }
+                let id = t.next_id;
+                t.next_id += 1;
+                let now = Instant::now();
+                t.slots.push(Slot {
+                    id,
+                    place,
+                    pid,
+                    child,
+                    phase: Phase::Starting,
+                    since: now,
+                    started: now,
+                    client: None,
+                    calls: 0,
+                    rss: 0,
+                    generation,
+                    retire: false,
+                    stop_reason: None,
+                    killed: false,
+                });
+                inner.say(&format!("worker {pid} started (place {place})"));
+            }
+            Err(e) => {
+                t.failures += 1;
+                let delay = BACKOFF_FIRST
+                    .saturating_mul(1 << (t.failures - 1).min(16))
+                    .min(BACKOFF_MAX);
+                t.backoff_until = Some(Instant::now() + delay);
+                let why = format!("cannot start {:?}: {e}", inner.opts.command[0]);
+                inner.say(&format!("{why}; next try in {delay:?}"));
+                t.last_failure = Some(why);
+                return;
+            }
+        }
+    }
+}

@@ -1,0 +1,503 @@
+//! `shmlink pool` with real worker processes (the native echo worker,
+//! `shmlink-echo-worker`): calls over every transport, pipelining, workers
+//! killed mid-call, hanging, crashing at start, recycled by calls and by
+//! memory, a reload under load, a full queue, the control socket, a clean
+//! stop. Every wait is on a condition with a deadline.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use shmlink::{Client, ClientOptions, Error, Log};
+use shmlink_pool::{
+    Pool, PoolOptions, Status, CODE_NO_WORKER, CODE_NO_WORKERS_START, CODE_QUEUE_FULL,
+    CODE_WORKER_DIED, CODE_WORKER_TIMEOUT,
+};
+use shmlink_sys::process::{kill, Sig};
+
+const WORKER: &str = env!("CARGO_BIN_EXE_shmlink-echo-worker");
+
+/// A temp dir removed on drop.
+struct Dir(PathBuf);
+
+impl Dir {
+    fn new(name: &str) -> Dir {
+        static N: AtomicU64 = AtomicU64::new(0);
+        let p = std::env::temp_dir().join(format!(
+            "shmlink-pool-test-{}-{name}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&p).expect("mkdir");
+        Dir(p)
+    }
+    fn path(&self, f: &str) -> PathBuf {
+        self.0.join(f)
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Log lines, collected.
+#[derive(Clone, Default)]
+struct Lines(Arc<Mutex<Vec<String>>>);
+
+impl Lines {
+    fn log(&self) -> Log {
+        let me = self.clone();
+        Log::to(move |l| me.0.lock().expect("lines").push(l.to_string()))
+    }
+    fn any(&self, needle: &str) -> bool {
+        self.0
+            .lock()
+            .expect("lines")
+            .iter()
+            .any(|l| l.contains(needle))
+    }
+}
+
+fn wait_until(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) -> Duration {
+    let t0 = Instant::now();
+    while !cond() {
+        assert!(
+            t0.elapsed() < limit,
+            "timed out after {limit:?} waiting for: {what}"
+        );
+        thread::sleep(Duration::from_millis(5));
+    }
+    t0.elapsed()
+}
+
+fn opts(dir: &Dir, workers: usize) -> PoolOptions {
+    let mut o = PoolOptions::new(
+        vec![format!("shm:{}", dir.path("p.sock").display())],
+        vec![WORKER.to_string()],
+    );
+    o.workers = workers;
+    o
+}
+
+fn start(o: PoolOptions) -> (Pool, Lines) {
+    let lines = Lines::default();
+    let pool = Pool::start_with_log(o, lines.log()).expect("pool starts");
+    (pool, lines)
+}
+
+fn ready(pool: &Pool, n: usize) -> Duration {
+    wait_until(
+        &format!("{n} workers ready"),
+        Duration::from_secs(10),
+        || running(&pool.status()) == n,
+    )
+}
+
+fn running(s: &Status) -> usize {
+    s.workers
+        .iter()
+        .filter(|w| (w.state == "idle" || w.state == "busy") && !w.retiring)
+        .count()
+}
+
+fn client(addr: &str) -> Client {
+    Client::connect(
+        addr,
+        ClientOptions {
+            timeout: Duration::from_secs(20),
+            ..Default::default()
+        },
+    )
+    .unwrap_or_else(|e| panic!("connect {addr}: {e}"))
+}
+
+fn remote_code(r: shmlink::Result<Vec<u8>>) -> u32 {
+    match r {
+        Err(Error::Remote(e)) => e.code,
+        other => panic!("expected a remote error, got {other:?}"),
+    }
+}
+
+fn pid_of(c: &mut Client) -> u32 {
+    String::from_utf8(c.call(b"pid").expect("pid"))
+        .expect("utf8")
+        .parse()
+        .expect("a pid")
+}
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| !s.rsplit(") ").next().unwrap_or("").starts_with('Z'))
+        .unwrap_or(false)
+}
+
+#[test]
+fn calls_over_every_transport_and_pipelined() {
+    let dir = Dir::new("transports");
+    let mut o = opts(&dir, 2);
+    o.listen
+        .push(format!("unix:{}", dir.path("p-unix.sock").display()));
+    o.listen.push("tcp:127.0.0.1:0".into());
+    let (pool, lines) = start(o);
+    ready(&pool, 2);
+    for addr in pool.addresses() {
+        let mut c = client(&addr);
+        for i in 0..200 {
+            let req = format!("call {i} via {addr}");
+            assert_eq!(
+                c.call(req.as_bytes()).expect("call"),
+                format!("echo:{req}").as_bytes()
+            );
+        }
+        let big = vec![7u8; 3 << 20];
+        assert_eq!(c.call(&big).expect("3 MiB").len(), big.len() + 5);
+        assert_eq!(
+            remote_code(c.call(b"fail")),
+            42,
+            "the worker's own error passes"
+        );
+        let ids: Vec<u64> = (0..40)
+            .map(|i| c.send(format!("p{i}").as_bytes()).expect("send"))
+            .collect();
+        let mut seen = HashSet::new();
+        for _ in 0..40 {
+            let r = c.recv().expect("recv");
+            let body = r.result.expect("pipelined response");
+            let i = ids.iter().position(|&id| id == r.id).expect("a known id");
+            assert_eq!(
+                body,
+                format!("echo:p{i}").as_bytes(),
+                "response matches its call"
+            );
+            assert!(seen.insert(r.id));
+        }
+    }
+    let s = pool.status();
+    assert_eq!(s.target, 2);
+    assert!(s.calls >= 3 * 242, "{s:?}");
+    assert!(
+        lines.any("echo worker") && lines.any("[worker "),
+        "worker stdout is in the log"
+    );
+    pool.stop();
+}
+
+#[test]
+fn a_worker_killed_mid_call_fails_that_call_only_and_is_replaced() {
+    let dir = Dir::new("kill");
+    let (pool, _lines) = start(opts(&dir, 2));
+    ready(&pool, 2);
+    let addr = pool.addresses()[0].clone();
+    let fds_before = open_fds();
+    let slow = {
+        let addr = addr.clone();
+        thread::spawn(move || {
+            let mut c = client(&addr);
+            let t0 = Instant::now();
+            let r = c.call(b"sleep:10000");
+            (r, t0)
+        })
+    };
+    let busy = wait_pid(&pool, "busy");
+    let mut other = client(&addr);
+    let killed_at = Instant::now();
+    kill(busy, Sig::Kill).expect("kill -9 the busy worker");
+    let (r, _) = slow.join().expect("slow caller");
+    let took = killed_at.elapsed();
+    assert_eq!(remote_code(r), CODE_WORKER_DIED);
+    assert!(
+        took < Duration::from_millis(500),
+        "the caller learned in {took:?}"
+    );
+    assert_eq!(
+        other.call(b"still").expect("others unaffected"),
+        b"echo:still"
+    );
+    let back = ready(&pool, 2);
+    assert!(
+        back < Duration::from_secs(1),
+        "back to 2 workers in {back:?}"
+    );
+    assert!(pool.status().restarts >= 1);
+    // Nothing leaked in the supervisor: descriptors back where they were.
+    wait_until("descriptors back", Duration::from_secs(5), || {
+        open_fds() <= fds_before + 2
+    });
+    pool.stop();
+}
+
+#[test]
+fn crash_and_hang_fail_their_call_with_a_clear_code() {
+    let dir = Dir::new("crash");
+    let mut o = opts(&dir, 1);
+    o.call_timeout = Duration::from_millis(300);
+    let (pool, _lines) = start(o);
+    ready(&pool, 1);
+    let mut c = client(&pool.addresses()[0]);
+    let first = pid_of(&mut c);
+    assert_eq!(remote_code(c.call(b"crash")), CODE_WORKER_DIED);
+    let t0 = Instant::now();
+    assert_eq!(remote_code(c.call(b"hang")), CODE_WORKER_TIMEOUT);
+    let took = t0.elapsed();
+    assert!(
+        took >= Duration::from_millis(250) && took < Duration::from_secs(5),
+        "{took:?}"
+    );
+    ready(&pool, 1);
+    let now = pid_of(&mut c);
+    assert_ne!(now, first);
+    assert!(!alive(first));
+    pool.stop();
+}
+
+#[test]
+fn workers_that_fail_at_start_back_off_and_calls_fail_fast() {
+    for (how, reason) in [
+        ("crash", "exited before connecting"),
+        ("hang", "did not connect"),
+    ] {
+        let dir = Dir::new(how);
+        let mut o = opts(&dir, 2);
+        o.command = vec![
+            "env".into(),
+            format!("SHMLINK_TEST_WORKER_START={how}"),
+            WORKER.into(),
+        ];
+        o.start_timeout = Duration::from_millis(200);
+        let (pool, lines) = start(o);
+        wait_until("starts failing", Duration::from_secs(10), || {
+            pool.status().failed_starts >= 2
+        });
+        let s = pool.status();
+        assert!(
+            s.last_failure.as_deref().unwrap_or("").contains(reason),
+            "{how}: {s:?}"
+        );
+        let mut c = client(&pool.addresses()[0]);
+        let t0 = Instant::now();
+        assert_eq!(remote_code(c.call(b"x")), CODE_NO_WORKERS_START, "{how}");
+        assert!(t0.elapsed() < Duration::from_secs(1), "{how}: failed fast");
+        // Backoff: far fewer starts than without it in the same time.
+        let started = lines
+            .0
+            .lock()
+            .expect("lines")
+            .iter()
+            .filter(|l| l.contains("started"))
+            .count();
+        assert!(started < 20, "{how}: {started} starts: no backoff");
+        assert!(
+            lines.any("failed start(s) in a row"),
+            "{how}: the log says so"
+        );
+        pool.stop();
+    }
+}
+
+#[test]
+fn recycling_by_calls_fails_no_call() {
+    let dir = Dir::new("recycle");
+    let mut o = opts(&dir, 2);
+    o.max_jobs = 10;
+    let (pool, lines) = start(o);
+    ready(&pool, 2);
+    let mut c = client(&pool.addresses()[0]);
+    let mut pids = HashSet::new();
+    for _ in 0..100 {
+        pids.insert(pid_of(&mut c));
+    }
+    assert!(
+        pids.len() >= 10,
+        "100 calls, 10 per worker: {} workers",
+        pids.len()
+    );
+    assert!(lines.any("recycled after 10 calls"));
+    pool.stop();
+}
+
+#[test]
+fn recycling_by_memory_fails_no_call() {
+    let dir = Dir::new("memory");
+    let mut o = opts(&dir, 2);
+    o.max_memory = 40 << 20;
+    let (pool, lines) = start(o);
+    ready(&pool, 2);
+    let mut c = client(&pool.addresses()[0]);
+    // A worker grows past 40 MiB and is replaced after its call.
+    let grown: u32 = String::from_utf8(c.call(b"grow:64").expect("grow"))
+        .expect("utf8")
+        .parse()
+        .expect("pid");
+    let mut calls = 0;
+    wait_until("the grown worker recycled", Duration::from_secs(5), || {
+        c.call(b"meanwhile").expect("no call fails while recycling");
+        calls += 1;
+        !alive(grown)
+    });
+    assert!(lines.any("--max-memory"));
+    ready(&pool, 2);
+    for _ in 0..20 {
+        c.call(b"after").expect("no call fails after recycling");
+    }
+    pool.stop();
+}
+
+#[test]
+fn a_reload_under_load_fails_no_call_and_replaces_every_worker() {
+    let dir = Dir::new("reload");
+    let (pool, _lines) = start(opts(&dir, 2));
+    ready(&pool, 2);
+    let addr = pool.addresses()[0].clone();
+    let before: HashSet<u32> = pool.status().workers.iter().map(|w| w.pid).collect();
+    let stop = Arc::new(AtomicBool::new(false));
+    let failed = Arc::new(AtomicU64::new(0));
+    let done = Arc::new(AtomicU64::new(0));
+    let load: Vec<_> = (0..4)
+        .map(|_| {
+            let (addr, stop, failed, done) =
+                (addr.clone(), stop.clone(), failed.clone(), done.clone());
+            thread::spawn(move || {
+                let mut c = client(&addr);
+                while !stop.load(Ordering::Relaxed) {
+                    match c.call(b"load") {
+                        Ok(r) if r == b"echo:load" => done.fetch_add(1, Ordering::Relaxed),
+                        other => {
+                            eprintln!("failed during reload: {other:?}");
+                            failed.fetch_add(1, Ordering::Relaxed)
+                        }
+                    };
+                }
+            })
+        })
+        .collect();
+    wait_until("load running", Duration::from_secs(5), || {
+        done.load(Ordering::Relaxed) > 1000
+    });
+    pool.reload();
+    wait_until("every worker replaced", Duration::from_secs(10), || {
+        let s = pool.status();
+        running(&s) == 2 && s.workers.iter().all(|w| !before.contains(&w.pid))
+    });
+    let after_reload = done.load(Ordering::Relaxed);
+    wait_until("load goes on", Duration::from_secs(5), || {
+        done.load(Ordering::Relaxed) > after_reload + 1000
+    });
+    stop.store(true, Ordering::Relaxed);
+    for t in load {
+        t.join().expect("load thread");
+    }
+    assert_eq!(
+        failed.load(Ordering::Relaxed),
+        0,
+        "no call failed during the reload"
+    );
+    assert_eq!(pool.status().reloads, 1);
+    pool.stop();
+}
+
+#[test]
+fn a_full_queue_and_a_queue_timeout_answer_at_once() {
+    let dir = Dir::new("queue");
+    let mut o = opts(&dir, 1);
+    o.queue_size = 1;
+    o.queue_timeout = Duration::from_millis(300);
+    let (pool, _lines) = start(o);
+    ready(&pool, 1);
+    let addr = pool.addresses()[0].clone();
+    let busy = {
+        let addr = addr.clone();
+        thread::spawn(move || client(&addr).call(b"sleep:1500"))
+    };
+    wait_pid(&pool, "busy");
+    let queued = {
+        let addr = addr.clone();
+        thread::spawn(move || {
+            let t0 = Instant::now();
+            (client(&addr).call(b"queued"), t0.elapsed())
+        })
+    };
+    wait_until("one call queued", Duration::from_secs(5), || {
+        pool.status().queue_depth == 1
+    });
+    let t0 = Instant::now();
+    let full = client(&addr).call(b"third");
+    assert_eq!(remote_code(full), CODE_QUEUE_FULL);
+    assert!(t0.elapsed() < Duration::from_millis(200), "refused at once");
+    let (r, took) = queued.join().expect("queued");
+    assert_eq!(remote_code(r), CODE_NO_WORKER);
+    assert!(
+        took >= Duration::from_millis(250) && took < Duration::from_secs(1),
+        "{took:?}"
+    );
+    assert_eq!(busy.join().expect("busy").expect("the slow call"), b"slept");
+    pool.stop();
+}
+
+#[test]
+fn the_control_socket_reports_and_reloads_and_stop_cleans_up() {
+    let dir = Dir::new("control");
+    let (pool, _lines) = start(opts(&dir, 2));
+    ready(&pool, 2);
+    let ctl = pool.control_path().expect("a control socket");
+    assert_eq!(ctl, dir.path("p.sock.ctl"));
+    assert_eq!(mode(&ctl), 0o600);
+    let mut c = client(&format!("unix:{}", ctl.display()));
+    let text = String::from_utf8(c.call(b"status").expect("status")).expect("utf8");
+    assert!(
+        text.contains("workers 2 of 2") && text.contains("idle"),
+        "{text}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_slice(&c.call(b"status-json").expect("json")).expect("valid json");
+    assert_eq!(json["target"], 2);
+    assert_eq!(json["workers"].as_array().expect("workers").len(), 2);
+    assert_eq!(c.call(b"reload").expect("reload"), b"reloading\n");
+    wait_until("reloaded", Duration::from_secs(10), || {
+        let s = pool.status();
+        s.reloads == 1 && running(&s) == 2 && s.workers.iter().all(|w| w.generation == 1)
+    });
+    assert!(matches!(c.call(b"nope"), Err(Error::Remote(_))));
+    let pids: Vec<u32> = pool.status().workers.iter().map(|w| w.pid).collect();
+    drop(c);
+    pool.stop();
+    for pid in pids {
+        assert!(!alive(pid), "worker {pid} stopped with the pool");
+    }
+    assert!(
+        !dir.path("p.sock").exists() && !ctl.exists(),
+        "socket files removed"
+    );
+}
+
+fn mode(p: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).expect("stat").permissions().mode() & 0o777
+}
+
+/// The pid of a worker in `state`, once there is one.
+fn wait_pid(pool: &Pool, state: &str) -> u32 {
+    let mut pid = 0;
+    wait_until(
+        &format!("a {state} worker"),
+        Duration::from_secs(5),
+        || match pool.status().workers.iter().find(|w| w.state == state) {
+            Some(w) => {
+                pid = w.pid;
+                true
+            }
+            None => false,
+        },
+    );
+    pid
+}
+
+fn open_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd")
+        .map(|d| d.count())
+        .unwrap_or(0)
+}

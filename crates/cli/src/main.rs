@@ -10,6 +10,7 @@ mod chaos;
 mod child;
 mod echo;
 mod parse;
+mod pool;
 mod reply;
 
 use std::io::Write;
@@ -49,6 +50,11 @@ enum Command {
     /// over shm, unix and tcp; count wrong replies, hangs and leaks (all
     /// must be 0) and the recovery time after each server restart.
     Chaos(chaos::ChaosArgs),
+    /// Supervise long-lived worker processes (PHP with Shmlink\Worker, or
+    /// native ones) behind shmlink addresses: dispatch calls, restart
+    /// crashed workers, recycle, reload; `pool status PATH` and `pool reload
+    /// PATH` talk to a running pool.
+    Pool(Box<pool::PoolArgs>),
     /// One client process of `chaos`.
     #[command(name = "__chaos-client", hide = true)]
     ChaosClient(chaos::ClientArgs),
@@ -65,6 +71,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::run(&args),
         Command::BaselinePeer(args) => bench::run_peer(&args),
         Command::Chaos(args) => chaos::run(&args),
+        Command::Pool(args) => pool::run(&args),
         Command::ChaosClient(args) => chaos::run_client(args),
     };
     match result {

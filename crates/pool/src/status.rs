@@ -21,7 +21,7 @@ pub struct WorkerStatus {
     pub rss_bytes: u64,
     /// Seconds since it started.
     pub uptime_s: f64,
-    /// Workers started in its place before it (after crashes or recycling).
+    /// Workers started in its place before it (after crashes, recycling or reloads).
     pub restarts: u64,
     /// The reload generation it belongs to.
     pub generation: u64,

@@ -1,0 +1,140 @@
+//! `shmlink pool`: a supervisor of long-lived worker processes behind
+//! shmlink addresses (shmlink-pool), and its `status` and `reload` commands
+//! on the control socket.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use shmlink::{Client, ClientOptions};
+use shmlink_pool::{Pool, PoolOptions};
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
+
+use crate::parse;
+
+/// Options of `shmlink pool`.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+#[command(
+    after_help = "Example: shmlink pool --listen shm:/run/app.sock --workers 4 \
+    --max-jobs 10000 -- php -d opcache.enable_cli=1 worker.php\n\n\
+    Each worker finds the pool's worker port in $SHMLINK_WORKER (Shmlink\\Worker and \
+    shmlink::Worker read it). SIGHUP reloads (fresh workers replace the old ones after their \
+    current call); SIGTERM or SIGINT stop gracefully. Worker output goes to stderr with the \
+    worker's pid in front."
+)]
+pub(crate) struct PoolArgs {
+    #[command(subcommand)]
+    command: Option<PoolCommand>,
+    /// Address clients call (repeatable): shm:PATH, unix:PATH or tcp:HOST:PORT.
+    #[arg(long = "listen", value_name = "ADDR", required = true)]
+    listen: Vec<String>,
+    /// Workers kept running.
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    workers: usize,
+    /// Recycle a worker after N calls (0: never).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    max_jobs: u64,
+    /// Recycle a worker whose resident memory exceeds BYTES (K/M/G suffixes; 0: never).
+    #[arg(long, value_name = "BYTES", value_parser = parse::size, default_value = "0")]
+    max_memory: usize,
+    /// Recycle a worker older than SECONDS.
+    #[arg(long, value_name = "SECONDS", value_parser = parse::seconds)]
+    ttl: Option<Duration>,
+    /// Recycle a worker idle for SECONDS.
+    #[arg(long, value_name = "SECONDS", value_parser = parse::seconds)]
+    idle_ttl: Option<Duration>,
+    /// How long a call waits for a free worker before failing.
+    #[arg(long, value_name = "SECONDS", value_parser = parse::seconds, default_value = "10")]
+    queue_timeout: Duration,
+    /// Most calls waiting for a worker at once; more fail at once.
+    #[arg(long = "queue", value_name = "N", default_value_t = 256)]
+    queue_size: usize,
+    /// How long a worker may take over one call before it is killed.
+    #[arg(long, value_name = "SECONDS", value_parser = parse::seconds, default_value = "30")]
+    call_timeout: Duration,
+    /// How long a started worker may take to connect before it is killed.
+    #[arg(long, value_name = "SECONDS", value_parser = parse::seconds, default_value = "10")]
+    start_timeout: Duration,
+    /// The control socket [default: the first shm:/unix: listen path with .ctl appended].
+    #[arg(long, value_name = "PATH")]
+    control: Option<PathBuf>,
+    /// The worker command and its arguments.
+    #[arg(last = true, value_name = "COMMAND", required = true)]
+    command_line: Vec<String>,
+}
+
+/// Commands to a running pool, over its control socket.
+#[derive(Debug, Subcommand)]
+enum PoolCommand {
+    /// Show every worker (pid, state, calls, memory, uptime, restarts) and the totals.
+    Status {
+        /// The pool's control socket.
+        path: PathBuf,
+        /// As JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Replace every worker without failing a call.
+    Reload {
+        /// The pool's control socket.
+        path: PathBuf,
+    },
+}
+
+pub(crate) fn run(args: &PoolArgs) -> anyhow::Result<()> {
+    match &args.command {
+        Some(PoolCommand::Status { path, json }) => {
+            let command: &[u8] = if *json { b"status-json" } else { b"status" };
+            print!("{}", control(path, command)?);
+            Ok(())
+        }
+        Some(PoolCommand::Reload { path }) => {
+            print!("{}", control(path, b"reload")?);
+            Ok(())
+        }
+        None => supervise(args),
+    }
+}
+
+fn control(path: &std::path::Path, command: &[u8]) -> anyhow::Result<String> {
+    let addr = format!("unix:{}", path.display());
+    let mut c = Client::connect(&addr, ClientOptions::default())
+        .with_context(|| format!("cannot reach the pool's control socket {}", path.display()))?;
+    let answer = c.call(command)?;
+    Ok(String::from_utf8_lossy(&answer).into_owned())
+}
+
+fn supervise(args: &PoolArgs) -> anyhow::Result<()> {
+    let mut opts = PoolOptions::new(args.listen.clone(), args.command_line.clone());
+    opts.workers = args.workers;
+    opts.max_jobs = args.max_jobs;
+    opts.max_memory = args.max_memory as u64;
+    opts.ttl = args.ttl;
+    opts.idle_ttl = args.idle_ttl;
+    opts.queue_timeout = args.queue_timeout;
+    opts.queue_size = args.queue_size;
+    opts.call_timeout = args.call_timeout;
+    opts.start_timeout = args.start_timeout;
+    opts.control = args.control.clone();
+    let mut signals =
+        Signals::new([SIGINT, SIGTERM, SIGHUP]).context("installing signal handlers")?;
+    let pool = Pool::start(opts)?;
+    eprintln!(
+        "shmlink pool: ready, listening on {}; control socket {}",
+        pool.addresses().join(" "),
+        pool.control_path()
+            .map_or_else(|| "none".into(), |p| p.display().to_string())
+    );
+    for signal in signals.forever() {
+        if signal == SIGHUP {
+            pool.reload();
+        } else {
+            break;
+        }
+    }
+    pool.stop();
+    Ok(())
+}

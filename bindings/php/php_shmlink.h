@@ -25,6 +25,7 @@ extern zend_module_entry shmlink_module_entry;
 /* Class entries (registered in shmlink.c). */
 extern zend_class_entry *php_shmlink_client_ce;
 extern zend_class_entry *php_shmlink_server_ce;
+extern zend_class_entry *php_shmlink_worker_ce;
 extern zend_class_entry *php_shmlink_exception_ce;
 extern zend_class_entry *php_shmlink_connect_exception_ce;
 extern zend_class_entry *php_shmlink_timeout_exception_ce;
@@ -93,5 +94,6 @@ void php_shmlink_threads_shutdown(void);
 /* client.c and server.c: object handlers, set up in MINIT. */
 void php_shmlink_client_minit(zend_class_entry *ce);
 void php_shmlink_server_minit(zend_class_entry *ce);
+void php_shmlink_worker_minit(zend_class_entry *ce);
 
 #endif /* PHP_SHMLINK_H */

@@ -6,6 +6,7 @@
 
 zend_class_entry *php_shmlink_client_ce;
 zend_class_entry *php_shmlink_server_ce;
+zend_class_entry *php_shmlink_worker_ce;
 zend_class_entry *php_shmlink_exception_ce;
 zend_class_entry *php_shmlink_connect_exception_ce;
 zend_class_entry *php_shmlink_timeout_exception_ce;
@@ -71,6 +72,8 @@ static PHP_MINIT_FUNCTION(shmlink) {
   php_shmlink_client_minit(php_shmlink_client_ce);
   php_shmlink_server_ce = register_class_Shmlink_Server();
   php_shmlink_server_minit(php_shmlink_server_ce);
+  php_shmlink_worker_ce = register_class_Shmlink_Worker();
+  php_shmlink_worker_minit(php_shmlink_worker_ce);
 
   php_shmlink_persistent_startup(module_number);
   return SUCCESS;

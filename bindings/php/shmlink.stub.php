@@ -69,6 +69,43 @@ namespace Shmlink {
         public function stop(): void {}
     }
 
+    /**
+     * A worker of a `shmlink pool`: answers the calls the pool hands it, on
+     * this thread, waiting on its shared-memory ring directly.
+     *
+     * @strict-properties
+     * @not-serializable
+     */
+    final class Worker
+    {
+        /**
+         * Connects to the pool at $address, or, when null, at the address in
+         * the environment variable SHMLINK_WORKER (which the pool sets).
+         * $options: timeout (float seconds: connecting, and writing an
+         * answer), wait ("sleep" | "spin" | "busy"), ring_size,
+         * max_message_size.
+         */
+        public function __construct(?string $address = null, array $options = []) {}
+
+        /**
+         * Answers calls with $handler(string $request): string until the pool
+         * tells this worker to stop (recycling, reload, shutdown), then
+         * returns. An exception thrown by $handler reaches the caller as a
+         * Shmlink\RemoteException with its message and code (or 0xFFFF0003
+         * when the code is 0), and the worker goes on.
+         */
+        public function run(callable $handler): void {}
+
+        /** The next call's request; null when the pool told this worker to stop. */
+        public function accept(): ?string {}
+
+        /** Answers the call accepted last. */
+        public function respond(string $response): void {}
+
+        /** Answers the call accepted last with an error: the caller gets a RemoteException. */
+        public function fail(int $code, string $message): void {}
+    }
+
     class Exception extends \RuntimeException {}
 
     /** Cannot connect, or refused by the server's policy. */

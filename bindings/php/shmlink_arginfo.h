@@ -1,5 +1,5 @@
 /* This is a generated file, edit the .stub.php file instead.
- * Stub hash: 48c6cb1bf219ccd7061424e12b6e2f1d99eb9729 */
+ * Stub hash: 3382242e2fe234670358473973b104765bc4817e */
 
 ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_Shmlink_stats, 0, 0, IS_ARRAY, 0)
 ZEND_END_ARG_INFO()
@@ -46,6 +46,25 @@ ZEND_END_ARG_INFO()
 
 #define arginfo_class_Shmlink_Server_stop arginfo_class_Shmlink_Client_close
 
+ZEND_BEGIN_ARG_INFO_EX(arginfo_class_Shmlink_Worker___construct, 0, 0, 0)
+	ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, address, IS_STRING, 1, "null")
+	ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, options, IS_ARRAY, 0, "[]")
+ZEND_END_ARG_INFO()
+
+#define arginfo_class_Shmlink_Worker_run arginfo_class_Shmlink_Server_serve
+
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_class_Shmlink_Worker_accept, 0, 0, IS_STRING, 1)
+ZEND_END_ARG_INFO()
+
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_class_Shmlink_Worker_respond, 0, 1, IS_VOID, 0)
+	ZEND_ARG_TYPE_INFO(0, response, IS_STRING, 0)
+ZEND_END_ARG_INFO()
+
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_class_Shmlink_Worker_fail, 0, 2, IS_VOID, 0)
+	ZEND_ARG_TYPE_INFO(0, code, IS_LONG, 0)
+	ZEND_ARG_TYPE_INFO(0, message, IS_STRING, 0)
+ZEND_END_ARG_INFO()
+
 
 ZEND_FUNCTION(Shmlink_stats);
 ZEND_METHOD(Shmlink_Client, __construct);
@@ -59,6 +78,11 @@ ZEND_METHOD(Shmlink_Server, __construct);
 ZEND_METHOD(Shmlink_Server, addresses);
 ZEND_METHOD(Shmlink_Server, serve);
 ZEND_METHOD(Shmlink_Server, stop);
+ZEND_METHOD(Shmlink_Worker, __construct);
+ZEND_METHOD(Shmlink_Worker, run);
+ZEND_METHOD(Shmlink_Worker, accept);
+ZEND_METHOD(Shmlink_Worker, respond);
+ZEND_METHOD(Shmlink_Worker, fail);
 
 
 static const zend_function_entry ext_functions[] = {
@@ -84,6 +108,16 @@ static const zend_function_entry class_Shmlink_Server_methods[] = {
 	ZEND_ME(Shmlink_Server, addresses, arginfo_class_Shmlink_Server_addresses, ZEND_ACC_PUBLIC)
 	ZEND_ME(Shmlink_Server, serve, arginfo_class_Shmlink_Server_serve, ZEND_ACC_PUBLIC)
 	ZEND_ME(Shmlink_Server, stop, arginfo_class_Shmlink_Server_stop, ZEND_ACC_PUBLIC)
+	ZEND_FE_END
+};
+
+
+static const zend_function_entry class_Shmlink_Worker_methods[] = {
+	ZEND_ME(Shmlink_Worker, __construct, arginfo_class_Shmlink_Worker___construct, ZEND_ACC_PUBLIC)
+	ZEND_ME(Shmlink_Worker, run, arginfo_class_Shmlink_Worker_run, ZEND_ACC_PUBLIC)
+	ZEND_ME(Shmlink_Worker, accept, arginfo_class_Shmlink_Worker_accept, ZEND_ACC_PUBLIC)
+	ZEND_ME(Shmlink_Worker, respond, arginfo_class_Shmlink_Worker_respond, ZEND_ACC_PUBLIC)
+	ZEND_ME(Shmlink_Worker, fail, arginfo_class_Shmlink_Worker_fail, ZEND_ACC_PUBLIC)
 	ZEND_FE_END
 };
 
@@ -133,6 +167,17 @@ static zend_class_entry *register_class_Shmlink_Server(void)
 	zend_class_entry ce, *class_entry;
 
 	INIT_NS_CLASS_ENTRY(ce, "Shmlink", "Server", class_Shmlink_Server_methods);
+	class_entry = zend_register_internal_class_ex(&ce, NULL);
+	class_entry->ce_flags |= ZEND_ACC_FINAL|ZEND_ACC_NO_DYNAMIC_PROPERTIES|ZEND_ACC_NOT_SERIALIZABLE;
+
+	return class_entry;
+}
+
+static zend_class_entry *register_class_Shmlink_Worker(void)
+{
+	zend_class_entry ce, *class_entry;
+
+	INIT_NS_CLASS_ENTRY(ce, "Shmlink", "Worker", class_Shmlink_Worker_methods);
 	class_entry = zend_register_internal_class_ex(&ce, NULL);
 	class_entry->ce_flags |= ZEND_ACC_FINAL|ZEND_ACC_NO_DYNAMIC_PROPERTIES|ZEND_ACC_NOT_SERIALIZABLE;
 

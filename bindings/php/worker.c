@@ -1,0 +1,241 @@
+/* shmlink PHP extension: Shmlink\Worker, a worker of `shmlink pool`. Its
+ * loop runs on the PHP thread and waits on the ring directly: a call costs
+ * what a client's call costs, with no hand-off between threads. */
+
+#include "php_shmlink.h"
+
+typedef struct {
+  shmlink_worker *worker; /* NULL until constructed */
+  zend_object std;
+} php_shmlink_worker;
+
+static zend_object_handlers worker_handlers;
+
+static inline php_shmlink_worker *worker_of(zend_object *obj) {
+  return (php_shmlink_worker *)((char *)obj - XtOffsetOf(php_shmlink_worker, std));
+}
+
+static zend_object *worker_create(zend_class_entry *ce) {
+  php_shmlink_worker *w = zend_object_alloc(sizeof(php_shmlink_worker), ce);
+  zend_object_std_init(&w->std, ce);
+  object_properties_init(&w->std, ce);
+  w->std.handlers = &worker_handlers;
+  return &w->std;
+}
+
+static void worker_free(zend_object *obj) {
+  php_shmlink_worker *w = worker_of(obj);
+  shmlink_worker_free(w->worker); /* says goodbye to the pool */
+  w->worker = NULL;
+  zend_object_std_dtor(obj);
+}
+
+void php_shmlink_worker_minit(zend_class_entry *ce) {
+  ce->create_object = worker_create;
+  memcpy(&worker_handlers, zend_get_std_object_handlers(), sizeof worker_handlers);
+  worker_handlers.offset = XtOffsetOf(php_shmlink_worker, std);
+  worker_handlers.free_obj = worker_free;
+  worker_handlers.clone_obj = NULL;
+}
+
+/* The constructed worker, or NULL after throwing. */
+static shmlink_worker *this_worker(zval *this_zv) {
+  php_shmlink_worker *w = worker_of(Z_OBJ_P(this_zv));
+  if (w->worker == NULL) {
+    zend_throw_error(NULL, "Shmlink\\Worker object is not constructed");
+  }
+  return w->worker;
+}
+
+ZEND_METHOD(Shmlink_Worker, __construct) {
+  zend_string *address = NULL;
+  HashTable *options = NULL;
+  ZEND_PARSE_PARAMETERS_START(0, 2)
+  Z_PARAM_OPTIONAL
+  Z_PARAM_PATH_STR_OR_NULL(address)
+  Z_PARAM_ARRAY_HT(options)
+  ZEND_PARSE_PARAMETERS_END();
+
+  php_shmlink_worker *w = worker_of(Z_OBJ_P(ZEND_THIS));
+  if (w->worker != NULL) {
+    zend_throw_error(NULL, "Shmlink\\Worker::__construct() cannot be called twice");
+    RETURN_THROWS();
+  }
+  if (address != NULL && !php_shmlink_address_ok(address)) {
+    zend_argument_value_error(
+        1, "must be null, \"shm:PATH\", \"unix:PATH\" or \"tcp:HOST:PORT\", \"%s\" given",
+        ZSTR_VAL(address));
+    RETURN_THROWS();
+  }
+  shmlink_client_options o;
+  bool persistent = false;
+  if (options == NULL) {
+    shmlink_client_options_init(&o);
+  } else if (!php_shmlink_client_options(2, options, &o, &persistent)) {
+    RETURN_THROWS();
+  }
+  if (persistent) {
+    zend_argument_value_error(2, "option \"persistent\" does not apply to a worker");
+    RETURN_THROWS();
+  }
+  shmlink_status status =
+      shmlink_worker_connect(address == NULL ? NULL : ZSTR_VAL(address), &o, &w->worker);
+  if (status != SHMLINK_OK) {
+    if (status == SHMLINK_E_INVALID_ARGUMENT && address == NULL) {
+      /* SHMLINK_WORKER is not set: say how a worker is meant to start. */
+      zend_throw_exception(php_shmlink_connect_exception_ce, shmlink_last_error(), 0);
+    } else {
+      php_shmlink_throw(status);
+    }
+    RETURN_THROWS();
+  }
+}
+
+/* Waits for the next call: true with the request in *out, false when told
+ * to stop (*out untouched), or false after throwing. */
+static bool accept_call(shmlink_worker *w, zval *out, bool *stopped) {
+  const uint8_t *request = NULL;
+  size_t len = 0;
+  int stop = 0;
+  shmlink_status status = shmlink_worker_accept(w, &request, &len, &stop);
+  *stopped = status == SHMLINK_OK && stop != 0;
+  if (status != SHMLINK_OK) {
+    php_shmlink_throw(status);
+    return false;
+  }
+  if (stop) {
+    return false;
+  }
+  PHP_SHMLINK_COUNT(calls);
+  if (len == 0) {
+    ZVAL_EMPTY_STRING(out);
+  } else {
+    ZVAL_STRINGL(out, (const char *)request, len);
+  }
+  return true;
+}
+
+static bool answered(shmlink_status status) {
+  if (status != SHMLINK_OK) {
+    PHP_SHMLINK_COUNT(errors);
+    php_shmlink_throw(status);
+    return false;
+  }
+  return true;
+}
+
+/* Answers with the handler's exception: its message, and its code (or
+ * SHMLINK_REMOTE_HANDLER_EXCEPTION when 0). Clears the exception. */
+static bool fail_with_exception(shmlink_worker *w) {
+  zend_object *ex = EG(exception);
+  zend_class_entry *base = zend_get_exception_base(ex);
+  zval rv_message, rv_code;
+  zval *message = zend_read_property_ex(base, ex, ZSTR_KNOWN(ZEND_STR_MESSAGE), 1, &rv_message);
+  zval *code = zend_read_property_ex(base, ex, ZSTR_KNOWN(ZEND_STR_CODE), 1, &rv_code);
+  zend_long c = Z_TYPE_P(code) == IS_LONG ? Z_LVAL_P(code) : 0;
+  zend_string *text = zval_get_string(message);
+  zend_string *full = zend_strpprintf(0, "%s: %s", ZSTR_VAL(ex->ce->name), ZSTR_VAL(text));
+  zend_string_release(text);
+  zend_clear_exception();
+  uint32_t wire = c != 0 ? (uint32_t)c : SHMLINK_REMOTE_HANDLER_EXCEPTION;
+  bool ok = answered(shmlink_worker_fail(w, wire, ZSTR_VAL(full)));
+  zend_string_release(full);
+  return ok;
+}
+
+ZEND_METHOD(Shmlink_Worker, run) {
+  zend_fcall_info fci;
+  zend_fcall_info_cache fcc;
+  ZEND_PARSE_PARAMETERS_START(1, 1)
+  Z_PARAM_FUNC(fci, fcc)
+  ZEND_PARSE_PARAMETERS_END();
+
+  shmlink_worker *w = this_worker(ZEND_THIS);
+  if (w == NULL) {
+    RETURN_THROWS();
+  }
+  for (;;) {
+    zval request, result;
+    bool stopped;
+    if (!accept_call(w, &request, &stopped)) {
+      if (stopped) {
+        return;
+      }
+      RETURN_THROWS();
+    }
+    ZVAL_UNDEF(&result);
+    fci.retval = &result;
+    fci.params = &request;
+    fci.param_count = 1;
+    zend_result called = zend_call_function(&fci, &fcc);
+    zval_ptr_dtor(&request);
+    bool ok;
+    if (EG(exception) != NULL) {
+      if (zend_is_unwind_exit(EG(exception)) || zend_is_graceful_exit(EG(exception))) {
+        zval_ptr_dtor(&result);
+        return; /* exit() in the handler: let it end the script */
+      }
+      ok = fail_with_exception(w);
+    } else if (called != SUCCESS || Z_TYPE(result) != IS_STRING) {
+      const char *type = called == SUCCESS ? zend_zval_type_name(&result) : "nothing";
+      php_error_docref(NULL, E_WARNING, "the handler returned %s, expected string", type);
+      char text[128];
+      snprintf(text, sizeof text, "the worker's handler returned %s, expected string", type);
+      ok = answered(shmlink_worker_fail(w, SHMLINK_REMOTE_HANDLER_EXCEPTION, text));
+    } else {
+      ok = answered(shmlink_worker_respond(w, (const uint8_t *)Z_STRVAL(result), Z_STRLEN(result)));
+    }
+    zval_ptr_dtor(&result);
+    if (!ok) {
+      RETURN_THROWS();
+    }
+  }
+}
+
+ZEND_METHOD(Shmlink_Worker, accept) {
+  ZEND_PARSE_PARAMETERS_NONE();
+  shmlink_worker *w = this_worker(ZEND_THIS);
+  if (w == NULL) {
+    RETURN_THROWS();
+  }
+  bool stopped;
+  if (!accept_call(w, return_value, &stopped)) {
+    if (stopped) {
+      RETURN_NULL();
+    }
+    RETURN_THROWS();
+  }
+}
+
+ZEND_METHOD(Shmlink_Worker, respond) {
+  zend_string *response;
+  ZEND_PARSE_PARAMETERS_START(1, 1)
+  Z_PARAM_STR(response)
+  ZEND_PARSE_PARAMETERS_END();
+  shmlink_worker *w = this_worker(ZEND_THIS);
+  if (w == NULL || !answered(shmlink_worker_respond(w, (const uint8_t *)ZSTR_VAL(response),
+                                                    ZSTR_LEN(response)))) {
+    RETURN_THROWS();
+  }
+}
+
+ZEND_METHOD(Shmlink_Worker, fail) {
+  zend_long code;
+  zend_string *message;
+  ZEND_PARSE_PARAMETERS_START(2, 2)
+  Z_PARAM_LONG(code)
+  Z_PARAM_STR(message)
+  ZEND_PARSE_PARAMETERS_END();
+  if (code < 0 || code > UINT32_MAX) {
+    zend_argument_value_error(1, "must be between 0 and 4294967295, " ZEND_LONG_FMT " given", code);
+    RETURN_THROWS();
+  }
+  if (memchr(ZSTR_VAL(message), 0, ZSTR_LEN(message)) != NULL) {
+    zend_argument_value_error(2, "must not contain NUL bytes");
+    RETURN_THROWS();
+  }
+  shmlink_worker *w = this_worker(ZEND_THIS);
+  if (w == NULL || !answered(shmlink_worker_fail(w, (uint32_t)code, ZSTR_VAL(message)))) {
+    RETURN_THROWS();
+  }
+}

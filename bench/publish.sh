@@ -11,11 +11,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 name=${1:?usage: bench/publish.sh NAME}
 r=bench/results
-for f in latest.md latest.json latest.png scenario-latest.md scenario-latest.json; do
+for f in latest.md latest.json latest.png scenario-latest.md scenario-latest.json pool-dispatch-latest.md \
+  pool-dispatch-latest.json; do
   [ -s "$r/$f" ] || { echo "publish: $r/$f missing: run ci/main.sh first" >&2; exit 1; }
 done
 for ext in md json png; do cp "$r/latest.$ext" "$r/$name.$ext"; done
 for ext in md json; do cp "$r/scenario-latest.$ext" "$r/$name-scenario.$ext"; done
+for ext in md json; do cp "$r/pool-dispatch-latest.$ext" "$r/$name-pool-dispatch.$ext"; done
 
 headline=$(php bench/headline.php "$r/$name.json" "$r/$name-scenario.json" docs/benchmarks.md)
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
@@ -53,6 +55,18 @@ conditions() { sed -n '/^- /p;/^## /q' "$1"; }
   conditions "$r/$name-scenario.md"
   echo
   section "$r/$name-scenario.md" Results
+  echo
+  echo "## Long-lived PHP workers: \`shmlink pool\`"
+  echo
+  echo "The scenario's \`pool\` rows above: the same PHP client calling \`shmlink pool\` with"
+  echo "one and two PHP workers (\`bench/pool/worker.php\`, OPcache on) answering as the"
+  echo "daemon does. Below, what the pool's dispatch costs: one PHP worker called directly"
+  echo "(the caller holds its worker port, as the pool does) and through a pool of one such"
+  echo "worker, alternating rounds. Command: \`shmlink pool bench --calls 20000 -- php ..."
+  echo "bench/pool/worker.php\` (in \`ci/main.sh\`). Source:"
+  echo "[\`bench/results/$name-pool-dispatch.md\`](../bench/results/$name-pool-dispatch.md)."
+  echo
+  cat "$r/$name-pool-dispatch.md"
   echo
   echo "## Transports, wait strategies and sizes, against raw baselines"
   echo

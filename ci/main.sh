@@ -64,8 +64,14 @@ step "shmlink bench --plot: latency and CPU from 64 B to 16 MiB"
 target/release/shmlink bench --quiet "${plot_args[@]}" --plot "$out/latest.png" >/dev/null
 test -s "$out/latest.png"
 
-step "the scenario: C++ daemon, PHP client, shm/unix/tcp, raw sockets, Redis"
+step "the pool's dispatch: a PHP worker called directly and through shmlink pool"
+target/release/shmlink pool bench --calls "$requests" --json "$out/pool-dispatch-latest.json" -- \
+  php -d extension="$PWD/bindings/php/modules/shmlink.so" -d opcache.enable_cli=1 bench/pool/worker.php \
+  >"$out/pool-dispatch-latest.md"
+cat "$out/pool-dispatch-latest.md"
+
+step "the scenario: C++ daemon, PHP client, shm/unix/tcp, raw sockets, Redis, shmlink pool"
 bench/scenario/run.sh --requests "$requests" --out "$out" "${scenario_args[@]}"
 
 step "done"
-echo "results: $out/latest.md $out/latest.json $out/latest.png $out/scenario-latest.md $out/scenario-latest.json"
+echo "results: $out/latest.md $out/latest.json $out/latest.png $out/pool-dispatch-latest.md $out/scenario-latest.md $out/scenario-latest.json"

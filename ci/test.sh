@@ -64,13 +64,14 @@ ci/fuzz.sh "${FUZZ_SECONDS:-15}"
 
 step "the main command with tiny counts (ci/main.sh --quick; numbers not checked)"
 ci/main.sh --quick >target/main-quick.log 2>&1 || { tail -n 60 target/main-quick.log >&2; exit 1; }
-for f in latest.json latest.md latest.png scenario-latest.json scenario-latest.md; do
+for f in latest.json latest.md latest.png scenario-latest.json scenario-latest.md pool-dispatch-latest.md; do
   test -s "target/main-quick/$f" || { echo "main --quick wrote no $f" >&2; exit 1; }
 done
 grep -q '"client": "c"' target/main-quick/latest.json
 # The scenario table: every transport and baseline, both sizes, every case.
 for row in 'shm +\| +2048 B \| never' 'unix +\| +128 B \| every 1 ' 'tcp +\| +2048 B \| every 10' \
-  'raw unix +\| +128 B' 'raw tcp +\| +2048 B' 'redis broker +\| +128 B \| every 1 '; do
+  'raw unix +\| +128 B' 'raw tcp +\| +2048 B' 'redis broker +\| +128 B \| every 1 ' \
+  'pool, 1 PHP worker +\| +2048 B \| never' 'pool, 2 PHP workers +\| +128 B \| every 1 '; do
   grep -Eq "\| $row" target/main-quick/scenario-latest.md || {
     echo "main --quick: no row matching \"$row\" in the scenario table" >&2; exit 1; }
 done

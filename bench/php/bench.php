@@ -6,7 +6,7 @@
  *
  *   php -d extension=bindings/php/modules/shmlink.so bench/php/bench.php \
  *       --shm ADDR --unix ADDR --tcp ADDR [--raw-unix PATH] [--raw-tcp HOST:PORT] \
- *       [--redis HOST:PORT] \
+ *       [--redis HOST:PORT] [--pool1 ADDR] [--pool2 ADDR] \
  *       [--requests N] [--sizes 2048,128,64] [--reconnect-every 0,10,1] \
  *       [--reply ceil|floor] [--raw-reply floor|ceil] [--wait spin|sleep|busy] \
  *       [--rust-bin PATH] [--rust-duration SECONDS] [--no-rust] [--server TEXT] \
@@ -33,6 +33,11 @@
  * process (it inherits this process's CPU affinity), with the same wait
  * strategy and --rust-duration seconds per phase (default 1.0).
  *
+ * --pool1 and --pool2 measure `shmlink pool` addresses (shm:) served by one
+ * and by two PHP workers (bench/pool/worker.php) like the shm rows, labelled
+ * "pool, 1 PHP worker" and "pool, 2 PHP workers"; their goals compare their
+ * calls/s with the daemon's over shm.
+ *
  * --server TEXT describes the server in the report.
  *
  * Prints one table and the goals with PASS/MISS; exits 1 when a call
@@ -47,7 +52,8 @@ ini_set('memory_limit', '-1');
 
 const USAGE = <<<'TXT'
 usage: php -d extension=shmlink.so bench.php [--shm ADDR] [--unix ADDR] [--tcp ADDR]
-         [--raw-unix PATH] [--raw-tcp HOST:PORT] [--redis HOST:PORT] [--requests N] [--sizes 2048,128,64]
+         [--raw-unix PATH] [--raw-tcp HOST:PORT] [--redis HOST:PORT] [--pool1 ADDR] [--pool2 ADDR]
+         [--requests N] [--sizes 2048,128,64]
          [--reconnect-every 0,10,1] [--reply ceil|floor] [--raw-reply floor|ceil]
          [--wait spin|sleep|busy] [--rust-bin PATH] [--rust-duration SECONDS] [--no-rust]
          [--server TEXT] [--json FILE] [--markdown FILE]
@@ -58,6 +64,8 @@ const GOALS = [
     ['shm 2048 B, one connection: calls/s', 'shm_2048_calls_per_s', '>=', 300000],
     ['PHP p50 / Rust p50, shm 64 B, one connection', 'php_over_rust_p50_64', '<=', 1.5],
     ['shm, reconnect every call: calls/s (slowest size)', 'shm_reconnect_calls_per_s', '>=', 10000],
+    ['pool of 1 PHP worker ÷ C++ daemon, shm 2048 B, one connection: calls/s', 'pool1_vs_daemon', '>=', 0.5],
+    ['pool of 2 PHP workers ÷ C++ daemon, shm 2048 B, one connection: calls/s', 'pool2_vs_daemon', '>=', 0.4],
 ];
 
 function usage(string $why): never
@@ -82,7 +90,7 @@ function int_list(string $value, string $option): array
 
 function parse_options(array $argv): array
 {
-    $spec = ['shm:', 'unix:', 'tcp:', 'raw-unix:', 'raw-tcp:', 'redis:', 'requests:', 'sizes:', 'reconnect-every:',
+    $spec = ['shm:', 'unix:', 'tcp:', 'raw-unix:', 'raw-tcp:', 'redis:', 'pool1:', 'pool2:', 'requests:', 'sizes:', 'reconnect-every:',
              'reply:', 'raw-reply:', 'wait:', 'rust-bin:', 'rust-duration:', 'no-rust', 'server:', 'json:',
              'markdown:', 'help'];
     $known = array_map(fn ($s) => '--' . rtrim($s, ':'), $spec);
@@ -109,6 +117,7 @@ function parse_options(array $argv): array
         'transports' => [],
         'raw' => [],
         'redis' => $o['redis'] ?? null,
+        'pools' => array_filter(['pool, 1 PHP worker' => $o['pool1'] ?? null, 'pool, 2 PHP workers' => $o['pool2'] ?? null]),
         'requests' => (int)($o['requests'] ?? 100000),
         'sizes' => int_list($o['sizes'] ?? '2048,128,64', '--sizes'),
         'reconnect' => int_list($o['reconnect-every'] ?? '0,10,1', '--reconnect-every'),
@@ -134,7 +143,12 @@ function parse_options(array $argv): array
             $opt['raw'][$kind] = preg_replace("/^$kind:/", '', $o[$flag]);
         }
     }
-    if ($opt['transports'] === [] && $opt['raw'] === [] && $opt['redis'] === null) {
+    foreach ($opt['pools'] as $label => $address) {
+        if (!str_starts_with($address, 'shm:')) {
+            usage("--pool1/--pool2 expect a shm: address, got \"$address\"");
+        }
+    }
+    if ($opt['transports'] === [] && $opt['raw'] === [] && $opt['redis'] === null && $opt['pools'] === []) {
         usage('nothing to measure: give --shm, --unix, --tcp, --raw-unix, --raw-tcp or --redis');
     }
     if (!ctype_digit((string)($o['requests'] ?? '1')) || $opt['requests'] < 1) {
@@ -352,6 +366,10 @@ foreach ($opt['transports'] as $t => $address) {
     $targets[] = ['client' => 'php-shmlink', 'transport' => $t, 'label' => $t, 'reply' => $opt['reply'],
                   'connect' => fn () => new Shmlink\Client($address, $clientOptions)];
 }
+foreach ($opt['pools'] as $label => $address) {
+    $targets[] = ['client' => 'php-shmlink', 'transport' => 'shm', 'label' => $label, 'reply' => 'floor',
+                  'connect' => fn () => new Shmlink\Client($address, $clientOptions)];
+}
 foreach ($opt['raw'] as $kind => $target) {
     $targets[] = ['client' => 'php-sockets', 'transport' => $kind, 'label' => "raw $kind", 'reply' => $opt['raw_reply'],
                   'connect' => fn () => new RawClient($kind, $target)];
@@ -420,7 +438,16 @@ $figures = [
     'shm_2048_calls_per_s' => $find('shm', 2048, 0)['calls_per_s'] ?? null,
     'php_over_rust_p50_64' => null,
     'shm_reconnect_calls_per_s' => null,
+    'pool1_vs_daemon' => null,
+    'pool2_vs_daemon' => null,
 ];
+$daemon2048 = $find('shm', 2048, 0);
+foreach (['pool1_vs_daemon' => 'pool, 1 PHP worker', 'pool2_vs_daemon' => 'pool, 2 PHP workers'] as $key => $label) {
+    $p = $find($label, 2048, 0);
+    if ($p !== null && $daemon2048 !== null && $daemon2048['calls_per_s'] > 0) {
+        $figures[$key] = $p['calls_per_s'] / $daemon2048['calls_per_s'];
+    }
+}
 $php64 = $find('shm', 64, 0);
 if ($php64 !== null && $rust !== null && $rust['p50_us'] > 0) {
     $figures['php_over_rust_p50_64'] = $php64['p50_us'] / $rust['p50_us'];
@@ -462,6 +489,9 @@ foreach ($goals as $g) {
     if ($v === null && $opt['rust_bin'] === null && str_contains($g['check'], 'Rust')) {
         continue; // --no-rust: not measured on purpose
     }
+    if ($v === null && $opt['pools'] === [] && str_contains($g['check'], 'pool')) {
+        continue; // no pool given: not measured on purpose
+    }
     $goalRows[] = [$g['check'], $v === null ? 'not measured' : ($v >= 1000 ? fmt_int($v) : sprintf('%.2f', $v)),
                    preg_replace_callback('/\d+(\.\d+)?$/', fn ($m) => $m[0] >= 1000 ? fmt_int((float)$m[0]) : sprintf('%.2f', $m[0]), $g['goal']),
                    $g['result']];
@@ -480,7 +510,8 @@ $meta = [
     'reply' => $opt['reply'],
     'raw_reply' => $opt['raw_reply'],
     'wait' => $opt['wait'] ?? 'default (spin)',
-    'addresses' => $opt['transports'] + array_combine(array_map(fn ($k) => "raw-$k", array_keys($opt['raw'])), $opt['raw']),
+    'addresses' => $opt['transports'] + array_combine(array_map(fn ($k) => "raw-$k", array_keys($opt['raw'])), $opt['raw'])
+        + $opt['pools'],
 ];
 $rustLine = $opt['rust_bin'] === null ? null : ($rust === null ? 'Rust client: not measured'
     : sprintf('Rust client (shmlink bench --connect, shm %s 64 B): p50 %s µs, p99 %s µs, %s calls/s',
@@ -496,6 +527,8 @@ $md = "# PHP client benchmark\n\n"
     . "- raw = PHP's sockets extension, 4-byte little-endian length framing, to the same server's raw listener\n"
     . ($opt['redis'] !== null ? "- redis broker = phpredis RPUSH of the request and BLPOP of the reply through redis-server"
         . " on loopback, bench/redis/worker.php (PHP) doing the daemon's work in between\n" : '')
+    . ($opt['pools'] !== [] ? "- pool = `shmlink pool` over shm with PHP workers (bench/pool/worker.php, OPcache on) answering"
+        . " floor(S/8) bytes as the daemon does: the same client, through the pool's dispatch to a PHP worker\n" : '')
     . "- p50 ÷ shm and shm calls/s ÷ this: against shmlink shm at the same size and reconnect mode\n"
     . ($rustLine !== null ? "- $rustLine\n" : '')
     . implode('', array_map(fn ($s) => "- note: $s\n", $notes))

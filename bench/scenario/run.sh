@@ -2,8 +2,9 @@
 # The scenario of docs/benchmarks.md (CONTEXT.md scenario 1) end to end: the
 # example C++ daemon on shm, unix and tcp (and its raw length-framed
 # listeners); the PHP benchmark client (bench/php/bench.php) through the
-# extension over each, PHP's own sockets to the raw listeners, and a Redis
-# broker round trip; 2048 B and 128 B requests, one connection, reconnect
+# extension over each, PHP's own sockets to the raw listeners, a Redis
+# broker round trip, and `shmlink pool` with 1 and 2 PHP workers
+# (bench/pool/worker.php) answering as the daemon does; 2048 B and 128 B requests, one connection, reconnect
 # every 10 calls, reconnect every call; every response checked; one table
 # with calls/s, p50, p99 and the ratios to shmlink shm.
 #
@@ -55,6 +56,8 @@ stop_pidfile() {
   rm -f "$file"
 }
 cleanup() {
+  stop_pidfile pool1 "shmlink pool"
+  stop_pidfile pool2 "shmlink pool"
   stop_pidfile worker bench/redis/worker.php
   stop_pidfile redis redis-server
   stop_pidfile daemon shmlink-daemon
@@ -123,6 +126,29 @@ if [ "$redis" = 1 ]; then
   fi
 fi
 
+# The pools: `shmlink pool` with 1 and with 2 PHP workers (OPcache on, as a
+# production CLI worker runs), on the daemon's CPU like the daemon.
+shmlink=$root/target/release/shmlink
+[ -x "$shmlink" ] || fail "$shmlink is not built (cargo build --release -p shmlink-cli)"
+for n in 1 2; do
+  "${server_pin[@]}" "$shmlink" pool --listen "shm:$run/pool$n.sock" --workers "$n" -- \
+    php -d extension="$module" -d opcache.enable_cli=1 "$root/bench/pool/worker.php" \
+    </dev/null >"$run/pool$n.log" 2>&1 &
+  echo $! >"$run/pool$n.pid"
+done
+pool_ready() { # N: the pool of N workers has N of them running
+  alive "$(cat "$run/pool$1.pid")" || fail "the pool of $1 exited: $(tail -n 5 "$run/pool$1.log")"
+  [ -S "$run/pool$1.sock.ctl" ] || return 1
+  "$shmlink" pool status "$run/pool$1.sock.ctl" --json 2>/dev/null |
+    php -r '$s = json_decode(stream_get_contents(STDIN), true);
+            $up = count(array_filter($s["workers"] ?? [], fn ($w) => $w["state"] === "idle" && !$w["retiring"]));
+            exit($up === (int)$argv[1] ? 0 : 1);' "$1"
+}
+for n in 1 2; do
+  poll_until 30 pool_ready "$n" || fail "the pool of $n PHP workers was not ready within 30 s: $(tail -n 5 "$run/pool$n.log")"
+done
+args+=(--pool1 "shm:$run/pool1.sock" --pool2 "shm:$run/pool2.sock")
+
 echo "scenario: bench/php/bench.php, $requests calls a point"
 "${client_pin[@]}" php -d extension="$module" bench/php/bench.php "${args[@]}" \
   --requests "$requests" --sizes 2048,128 --reconnect-every 0,10,1 --reply floor --no-rust \
@@ -130,4 +156,6 @@ echo "scenario: bench/php/bench.php, $requests calls a point"
   --json "$out/scenario-latest.json" --markdown "$out/scenario-latest.md" ||
   fail "the benchmark failed (every response is checked: see above)"
 stop_pidfile daemon shmlink-daemon
+stop_pidfile pool1 "shmlink pool"
+stop_pidfile pool2 "shmlink pool"
 echo "scenario: results in $out/scenario-latest.md and $out/scenario-latest.json"

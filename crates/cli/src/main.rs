@@ -11,6 +11,7 @@ mod child;
 mod echo;
 mod parse;
 mod pool;
+mod pool_bench;
 mod reply;
 
 use std::io::Write;

@@ -82,6 +82,30 @@ enum PoolCommand {
         /// The pool's control socket.
         path: PathBuf,
     },
+    /// Measure what the pool's dispatch costs: calls to one worker made
+    /// directly (this process holds its worker port) against the same calls
+    /// through a pool of one such worker, in alternating rounds.
+    Bench(DispatchArgs),
+}
+
+/// Options of `shmlink pool bench`.
+#[derive(Debug, Args)]
+pub(crate) struct DispatchArgs {
+    /// Calls per round and way.
+    #[arg(long, value_name = "N", default_value_t = 20_000)]
+    pub(crate) calls: usize,
+    /// Request size in bytes.
+    #[arg(long, value_name = "BYTES", value_parser = parse::size, default_value = "2048")]
+    pub(crate) size: usize,
+    /// Rounds (each measures both ways; the medians are reported).
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub(crate) rounds: usize,
+    /// Write the figures as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) json: Option<PathBuf>,
+    /// The worker command and its arguments.
+    #[arg(last = true, value_name = "COMMAND", required = true)]
+    pub(crate) command_line: Vec<String>,
 }
 
 pub(crate) fn run(args: &PoolArgs) -> anyhow::Result<()> {
@@ -95,6 +119,7 @@ pub(crate) fn run(args: &PoolArgs) -> anyhow::Result<()> {
             print!("{}", control(path, b"reload")?);
             Ok(())
         }
+        Some(PoolCommand::Bench(args)) => crate::pool_bench::run(args),
         None => supervise(args),
     }
 }

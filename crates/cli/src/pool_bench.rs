@@ -1,0 +1,180 @@
+//! `shmlink pool bench`: the cost of the pool's dispatch. One worker
+//! process is called directly (this process binds the worker port and calls
+//! it, as the pool does) and through a pool of one such worker (a client
+//! calling the pool), in alternating rounds; every response of one way is
+//! checked against the other way's response to the same request.
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use shmlink::{Client, ClientOptions, Log, ServerOptions, WorkerPort, WORKER_ENV};
+use shmlink_pool::{Pool, PoolOptions};
+
+use crate::child::TempDir;
+use crate::pool::DispatchArgs;
+
+/// p50 and p99 of one way, in µs, and calls per second.
+struct Figures {
+    p50: f64,
+    p99: f64,
+    calls_per_s: f64,
+}
+
+pub(crate) fn run(args: &DispatchArgs) -> anyhow::Result<()> {
+    let dir = TempDir::new()?;
+    let request: Vec<u8> = (0..args.size).map(|i| (i * 7 + 3) as u8).collect();
+    let mut direct = Vec::new();
+    let mut pooled = Vec::new();
+    let mut expected: Option<Vec<u8>> = None;
+    for round in 0..args.rounds.max(1) {
+        let d = measure_direct(args, &dir, round, &request, &mut expected)?;
+        let p = measure_pool(args, &dir, round, &request, &mut expected)?;
+        eprintln!(
+            "shmlink pool bench: round {}: direct p50 {:.2} µs, through the pool p50 {:.2} µs",
+            round + 1,
+            d.p50,
+            p.p50
+        );
+        direct.push(d);
+        pooled.push(p);
+    }
+    let med = |v: &[Figures], f: fn(&Figures) -> f64| {
+        let mut x: Vec<f64> = v.iter().map(f).collect();
+        x.sort_by(f64::total_cmp);
+        x[x.len() / 2]
+    };
+    let (dp50, pp50) = (med(&direct, |f| f.p50), med(&pooled, |f| f.p50));
+    let (dp99, pp99) = (med(&direct, |f| f.p99), med(&pooled, |f| f.p99));
+    let (dcps, pcps) = (
+        med(&direct, |f| f.calls_per_s),
+        med(&pooled, |f| f.calls_per_s),
+    );
+    println!(
+        "| way | p50 µs | p99 µs | calls/s |\n|---|---:|---:|---:|\n\
+         | a worker called directly | {dp50:.2} | {dp99:.2} | {dcps:.0} |\n\
+         | the same worker through `shmlink pool` | {pp50:.2} | {pp99:.2} | {pcps:.0} |\n\n\
+         The pool's dispatch adds {:.2} µs to p50 ({} B requests, {} calls a round, median of {} rounds).",
+        pp50 - dp50,
+        args.size,
+        args.calls,
+        args.rounds
+    );
+    if let Some(path) = &args.json {
+        let doc = serde_json::json!({
+            "size": args.size, "calls": args.calls, "rounds": args.rounds,
+            "command": args.command_line,
+            "direct": {"p50_us": dp50, "p99_us": dp99, "calls_per_s": dcps},
+            "pool": {"p50_us": pp50, "p99_us": pp99, "calls_per_s": pcps},
+            "dispatch_p50_us": pp50 - dp50,
+        });
+        std::fs::write(path, serde_json::to_string_pretty(&doc)? + "\n")
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// Calls `c` `calls` times with `request`; checks each response against
+/// the first one seen (by either way).
+fn calls(
+    c: &mut Client,
+    calls: usize,
+    request: &[u8],
+    expected: &mut Option<Vec<u8>>,
+) -> anyhow::Result<Figures> {
+    for _ in 0..calls.min(1000) {
+        let r = c.call(request)?;
+        check(&r, expected)?;
+        c.recycle(r);
+    }
+    let mut lat = Vec::with_capacity(calls);
+    let start = Instant::now();
+    for _ in 0..calls {
+        let t = Instant::now();
+        let r = c.call(request)?;
+        lat.push(t.elapsed());
+        check(&r, expected)?;
+        c.recycle(r);
+    }
+    let elapsed = start.elapsed();
+    lat.sort();
+    let at = |q: f64| lat[((q * lat.len() as f64).ceil() as usize).clamp(1, lat.len()) - 1];
+    Ok(Figures {
+        p50: at(0.5).as_secs_f64() * 1e6,
+        p99: at(0.99).as_secs_f64() * 1e6,
+        calls_per_s: calls as f64 / elapsed.as_secs_f64(),
+    })
+}
+
+fn check(r: &[u8], expected: &mut Option<Vec<u8>>) -> anyhow::Result<()> {
+    match expected {
+        Some(e) if e.as_slice() != r => bail!(
+            "a response of {} bytes differs from the {} bytes the other way answered",
+            r.len(),
+            e.len()
+        ),
+        Some(_) => Ok(()),
+        None => {
+            *expected = Some(r.to_vec());
+            Ok(())
+        }
+    }
+}
+
+fn measure_direct(
+    args: &DispatchArgs,
+    dir: &TempDir,
+    round: usize,
+    request: &[u8],
+    expected: &mut Option<Vec<u8>>,
+) -> anyhow::Result<Figures> {
+    let addr = format!("shm:{}", dir.path().join(format!("direct{round}.sock")).display());
+    let port = WorkerPort::bind(&addr, ServerOptions::default())?;
+    let mut child = spawn(&args.command_line, &addr)?;
+    let accepted = port.accept(Duration::from_secs(20))?;
+    let Some(mut worker) = accepted else {
+        let _ = child.kill();
+        bail!("the worker did not connect within 20 s");
+    };
+    let figures = calls(&mut worker.client, args.calls, request, expected);
+    drop(worker);
+    let _ = child.wait();
+    figures
+}
+
+fn measure_pool(
+    args: &DispatchArgs,
+    dir: &TempDir,
+    round: usize,
+    request: &[u8],
+    expected: &mut Option<Vec<u8>>,
+) -> anyhow::Result<Figures> {
+    let addr = format!("shm:{}", dir.path().join(format!("pool{round}.sock")).display());
+    let mut opts = PoolOptions::new(vec![addr.clone()], args.command_line.clone());
+    opts.workers = 1;
+    opts.control = Some(dir.path().join(format!("pool{round}.ctl")));
+    let pool = Pool::start_with_log(opts, Log::off())?;
+    let t0 = Instant::now();
+    while pool.status().workers.iter().all(|w| w.state != "idle") {
+        if t0.elapsed() > Duration::from_secs(20) {
+            bail!("the pool's worker was not ready within 20 s");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let mut c = Client::connect(&addr, ClientOptions::default())?;
+    let figures = calls(&mut c, args.calls, request, expected);
+    drop(c);
+    pool.stop();
+    figures
+}
+
+fn spawn(command: &[String], port: &str) -> anyhow::Result<Child> {
+    let (program, rest) = command.split_first().context("no worker command")?;
+    Command::new(program)
+        .args(rest)
+        .env(WORKER_ENV, port)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()
+        .with_context(|| format!("starting {program}"))
+}

@@ -9,6 +9,10 @@ set -euo pipefail
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
 PREFIX="${SHMLINK_PREFIX:-$REPO/target/stage}"
 
+if [ ! -x "$REPO/target/release/shmlink" ]; then
+  echo "c-tests: no $REPO/target/release/shmlink (cargo build --release -p shmlink-cli)" >&2
+  exit 1
+fi
 if [ ! -d "$PREFIX" ]; then
   echo "c-tests: no shmlink installed at $PREFIX (run: make install PREFIX=$PREFIX)" >&2
   exit 1
@@ -16,7 +20,7 @@ fi
 
 for kind in plain sanitize; do
   build="$REPO/target/ctest/$kind"
-  options=(-DCMAKE_PREFIX_PATH="$PREFIX")
+  options=(-DCMAKE_PREFIX_PATH="$PREFIX" -DSHMLINK_CLI="$REPO/target/release/shmlink")
   if [ "$kind" = sanitize ]; then
     options+=(-DSHMLINK_SANITIZE=ON)
   fi

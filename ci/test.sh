@@ -34,6 +34,7 @@ cargo test --workspace --release
 step "C ABI: header drift, install, GoogleTest (plain and ASan/UBSan), examples"
 make check-header
 make install PREFIX="$PWD/target/stage"
+cargo build --release -p shmlink-cli # the worker tests run their workers under `shmlink pool`
 SHMLINK_PREFIX="$PWD/target/stage" ci/c-tests.sh
 SHMLINK_PREFIX="$PWD/target/stage" ci/examples.sh
 

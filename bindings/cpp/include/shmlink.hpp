@@ -458,6 +458,106 @@ class Client {
   shmlink_buffer buffer_ = SHMLINK_BUFFER_INIT;
 };
 
+// A worker of `shmlink pool`: answers the calls its pool hands it on the
+// calling thread, waiting on its ring directly. Move-only; the destructor
+// ends the session (the pool is told goodbye). One thread at a time.
+class Worker {
+ public:
+  // An empty worker: operations throw Error(SHMLINK_E_CLOSED).
+  Worker() noexcept = default;
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+  Worker(Worker&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
+  Worker& operator=(Worker&& other) noexcept {
+    if (this != &other) {
+      shmlink_worker_free(handle_);
+      handle_ = std::exchange(other.handle_, nullptr);
+    }
+    return *this;
+  }
+  ~Worker() { shmlink_worker_free(handle_); }
+
+  // Connects to the pool at `address`, or, when empty, at the address in
+  // the environment variable SHMLINK_WORKER (which the pool sets). Throws Error.
+  static Worker connect(std::string_view address = {}, const ClientOptions& options = {}) {
+    shmlink_client_options o{};
+    if (!detail::micros(options.timeout, o.timeout_us)) {
+      throw Error(SHMLINK_E_INVALID_ARGUMENT, 0, detail::kNegativeTimeout);
+    }
+    o.wait = static_cast<uint32_t>(options.wait);
+    o.spin_us = options.spin_us;
+    o.ring_size = options.ring_size;
+    o.max_message_size = options.max_message_size;
+    std::string text(address);
+    if (text.find('\0') != std::string::npos) {
+      throw Error(SHMLINK_E_INVALID_ADDRESS, 0, "shmlink: the address contains a NUL byte");
+    }
+    shmlink_worker* handle = nullptr;
+    detail::check(shmlink_worker_connect(address.empty() ? nullptr : text.c_str(), &o, &handle));
+    Worker w;
+    w.handle_ = handle;
+    return w;
+  }
+
+  // The next call's request (valid until the next call on this worker), or
+  // nothing when the pool told this worker to stop. Throws Error.
+  std::optional<std::string_view> accept() {
+    require();
+    const uint8_t* request = nullptr;
+    std::size_t len = 0;
+    int stopped = 0;
+    detail::check(shmlink_worker_accept(handle_, &request, &len, &stopped));
+    if (stopped != 0) return std::nullopt;
+    if (len == 0) return std::string_view();
+    return std::string_view(reinterpret_cast<const char*>(request), len);
+  }
+
+  // Answers the call accepted last. Throws Error.
+  void respond(std::string_view response) {
+    require();
+    detail::check(shmlink_worker_respond(handle_, detail::bytes(response), response.size()));
+  }
+
+  // Answers the call accepted last with an error: the caller receives a
+  // remote error with `code` and `message`. Throws Error.
+  void fail(uint32_t code, const std::string& message) {
+    require();
+    detail::check(shmlink_worker_fail(handle_, code, message.c_str()));
+  }
+
+  // Answers calls with `handler` until the pool tells this worker to stop.
+  // A HandlerError answers with its code and message, another exception with
+  // kHandlerException and its what(). Throws Error when the session fails.
+  void run(const std::function<void(std::string_view request, std::string& response)>& handler) {
+    std::string response;
+    while (std::optional<std::string_view> request = accept()) {
+      response.clear();
+      try {
+        handler(*request, response);
+      } catch (const HandlerError& e) {
+        fail(e.code() != 0 ? e.code() : kHandlerException, e.what());
+        continue;
+      } catch (const std::exception& e) {
+        fail(kHandlerException, e.what());
+        continue;
+      }
+      respond(response);
+    }
+  }
+
+  // True when the worker holds a session handle.
+  explicit operator bool() const noexcept { return handle_ != nullptr; }
+
+ private:
+  void require() const {
+    if (handle_ == nullptr) {
+      throw DisconnectedError(SHMLINK_E_CLOSED, 0, "shmlink::Worker has no session");
+    }
+  }
+
+  shmlink_worker* handle_ = nullptr;
+};
+
 // A server bound to one or more addresses. Move-only; the destructor stops it
 // (joining a started one) and removes its socket files.
 // Thread-safety: bind/serve/start/wait from one thread; stop, stats and

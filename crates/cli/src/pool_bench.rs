@@ -128,7 +128,10 @@ fn measure_direct(
     request: &[u8],
     expected: &mut Option<Vec<u8>>,
 ) -> anyhow::Result<Figures> {
-    let addr = format!("shm:{}", dir.path().join(format!("direct{round}.sock")).display());
+    let addr = format!(
+        "shm:{}",
+        dir.path().join(format!("direct{round}.sock")).display()
+    );
     let port = WorkerPort::bind(&addr, ServerOptions::default())?;
     let mut child = spawn(&args.command_line, &addr)?;
     let accepted = port.accept(Duration::from_secs(20))?;
@@ -149,7 +152,10 @@ fn measure_pool(
     request: &[u8],
     expected: &mut Option<Vec<u8>>,
 ) -> anyhow::Result<Figures> {
-    let addr = format!("shm:{}", dir.path().join(format!("pool{round}.sock")).display());
+    let addr = format!(
+        "shm:{}",
+        dir.path().join(format!("pool{round}.sock")).display()
+    );
     let mut opts = PoolOptions::new(vec![addr.clone()], args.command_line.clone());
     opts.workers = 1;
     opts.control = Some(dir.path().join(format!("pool{round}.ctl")));

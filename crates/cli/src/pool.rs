@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use shmlink::{Client, ClientOptions};
+use shmlink::{Client, ClientOptions, WaitStrategy};
 use shmlink_pool::{Pool, PoolOptions};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
@@ -61,6 +61,12 @@ pub(crate) struct PoolArgs {
     /// The control socket [default: the first shm:/unix: listen path with .ctl appended].
     #[arg(long, value_name = "PATH")]
     control: Option<PathBuf>,
+    /// How the pool waits for its clients' calls on shm: sleep, spin, spin:MICROS or busy.
+    #[arg(long, value_name = "HOW", default_value_t = WaitStrategy::default())]
+    wait: WaitStrategy,
+    /// How the pool waits for a worker's answer: sleep, spin, spin:MICROS or busy.
+    #[arg(long, value_name = "HOW", default_value_t = WaitStrategy::default())]
+    worker_wait: WaitStrategy,
     /// The worker command and its arguments.
     #[arg(last = true, value_name = "COMMAND", required = true)]
     command_line: Vec<String>,
@@ -85,27 +91,7 @@ enum PoolCommand {
     /// Measure what the pool's dispatch costs: calls to one worker made
     /// directly (this process holds its worker port) against the same calls
     /// through a pool of one such worker, in alternating rounds.
-    Bench(DispatchArgs),
-}
-
-/// Options of `shmlink pool bench`.
-#[derive(Debug, Args)]
-pub(crate) struct DispatchArgs {
-    /// Calls per round and way.
-    #[arg(long, value_name = "N", default_value_t = 20_000)]
-    pub(crate) calls: usize,
-    /// Request size in bytes.
-    #[arg(long, value_name = "BYTES", value_parser = parse::size, default_value = "2048")]
-    pub(crate) size: usize,
-    /// Rounds (each measures both ways; the medians are reported).
-    #[arg(long, value_name = "N", default_value_t = 3)]
-    pub(crate) rounds: usize,
-    /// Write the figures as JSON to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub(crate) json: Option<PathBuf>,
-    /// The worker command and its arguments.
-    #[arg(last = true, value_name = "COMMAND", required = true)]
-    pub(crate) command_line: Vec<String>,
+    Bench(crate::pool_bench::DispatchArgs),
 }
 
 pub(crate) fn run(args: &PoolArgs) -> anyhow::Result<()> {
@@ -144,6 +130,8 @@ fn supervise(args: &PoolArgs) -> anyhow::Result<()> {
     opts.call_timeout = args.call_timeout;
     opts.start_timeout = args.start_timeout;
     opts.control = args.control.clone();
+    opts.wait = args.wait;
+    opts.worker_wait = args.worker_wait;
     let mut signals =
         Signals::new([SIGINT, SIGTERM, SIGHUP]).context("installing signal handlers")?;
     let pool = Pool::start(opts)?;

@@ -4,15 +4,46 @@
 //! calling the pool), in alternating rounds; every response of one way is
 //! checked against the other way's response to the same request.
 
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use shmlink::{Client, ClientOptions, Log, ServerOptions, WorkerPort, WORKER_ENV};
+use clap::Args;
+use shmlink::{Client, ClientOptions, Log, ServerOptions, WaitStrategy, WorkerPort, WORKER_ENV};
 use shmlink_pool::{Pool, PoolOptions};
 
 use crate::child::TempDir;
-use crate::pool::DispatchArgs;
+use crate::parse;
+
+/// Options of `shmlink pool bench`.
+#[derive(Debug, Args)]
+pub(crate) struct DispatchArgs {
+    /// Calls per round and way.
+    #[arg(long, value_name = "N", default_value_t = 20_000)]
+    pub(crate) calls: usize,
+    /// Request size in bytes.
+    #[arg(long, value_name = "BYTES", value_parser = parse::size, default_value = "2048")]
+    pub(crate) size: usize,
+    /// Rounds (each measures both ways; the medians are reported).
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub(crate) rounds: usize,
+    /// Write the figures as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) json: Option<PathBuf>,
+    /// How the client waits for answers (both ways): sleep, spin, spin:MICROS or busy.
+    #[arg(long, value_name = "HOW", default_value_t = WaitStrategy::default())]
+    pub(crate) client_wait: WaitStrategy,
+    /// The pool's --wait.
+    #[arg(long, value_name = "HOW", default_value_t = WaitStrategy::default())]
+    pub(crate) wait: WaitStrategy,
+    /// The pool's --worker-wait.
+    #[arg(long, value_name = "HOW", default_value_t = WaitStrategy::default())]
+    pub(crate) worker_wait: WaitStrategy,
+    /// The worker command and its arguments.
+    #[arg(last = true, value_name = "COMMAND", required = true)]
+    pub(crate) command_line: Vec<String>,
+}
 
 /// p50 and p99 of one way, in µs, and calls per second.
 struct Figures {
@@ -54,16 +85,22 @@ pub(crate) fn run(args: &DispatchArgs) -> anyhow::Result<()> {
         "| way | p50 µs | p99 µs | calls/s |\n|---|---:|---:|---:|\n\
          | a worker called directly | {dp50:.2} | {dp99:.2} | {dcps:.0} |\n\
          | the same worker through `shmlink pool` | {pp50:.2} | {pp99:.2} | {pcps:.0} |\n\n\
-         The pool's dispatch adds {:.2} µs to p50 ({} B requests, {} calls a round, median of {} rounds).",
+         The pool's dispatch adds {:.2} µs to p50 ({} B requests, {} calls a round, median of {} rounds; \
+         client waits {}, pool --wait {}, --worker-wait {}).",
         pp50 - dp50,
         args.size,
         args.calls,
-        args.rounds
+        args.rounds,
+        args.client_wait,
+        args.wait,
+        args.worker_wait
     );
     if let Some(path) = &args.json {
         let doc = serde_json::json!({
             "size": args.size, "calls": args.calls, "rounds": args.rounds,
             "command": args.command_line,
+            "client_wait": args.client_wait.to_string(), "wait": args.wait.to_string(),
+            "worker_wait": args.worker_wait.to_string(),
             "direct": {"p50_us": dp50, "p99_us": dp99, "calls_per_s": dcps},
             "pool": {"p50_us": pp50, "p99_us": pp99, "calls_per_s": pcps},
             "dispatch_p50_us": pp50 - dp50,
@@ -132,7 +169,14 @@ fn measure_direct(
         "shm:{}",
         dir.path().join(format!("direct{round}.sock")).display()
     );
-    let port = WorkerPort::bind(&addr, ServerOptions::default())?;
+    // This process plays the client: it waits on the worker as a client does.
+    let port = WorkerPort::bind(
+        &addr,
+        ServerOptions {
+            wait: args.client_wait,
+            ..ServerOptions::default()
+        },
+    )?;
     let mut child = spawn(&args.command_line, &addr)?;
     let accepted = port.accept(Duration::from_secs(20))?;
     let Some(mut worker) = accepted else {
@@ -159,6 +203,8 @@ fn measure_pool(
     let mut opts = PoolOptions::new(vec![addr.clone()], args.command_line.clone());
     opts.workers = 1;
     opts.control = Some(dir.path().join(format!("pool{round}.ctl")));
+    opts.wait = args.wait;
+    opts.worker_wait = args.worker_wait;
     let pool = Pool::start_with_log(opts, Log::off())?;
     let t0 = Instant::now();
     while pool.status().workers.iter().all(|w| w.state != "idle") {
@@ -167,7 +213,13 @@ fn measure_pool(
         }
         std::thread::sleep(Duration::from_millis(5));
     }
-    let mut c = Client::connect(&addr, ClientOptions::default())?;
+    let mut c = Client::connect(
+        &addr,
+        ClientOptions {
+            wait: args.client_wait,
+            ..ClientOptions::default()
+        },
+    )?;
     let figures = calls(&mut c, args.calls, request, expected);
     drop(c);
     pool.stop();

@@ -148,6 +148,7 @@ impl Pool {
             &port_address,
             ServerOptions {
                 send_timeout: opts.call_timeout,
+                wait: opts.worker_wait,
                 log: (*log).clone(),
                 ..ServerOptions::default()
             },
@@ -186,6 +187,7 @@ impl Pool {
             Box::new(move || supervise::run(&i)),
         )?);
         let server_opts = ServerOptions {
+            wait: opts.wait,
             log: (*log).clone(),
             ..ServerOptions::default()
         };

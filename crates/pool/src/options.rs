@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use shmlink::WaitStrategy;
+
 use crate::error::PoolError;
 
 /// Options of a [`Pool`](crate::Pool).
@@ -34,12 +36,17 @@ pub struct PoolOptions {
     pub stop_timeout: Duration,
     /// The control socket (status, reload), mode 0600.
     pub control: Option<PathBuf>,
+    /// How the pool's session threads wait for their clients' calls.
+    pub wait: WaitStrategy,
+    /// How the pool waits for a worker's answer.
+    pub worker_wait: WaitStrategy,
 }
 
 impl PoolOptions {
     /// Options for `command` behind `listen`, with the defaults: 2 workers,
     /// no recycling, 10 s queue timeout, 256 queued calls, 30 s per call,
-    /// 10 s to start, 5 s to stop.
+    /// 10 s to start, 5 s to stop, adaptive spin-then-sleep waits
+    /// both for clients and for workers.
     pub fn new(listen: Vec<String>, command: Vec<String>) -> PoolOptions {
         PoolOptions {
             listen,
@@ -55,6 +62,8 @@ impl PoolOptions {
             start_timeout: Duration::from_secs(10),
             stop_timeout: Duration::from_secs(5),
             control: None,
+            wait: WaitStrategy::default(),
+            worker_wait: WaitStrategy::default(),
         }
     }
 

@@ -15,9 +15,7 @@ use std::sync::atomic::Ordering;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use shmlink::wire::{
-    Hello, Welcome, Wire, CAPS, HELLO_LEN, PROTOCOL_MAX, PROTOCOL_MIN, WELCOME_LEN,
-};
+use shmlink::wire::{Hello, Welcome, Wire, HELLO_LEN, PROTOCOL_MAX, PROTOCOL_MIN, WELCOME_LEN};
 use shmlink::{Client, ClientOptions, Error, RefusalCode, RemoteError, Server, ServerOptions};
 use support::*;
 
@@ -152,18 +150,6 @@ impl Raw {
     }
 }
 
-fn hello_for(t: T) -> Hello {
-    Hello {
-        version_min: PROTOCOL_MIN,
-        version_max: PROTOCOL_MAX,
-        wire: if t == T::Shm { Wire::Shm } else { Wire::Stream },
-        caps: CAPS,
-        ring_c2s: 65536,
-        ring_s2c: 65536,
-        max_message: 1 << 20,
-    }
-}
-
 /// Sends `bytes` as the hello and expects a refusal with `code` whose text
 /// contains every one of `needles`.
 fn expect_refusal(srv: &Srv, bytes: &[u8], code: RefusalCode, needles: &[&str], what: &str) {
@@ -203,7 +189,7 @@ fn assert_alive(srv: &Srv, what: &str) {
 
 fn malformed_hellos_refused(t: T) {
     let srv = start(t, hs_opts(), echo);
-    let good = hello_for(t).encode();
+    let good = support::raw::hello(t).encode();
     let mut rng = Rng::new(5);
     let mut random = [0u8; HELLO_LEN];
     rng.fill(&mut random);
@@ -218,7 +204,7 @@ fn malformed_hellos_refused(t: T) {
     let empty_range = Hello {
         version_min: 3,
         version_max: 1,
-        ..hello_for(t)
+        ..support::raw::hello(t)
     }
     .encode();
     let cases: [(&str, &[u8], &[&str]); 7] = [
@@ -245,7 +231,7 @@ fn malformed_hellos_refused(t: T) {
 
 fn truncated_hello_refused(t: T) {
     let srv = start(t, hs_opts(), echo);
-    let good = hello_for(t).encode();
+    let good = support::raw::hello(t).encode();
     // Half a hello, then end of stream: refused at once, not after the timeout.
     let mut raw = Raw::connect(&srv.addr);
     raw.write_all(&good[..20]).expect("write");
@@ -278,7 +264,7 @@ fn wrong_version_range_refused(t: T) {
         let h = Hello {
             version_min: lo,
             version_max: hi,
-            ..hello_for(t)
+            ..support::raw::hello(t)
         };
         let theirs = format!("{lo}..={hi}");
         let ours = format!("{PROTOCOL_MIN}..={PROTOCOL_MAX}");
@@ -295,7 +281,7 @@ fn wrong_version_range_refused(t: T) {
     let h = Hello {
         version_min: 0,
         version_max: 5,
-        ..hello_for(t)
+        ..support::raw::hello(t)
     };
     raw.write_all(&h.encode()).expect("write");
     match raw.read_welcome() {
@@ -337,7 +323,7 @@ fn wire_mismatch_refused(t: T) {
     let wrong = if t == T::Shm { Wire::Stream } else { Wire::Shm };
     let h = Hello {
         wire: wrong,
-        ..hello_for(t)
+        ..support::raw::hello(t)
     };
     let needle = format!("serves {} sessions", t.scheme());
     expect_refusal(
@@ -363,7 +349,7 @@ fn ring_sizes_checked(t: T) {
         let h = Hello {
             ring_c2s: c2s,
             ring_s2c: s2c,
-            ..hello_for(t)
+            ..support::raw::hello(t)
         };
         if t == T::Shm {
             expect_refusal(
@@ -389,7 +375,7 @@ fn ring_sizes_checked(t: T) {
         let h = Hello {
             ring_c2s: 4096,
             ring_s2c: 1 << 20,
-            ..hello_for(t)
+            ..support::raw::hello(t)
         };
         raw.write_all(&h.encode()).expect("write");
         match raw.read_welcome() {
@@ -449,7 +435,8 @@ fn oversized_garbage_survived(t: T) {
 fn valid_hello_then_junk_ends_session(t: T) {
     let srv = start(t, hs_opts(), echo);
     let mut raw = Raw::connect(&srv.addr);
-    raw.write_all(&hello_for(t).encode()).expect("hello");
+    raw.write_all(&support::raw::hello(t).encode())
+        .expect("hello");
     assert!(matches!(
         raw.read_welcome(),
         Ok((Welcome::Accepted { .. }, _))
@@ -482,7 +469,7 @@ fn slow_loris_does_not_block_accept(t: T) {
     let t0 = Instant::now();
     let mut lorises: Vec<Raw> = (0..6).map(|_| Raw::connect(&srv.addr)).collect();
     lorises[5]
-        .write_all(&hello_for(t).encode()[..30])
+        .write_all(&support::raw::hello(t).encode()[..30])
         .expect("half a hello");
     // A good client meanwhile. If the accept loop waited for each loris in
     // turn this would take at least 6 x 200 ms.

@@ -1,17 +1,21 @@
 //! Workers and worker ports over every transport: a worker connects to a
 //! port and answers the calls of whoever accepted it; errors and panics of
 //! its handler reach the caller; a goodbye from the caller ends its loop;
-//! clients and workers knock on the wrong doors and are refused.
+//! clients and workers knock on the wrong doors and are refused; a hostile
+//! worker (written by hand) cannot harm its caller or the port.
 
 mod support;
 
+use std::sync::atomic::Ordering;
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use shmlink::wire::{FrameHeader, Kind, CAP_SERVE, RECORD_HEADER, TAG_DATA};
 use shmlink::{
     Client, ClientOptions, Error, RefusalCode, RemoteError, ServerOptions, Worker, WorkerPort,
     CODE_HANDLER_PANICKED, CODE_NOT_ANSWERED,
 };
+use support::raw::*;
 use support::*;
 
 fn port(t: T) -> (WorkerPort, TempDir) {
@@ -36,6 +40,7 @@ crate::per_transport!(
     a_worker_answers_until_told_to_stop,
     the_calls_of_a_worker_loop_by_hand,
     wrong_doors_are_refused,
+    hostile_workers_cannot_harm_their_caller,
 );
 
 fn a_worker_answers_until_told_to_stop(t: T) {
@@ -160,4 +165,153 @@ fn a_worker_without_an_address_says_why() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+/// What a hostile worker answers a call with.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Attack {
+    /// A response to a call that was never made.
+    WrongId,
+    /// A frame kind the protocol does not have.
+    UnknownKind,
+    /// A frame carrying more bytes than its message.
+    LenOverTotal,
+    /// An error frame too short for its code.
+    ShortErrorBody,
+    /// A response announcing more than the caller's largest message.
+    HugeTotal,
+    /// A request: the worker side never calls.
+    RequestBack,
+    /// The first chunk of a response, then nothing.
+    Truncated,
+    /// Over `shm:`: a ring tail beyond anything written.
+    TailBeyondRing,
+    /// Over `shm:`: a record with an unknown tag.
+    BadRecordTag,
+    /// Over `shm:`: a record longer than the ring.
+    RecordLongerThanRing,
+}
+
+const ATTACKS: [Attack; 10] = [
+    Attack::WrongId,
+    Attack::UnknownKind,
+    Attack::LenOverTotal,
+    Attack::ShortErrorBody,
+    Attack::HugeTotal,
+    Attack::RequestBack,
+    Attack::Truncated,
+    Attack::TailBeyondRing,
+    Attack::BadRecordTag,
+    Attack::RecordLongerThanRing,
+];
+
+fn attack(w: &mut RawSession, how: Attack, id: u64) {
+    let ring_tail = |w: &RawSession| {
+        let (p, _) = w.rings.as_ref().expect("shm rings");
+        let tail = p.header().tail.load(Ordering::Acquire);
+        (tail, p.capacity() as u64)
+    };
+    match how {
+        Attack::WrongId => w.send(FrameHeader::whole(Kind::Response, id + 7, 3), b"bad"),
+        Attack::UnknownKind => w.send_raw(raw_header(99, 0, id, 3, 3), b"bad"),
+        Attack::LenOverTotal => w.send_raw(raw_header(Kind::Response as u8, 0, id, 8, 3), &[1; 8]),
+        Attack::ShortErrorBody => w.send(FrameHeader::whole(Kind::Error, id, 2), &[1, 2]),
+        Attack::HugeTotal => w.send_raw(
+            raw_header(Kind::Response as u8, 1, id, 4, u64::MAX / 2),
+            &[1; 4],
+        ),
+        Attack::RequestBack => w.send(FrameHeader::whole(Kind::Request, 1, 3), b"hey"),
+        Attack::Truncated => w.send_raw(raw_header(Kind::Response as u8, 1, id, 4, 8), &[1; 4]),
+        Attack::TailBeyondRing => {
+            let (tail, cap) = ring_tail(w);
+            let (p, _) = w.rings.as_ref().expect("shm rings");
+            p.header().tail.store(tail + 4 * cap, Ordering::Release);
+            ring_data_bell(p.header());
+        }
+        Attack::BadRecordTag | Attack::RecordLongerThanRing => {
+            let (tail, cap) = ring_tail(w);
+            let (len, tag) = if how == Attack::BadRecordTag {
+                (32u32, 0x6261_6421)
+            } else {
+                (cap as u32 * 2, TAG_DATA)
+            };
+            let mut rec = [0u8; RECORD_HEADER];
+            rec[..4].copy_from_slice(&len.to_le_bytes());
+            rec[4..].copy_from_slice(&tag.to_le_bytes());
+            w.write_out(tail % cap, &rec);
+            let (p, _) = w.rings.as_ref().expect("shm rings");
+            p.header()
+                .tail
+                .store(tail + RECORD_HEADER as u64 + 32, Ordering::Release);
+            ring_data_bell(p.header());
+        }
+    }
+}
+
+fn hostile_workers_cannot_harm_their_caller(t: T) {
+    let (port, _dir) = port(t);
+    let addr = port.address().to_string();
+    let mut h = hello(t);
+    h.caps |= CAP_SERVE;
+    for how in ATTACKS {
+        if t != T::Shm
+            && matches!(
+                how,
+                Attack::TailBeyondRing | Attack::BadRecordTag | Attack::RecordLongerThanRing
+            )
+        {
+            continue; // ring attacks need a ring
+        }
+        let a = addr.clone();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let hostile = thread::spawn(move || {
+            let (welcome, w) = RawSession::open(&a, &h);
+            let mut w = w.unwrap_or_else(|| panic!("the port accepts the worker: {welcome:?}"));
+            let (req, body) = w.recv().expect("a call reaches the worker");
+            assert_eq!((req.kind, body.as_slice()), (Kind::Request, &b"call"[..]));
+            attack(&mut w, how, req.id);
+            // Kept open: the caller must not need the socket to close.
+            let _ = done_rx.recv();
+            drop(w);
+        });
+        let mut acc = port
+            .accept(Duration::from_secs(5))
+            .expect("accept")
+            .expect("the hostile worker");
+        let t0 = Instant::now();
+        let got = acc.client.call_timeout(b"call", Duration::from_secs(2));
+        let took = t0.elapsed();
+        match (&got, how) {
+            (Err(Error::Timeout { .. }), Attack::Truncated) => {}
+            (Err(Error::Protocol { .. }), _) => {}
+            other => panic!("{t:?} {how:?}: the caller got {other:?}"),
+        }
+        assert!(
+            took < Duration::from_secs(3),
+            "{t:?} {how:?}: took {took:?}"
+        );
+        assert!(
+            acc.client
+                .call_timeout(b"again", Duration::from_secs(1))
+                .is_err(),
+            "{t:?} {how:?}: a session a worker broke is not used again"
+        );
+        drop(acc);
+        let _ = done_tx.send(());
+        hostile.join().expect("the hostile worker's thread");
+    }
+    // The port still takes honest workers.
+    let good = thread::spawn(move || {
+        let mut w = Worker::connect(&addr, ClientOptions::default()).expect("worker connects");
+        w.run(handler)
+    });
+    let mut a = port
+        .accept(Duration::from_secs(5))
+        .expect("accept")
+        .expect("an honest worker");
+    assert_eq!(a.client.call(b"fine").expect("call"), b"w:fine");
+    drop(a);
+    good.join()
+        .expect("worker thread")
+        .expect("run ends cleanly");
 }

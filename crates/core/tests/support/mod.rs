@@ -15,6 +15,8 @@ use std::time::{Duration, Instant};
 
 use shmlink::{Client, ClientOptions, Handler, RunningServer, Server, ServerOptions};
 
+pub mod raw;
+
 /// Default per-test watchdog.
 pub const LIMIT: Duration = Duration::from_secs(60);
 

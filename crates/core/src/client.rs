@@ -250,7 +250,7 @@ impl Client {
     fn accept(&mut self, m: Message) -> Result<Option<Reply>> {
         if !matches!(m.kind, Kind::Response | Kind::Error) {
             let detail = format!(
-                "server sent a {:?} frame; only responses, errors and goodbyes are expected",
+                "the peer (server or worker) sent a {:?} frame; only responses, errors and goodbyes are expected",
                 m.kind
             );
             return Err(self.session.violation(detail));

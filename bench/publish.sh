@@ -62,7 +62,9 @@ conditions() { sed -n '/^- /p;/^## /q' "$1"; }
   echo "one and two PHP workers (\`bench/pool/worker.php\`, OPcache on) answering as the"
   echo "daemon does. Below, what the pool's dispatch costs: one PHP worker called directly"
   echo "(the caller holds its worker port, as the pool does) and through a pool of one such"
-  echo "worker, alternating rounds. Command: \`shmlink pool bench --calls 20000 -- php ..."
+  echo "worker, alternating rounds; then a pool of two such workers under churn (recycled"
+  echo "every 1,000 calls, reloaded, one killed with SIGKILL) with one client calling without"
+  echo "pause. Command: \`shmlink pool bench --calls 20000 --churn-seconds 3 -- php ..."
   echo "bench/pool/worker.php\` (in \`ci/main.sh\`). Source:"
   echo "[\`bench/results/$name-pool-dispatch.md\`](../bench/results/$name-pool-dispatch.md)."
   echo

@@ -35,11 +35,13 @@ out=bench/results
 bench_args=(--rounds 3 --duration 0.5)
 plot_args=(--duration 0.2)
 requests=20000
+churn=3
 if [ "$quick" = 1 ]; then
   out=target/main-quick
   bench_args=(--quick)
   plot_args=(--quick)
   requests=300
+  churn=0.5
 fi
 
 step "setup"
@@ -64,8 +66,8 @@ step "shmlink bench --plot: latency and CPU from 64 B to 16 MiB"
 target/release/shmlink bench --quiet "${plot_args[@]}" --plot "$out/latest.png" >/dev/null
 test -s "$out/latest.png"
 
-step "the pool's dispatch: a PHP worker called directly and through shmlink pool"
-target/release/shmlink pool bench --calls "$requests" --json "$out/pool-dispatch-latest.json" -- \
+step "the pool's dispatch: a PHP worker called directly and through shmlink pool; the pool under churn"
+target/release/shmlink pool bench --calls "$requests" --churn-seconds "$churn" --json "$out/pool-dispatch-latest.json" -- \
   php -d extension="$PWD/bindings/php/modules/shmlink.so" -d opcache.enable_cli=1 bench/pool/worker.php \
   >"$out/pool-dispatch-latest.md"
 cat "$out/pool-dispatch-latest.md"

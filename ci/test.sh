@@ -69,6 +69,11 @@ for f in latest.json latest.md latest.png scenario-latest.json scenario-latest.m
   test -s "target/main-quick/$f" || { echo "main --quick wrote no $f" >&2; exit 1; }
 done
 grep -q '"client": "c"' target/main-quick/latest.json
+# The pool under churn: every case, no failed call where none may fail.
+for row in 'recycling \(--max-jobs 1000\) \| [0-9]+ \| 0 \|' 'reload \| [0-9]+ \| 0 \|' 'kill -9 of a worker \|'; do
+  grep -Eq "\| $row" target/main-quick/pool-dispatch-latest.md || {
+    echo "main --quick: no churn row matching \"$row\"" >&2; exit 1; }
+done
 # The scenario table: every transport and baseline, both sizes, every case.
 for row in 'shm +\| +2048 B \| never' 'unix +\| +128 B \| every 1 ' 'tcp +\| +2048 B \| every 10' \
   'raw unix +\| +128 B' 'raw tcp +\| +2048 B' 'redis broker +\| +128 B \| every 1 ' \

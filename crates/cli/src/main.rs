@@ -12,6 +12,7 @@ mod echo;
 mod parse;
 mod pool;
 mod pool_bench;
+mod pool_churn;
 mod reply;
 
 use std::io::Write;

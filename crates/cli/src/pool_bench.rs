@@ -15,6 +15,7 @@ use shmlink_pool::{Pool, PoolOptions};
 
 use crate::child::TempDir;
 use crate::parse;
+use crate::pool_churn::{self, Churn};
 
 /// Options of `shmlink pool bench`.
 #[derive(Debug, Args)]
@@ -40,6 +41,10 @@ pub(crate) struct DispatchArgs {
     /// The pool's --worker-wait.
     #[arg(long, value_name = "HOW", default_value_t = WaitStrategy::default())]
     pub(crate) worker_wait: WaitStrategy,
+    /// Seconds of each churn case (recycling, reload, kill -9) after the
+    /// rounds; 0 leaves them out.
+    #[arg(long, value_name = "SECONDS", default_value_t = 3.0)]
+    pub(crate) churn_seconds: f64,
     /// The worker command and its arguments.
     #[arg(last = true, value_name = "COMMAND", required = true)]
     pub(crate) command_line: Vec<String>,
@@ -95,6 +100,23 @@ pub(crate) fn run(args: &DispatchArgs) -> anyhow::Result<()> {
         args.wait,
         args.worker_wait
     );
+    let churn = if args.churn_seconds > 0.0 {
+        let setup = pool_churn::Setup {
+            pool: pool_options(args, args.command_line.clone()),
+            client: client_options(args),
+            size: args.size,
+            length: Duration::from_secs_f64(args.churn_seconds),
+            dir: &dir,
+        };
+        let rows = pool_churn::run(&setup)?;
+        println!(
+            "\n{}",
+            pool_churn::table(&rows, args.size, args.churn_seconds)
+        );
+        rows
+    } else {
+        Vec::new()
+    };
     if let Some(path) = &args.json {
         let doc = serde_json::json!({
             "size": args.size, "calls": args.calls, "rounds": args.rounds,
@@ -104,6 +126,8 @@ pub(crate) fn run(args: &DispatchArgs) -> anyhow::Result<()> {
             "direct": {"p50_us": dp50, "p99_us": dp99, "calls_per_s": dcps},
             "pool": {"p50_us": pp50, "p99_us": pp99, "calls_per_s": pcps},
             "dispatch_p50_us": pp50 - dp50,
+            "churn_seconds": args.churn_seconds,
+            "churn": churn.iter().map(churn_json).collect::<Vec<_>>(),
         });
         std::fs::write(path, serde_json::to_string_pretty(&doc)? + "\n")
             .with_context(|| format!("writing {}", path.display()))?;
@@ -200,11 +224,10 @@ fn measure_pool(
         "shm:{}",
         dir.path().join(format!("pool{round}.sock")).display()
     );
-    let mut opts = PoolOptions::new(vec![addr.clone()], args.command_line.clone());
+    let mut opts = pool_options(args, args.command_line.clone());
+    opts.listen = vec![addr.clone()];
     opts.workers = 1;
     opts.control = Some(dir.path().join(format!("pool{round}.ctl")));
-    opts.wait = args.wait;
-    opts.worker_wait = args.worker_wait;
     let pool = Pool::start_with_log(opts, Log::off())?;
     let t0 = Instant::now();
     while pool.status().workers.iter().all(|w| w.state != "idle") {
@@ -213,17 +236,35 @@ fn measure_pool(
         }
         std::thread::sleep(Duration::from_millis(5));
     }
-    let mut c = Client::connect(
-        &addr,
-        ClientOptions {
-            wait: args.client_wait,
-            ..ClientOptions::default()
-        },
-    )?;
+    let mut c = Client::connect(&addr, client_options(args))?;
     let figures = calls(&mut c, args.calls, request, expected);
     drop(c);
     pool.stop();
     figures
+}
+
+/// A pool of `command` with the bench's waits (listen addresses set by the caller).
+fn pool_options(args: &DispatchArgs, command: Vec<String>) -> PoolOptions {
+    let mut opts = PoolOptions::new(Vec::new(), command);
+    opts.wait = args.wait;
+    opts.worker_wait = args.worker_wait;
+    opts
+}
+
+fn client_options(args: &DispatchArgs) -> ClientOptions {
+    ClientOptions {
+        wait: args.client_wait,
+        ..ClientOptions::default()
+    }
+}
+
+fn churn_json(c: &Churn) -> serde_json::Value {
+    serde_json::json!({
+        "case": c.case, "calls": c.calls, "failed": c.failed,
+        "calls_per_s_steady": c.steady, "calls_per_s_worst_window": c.worst,
+        "workers_replaced": c.replaced,
+        "back_after_kill_ms": c.back_in.map(|d| d.as_secs_f64() * 1e3),
+    })
 }
 
 fn spawn(command: &[String], port: &str) -> anyhow::Result<Child> {

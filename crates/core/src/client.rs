@@ -124,6 +124,16 @@ impl Client {
         self.session.is_usable()
     }
 
+    /// Whether a request this client sent provably lies unread by the
+    /// server: over `shm:`, still in the ring (the peer's own account of
+    /// what it read). After a call failed because the server (or a worker)
+    /// died, `true` means that call never reached it and may be made again
+    /// elsewhere; `false` means it may have run, or (over `unix:`/`tcp:`)
+    /// that nobody can tell.
+    pub fn request_unread(&self) -> bool {
+        self.session.sent_unread()
+    }
+
     /// Calls with the default timeout.
     ///
     /// # Errors

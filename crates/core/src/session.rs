@@ -97,6 +97,11 @@ impl Session {
         self.broken.is_none() && self.link.peer_alive()
     }
 
+    /// Whether a message sent on this session provably lies unread.
+    pub(crate) fn sent_unread(&self) -> bool {
+        self.link.sent_unread()
+    }
+
     /// Marks the session unusable.
     pub(crate) fn break_with(&mut self, reason: impl Into<String>) {
         if self.broken.is_none() {

@@ -233,6 +233,29 @@ fn a_worker_killed_mid_call_fails_that_call_only_and_is_replaced() {
 }
 
 #[test]
+fn a_worker_that_dies_before_reading_a_call_fails_no_call() {
+    let dir = Dir::new("unread");
+    let (pool, lines) = start(opts(&dir, 1));
+    ready(&pool, 1);
+    let addr = pool.addresses()[0].clone();
+    let mut c = client(&addr);
+    let pid = pid_of(&mut c);
+    // Frozen, the worker cannot read the next call; then it is killed.
+    kill(pid, Sig::Stop).expect("SIGSTOP the worker");
+    let call = thread::spawn(move || c.call(b"unread"));
+    wait_pid(&pool, "busy");
+    kill(pid, Sig::Kill).expect("kill -9 the frozen worker");
+    let got = call.join().expect("caller");
+    assert_eq!(
+        got.expect("the call goes to the replacement"),
+        b"echo:unread"
+    );
+    assert!(lines.any("died before reading a call"), "logged");
+    assert!(pool.status().restarts >= 1);
+    pool.stop();
+}
+
+#[test]
 fn crash_and_hang_fail_their_call_with_a_clear_code() {
     let dir = Dir::new("crash");
     let mut o = opts(&dir, 1);

@@ -96,6 +96,13 @@ impl<H: Deref<Target = RingHeader>, M: Memory> Producer<H, M> {
         &self.hdr
     }
 
+    /// Whether the consumer has released every record published so far, as
+    /// its shared head says (a hostile consumer can say anything here; use
+    /// it only where a lie harms nobody but the liar).
+    pub fn all_consumed(&self) -> bool {
+        self.hdr.head.load(Ordering::Acquire) == self.tail
+    }
+
     /// Bytes of ring needed for a payload of `len` at the current tail:
     /// (padding to the end of the buffer, the record itself).
     fn need(&self, len: usize) -> (u64, u64) {

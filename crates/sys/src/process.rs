@@ -12,6 +12,8 @@ pub enum Sig {
     Term,
     /// `SIGKILL`: stop now.
     Kill,
+    /// `SIGSTOP`: pause (tests freeze a peer with it).
+    Stop,
 }
 
 /// `kill(2)`: sends `sig` to process `pid`.
@@ -27,6 +29,7 @@ pub fn kill(pid: u32, sig: Sig) -> io::Result<()> {
     let sig = match sig {
         Sig::Term => Signal::TERM,
         Sig::Kill => Signal::KILL,
+        Sig::Stop => Signal::STOP,
     };
     Ok(rustix::process::kill_process(pid, sig)?)
 }

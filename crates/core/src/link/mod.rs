@@ -92,6 +92,16 @@ impl Link {
         }
     }
 
+    /// Whether a message we sent provably lies unread: still in the ring
+    /// (`shm:`). Over a stream nothing can be known (the bytes may sit in
+    /// the peer's socket buffer, read or not): `false`.
+    pub(crate) fn sent_unread(&self) -> bool {
+        match self {
+            Link::Shm(l) => !l.peer_read_all(),
+            Link::Stream(_) => false,
+        }
+    }
+
     /// Whether the peer still looks alive (non-blocking check).
     pub(crate) fn peer_alive(&self) -> bool {
         match self {

@@ -53,6 +53,11 @@ impl ShmLink {
         &self.ends.segment
     }
 
+    /// Whether the peer has released every record we wrote (its word).
+    pub(crate) fn peer_read_all(&self) -> bool {
+        self.ends.producer.all_consumed()
+    }
+
     /// Whether the peer still looks alive.
     pub(crate) fn peer_alive(&self) -> bool {
         self.watch.check() == Verdict::Alive

@@ -107,6 +107,22 @@ fn round_trip_with_gather_and_wrap() {
 }
 
 #[test]
+fn the_producer_knows_when_all_it_wrote_was_consumed() {
+    let hdr = RingHeader::new();
+    let mem = VecMem::new(256);
+    let mut p = Producer::new(&hdr, &mem).expect("producer");
+    let mut c = Consumer::new(&hdr, &mem).expect("consumer");
+    assert!(p.all_consumed(), "an empty ring");
+    assert!(pushed(&mut p, &[b"one"]));
+    assert!(pushed(&mut p, &[b"two"]));
+    assert!(!p.all_consumed());
+    assert_eq!(pop_vec(&mut c).expect("pop"), Some(b"one".to_vec()));
+    assert!(!p.all_consumed(), "one record still unread");
+    assert_eq!(pop_vec(&mut c).expect("pop"), Some(b"two".to_vec()));
+    assert!(p.all_consumed());
+}
+
+#[test]
 fn empty_parts_and_empty_payloads() {
     let hdr = RingHeader::new();
     let mem = VecMem::new(64);

@@ -262,7 +262,7 @@ impl Pool {
                 s.stop("the pool is stopping");
             }
         }
-        self.inner.shared.changed.notify_all();
+        self.inner.shared.notify_all();
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
@@ -324,7 +324,7 @@ pub(crate) fn reload(inner: &Inner) {
     inner.reloads.fetch_add(1, Ordering::Relaxed);
     inner.say(&format!("reload: starting generation {generation}"));
     drop(t);
-    inner.shared.changed.notify_all();
+    inner.shared.notify_all();
 }
 
 /// The control socket: `--control`, or the first `shm:`/`unix:` listen
@@ -390,7 +390,7 @@ fn accept_workers(inner: &Inner, port: &WorkerPort) {
                 s.set(Phase::Idle);
                 inner.say(&format!("worker {} ready", s.pid));
                 drop(t);
-                inner.shared.changed.notify_all();
+                inner.shared.notify_all();
             }
             None => inner.say(&format!(
                 "refused a worker connection from pid {:?}: not a worker this pool started",

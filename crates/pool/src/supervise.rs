@@ -93,7 +93,7 @@ fn reap(inner: &Inner, t: &mut Table) {
                 t.failures
             ));
         }
-        inner.shared.changed.notify_all();
+        inner.shared.notify_all();
     }
 }
 

@@ -129,14 +129,23 @@ pub(crate) struct Lease {
 #[derive(Debug, Default)]
 pub(crate) struct Shared {
     table: Mutex<Table>,
-    /// Signalled when a worker becomes idle, and on any change the
-    /// supervisor should react to.
+    /// Signalled on any change the supervisor should react to.
     pub(crate) changed: Condvar,
+    /// Signalled when a worker becomes idle (or waiting callers must look
+    /// again): only when a caller waits, so a call that finds its worker
+    /// idle and hands it back costs no wake-up of anybody.
+    idle: Condvar,
 }
 
 impl Shared {
     pub(crate) fn lock(&self) -> MutexGuard<'_, Table> {
         self.table.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Wakes the supervisor and every waiting caller: something changed.
+    pub(crate) fn notify_all(&self) {
+        self.changed.notify_all();
+        self.idle.notify_all();
     }
 
     /// Leases an idle worker, waiting up to `timeout` in a queue of at most
@@ -198,7 +207,7 @@ impl Shared {
                 ));
             }
             t = self
-                .changed
+                .idle
                 .wait_timeout(t, deadline - now)
                 .unwrap_or_else(|p| p.into_inner())
                 .0;
@@ -228,12 +237,15 @@ impl Shared {
             } else {
                 s.client = Some(lease.client);
                 s.set(Phase::Idle);
-                self.changed.notify_all();
+                if t.waiting > 0 {
+                    self.idle.notify_one();
+                }
                 return;
             }
         }
         drop(lease);
-        self.changed.notify_all();
+        drop(t);
+        self.notify_all();
     }
 
     /// The worker of `lease` failed the call (died, hung, broke the
@@ -247,6 +259,7 @@ impl Shared {
             s.stop(reason);
         }
         drop(lease);
-        self.changed.notify_all();
+        drop(t);
+        self.notify_all();
     }
 }

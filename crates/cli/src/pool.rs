@@ -61,9 +61,10 @@ pub(crate) struct PoolArgs {
     /// The control socket [default: the first shm:/unix: listen path with .ctl appended].
     #[arg(long, value_name = "PATH")]
     control: Option<PathBuf>,
-    /// How the pool waits for its clients' calls on shm: sleep, spin, spin:MICROS or busy.
-    #[arg(long, value_name = "HOW", default_value_t = WaitStrategy::default())]
-    wait: WaitStrategy,
+    /// How the pool waits for its clients' calls on shm: sleep, spin, spin:MICROS or busy
+    /// [default: sleep with fewer than 4 CPUs, else spin].
+    #[arg(long, value_name = "HOW")]
+    wait: Option<WaitStrategy>,
     /// How the pool waits for a worker's answer: sleep, spin, spin:MICROS or busy.
     #[arg(long, value_name = "HOW", default_value_t = WaitStrategy::default())]
     worker_wait: WaitStrategy,
@@ -130,7 +131,9 @@ fn supervise(args: &PoolArgs) -> anyhow::Result<()> {
     opts.call_timeout = args.call_timeout;
     opts.start_timeout = args.start_timeout;
     opts.control = args.control.clone();
-    opts.wait = args.wait;
+    if let Some(w) = args.wait {
+        opts.wait = w;
+    }
     opts.worker_wait = args.worker_wait;
     let mut signals =
         Signals::new([SIGINT, SIGTERM, SIGHUP]).context("installing signal handlers")?;

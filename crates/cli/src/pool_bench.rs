@@ -35,9 +35,9 @@ pub(crate) struct DispatchArgs {
     /// How the client waits for answers (both ways): sleep, spin, spin:MICROS or busy.
     #[arg(long, value_name = "HOW", default_value_t = WaitStrategy::default())]
     pub(crate) client_wait: WaitStrategy,
-    /// The pool's --wait.
-    #[arg(long, value_name = "HOW", default_value_t = WaitStrategy::default())]
-    pub(crate) wait: WaitStrategy,
+    /// The pool's --wait [default: as the pool's].
+    #[arg(long, value_name = "HOW")]
+    pub(crate) wait: Option<WaitStrategy>,
     /// The pool's --worker-wait.
     #[arg(long, value_name = "HOW", default_value_t = WaitStrategy::default())]
     pub(crate) worker_wait: WaitStrategy,
@@ -58,6 +58,7 @@ struct Figures {
 }
 
 pub(crate) fn run(args: &DispatchArgs) -> anyhow::Result<()> {
+    let pool_wait = args.wait.unwrap_or_else(shmlink_pool::default_wait);
     let dir = TempDir::new()?;
     let request: Vec<u8> = (0..args.size).map(|i| (i * 7 + 3) as u8).collect();
     let mut direct = Vec::new();
@@ -97,7 +98,7 @@ pub(crate) fn run(args: &DispatchArgs) -> anyhow::Result<()> {
         args.calls,
         args.rounds,
         args.client_wait,
-        args.wait,
+        pool_wait,
         args.worker_wait
     );
     let churn = if args.churn_seconds > 0.0 {
@@ -121,7 +122,7 @@ pub(crate) fn run(args: &DispatchArgs) -> anyhow::Result<()> {
         let doc = serde_json::json!({
             "size": args.size, "calls": args.calls, "rounds": args.rounds,
             "command": args.command_line,
-            "client_wait": args.client_wait.to_string(), "wait": args.wait.to_string(),
+            "client_wait": args.client_wait.to_string(), "wait": pool_wait.to_string(),
             "worker_wait": args.worker_wait.to_string(),
             "direct": {"p50_us": dp50, "p99_us": dp99, "calls_per_s": dcps},
             "pool": {"p50_us": pp50, "p99_us": pp99, "calls_per_s": pcps},
@@ -246,7 +247,9 @@ fn measure_pool(
 /// A pool of `command` with the bench's waits (listen addresses set by the caller).
 fn pool_options(args: &DispatchArgs, command: Vec<String>) -> PoolOptions {
     let mut opts = PoolOptions::new(Vec::new(), command);
-    opts.wait = args.wait;
+    if let Some(w) = args.wait {
+        opts.wait = w;
+    }
     opts.worker_wait = args.worker_wait;
     opts
 }

@@ -37,16 +37,37 @@ pub struct PoolOptions {
     /// The control socket (status, reload), mode 0600.
     pub control: Option<PathBuf>,
     /// How the pool's session threads wait for their clients' calls.
+    /// Default: [`default_wait`].
     pub wait: WaitStrategy,
     /// How the pool waits for a worker's answer.
     pub worker_wait: WaitStrategy,
 }
 
+/// How the pool's session threads wait for their clients' next call when
+/// nothing says otherwise: they sleep on a machine with fewer than 4 CPUs,
+/// and spin (adaptively) on a larger one.
+///
+/// A call through the pool has three parties: the client, the pool's
+/// session thread and the worker. The client and the worker spin while
+/// they wait (the default everywhere); a session thread that spins too
+/// makes three spinners, and on 2 CPUs one of them is always off its CPU:
+/// measured with `bench/pool/waits.sh`, a PHP worker through the pool
+/// answered at p50 31 µs with the session thread spinning and 8-10 µs with
+/// it sleeping (2 CPUs, docs/design.md).
+pub fn default_wait() -> WaitStrategy {
+    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+    if cpus < 4 {
+        WaitStrategy::Sleep
+    } else {
+        WaitStrategy::default()
+    }
+}
+
 impl PoolOptions {
     /// Options for `command` behind `listen`, with the defaults: 2 workers,
     /// no recycling, 10 s queue timeout, 256 queued calls, 30 s per call,
-    /// 10 s to start, 5 s to stop, adaptive spin-then-sleep waits
-    /// both for clients and for workers.
+    /// 10 s to start, 5 s to stop, [`default_wait`] for clients, adaptive
+    /// spin-then-sleep for workers.
     pub fn new(listen: Vec<String>, command: Vec<String>) -> PoolOptions {
         PoolOptions {
             listen,
@@ -62,7 +83,7 @@ impl PoolOptions {
             start_timeout: Duration::from_secs(10),
             stop_timeout: Duration::from_secs(5),
             control: None,
-            wait: WaitStrategy::default(),
+            wait: default_wait(),
             worker_wait: WaitStrategy::default(),
         }
     }

@@ -65,9 +65,10 @@ pub(crate) struct PoolArgs {
     /// [default: sleep with fewer than 4 CPUs, else spin].
     #[arg(long, value_name = "HOW")]
     wait: Option<WaitStrategy>,
-    /// How the pool waits for a worker's answer: sleep, spin, spin:MICROS or busy.
-    #[arg(long, value_name = "HOW", default_value_t = WaitStrategy::default())]
-    worker_wait: WaitStrategy,
+    /// How the pool waits for a worker's answer: sleep, spin, spin:MICROS or busy
+    /// [default: sleep when the pool may use one CPU only, else spin].
+    #[arg(long, value_name = "HOW")]
+    worker_wait: Option<WaitStrategy>,
     /// The worker command and its arguments.
     #[arg(last = true, value_name = "COMMAND", required = true)]
     command_line: Vec<String>,
@@ -134,7 +135,9 @@ fn supervise(args: &PoolArgs) -> anyhow::Result<()> {
     if let Some(w) = args.wait {
         opts.wait = w;
     }
-    opts.worker_wait = args.worker_wait;
+    if let Some(w) = args.worker_wait {
+        opts.worker_wait = w;
+    }
     let mut signals =
         Signals::new([SIGINT, SIGTERM, SIGHUP]).context("installing signal handlers")?;
     let pool = Pool::start(opts)?;

@@ -38,9 +38,9 @@ pub(crate) struct DispatchArgs {
     /// The pool's --wait [default: as the pool's].
     #[arg(long, value_name = "HOW")]
     pub(crate) wait: Option<WaitStrategy>,
-    /// The pool's --worker-wait.
-    #[arg(long, value_name = "HOW", default_value_t = WaitStrategy::default())]
-    pub(crate) worker_wait: WaitStrategy,
+    /// The pool's --worker-wait [default: as the pool's].
+    #[arg(long, value_name = "HOW")]
+    pub(crate) worker_wait: Option<WaitStrategy>,
     /// Seconds of each churn case (recycling, reload, kill -9) after the
     /// rounds; 0 leaves them out.
     #[arg(long, value_name = "SECONDS", default_value_t = 3.0)]
@@ -59,6 +59,9 @@ struct Figures {
 
 pub(crate) fn run(args: &DispatchArgs) -> anyhow::Result<()> {
     let pool_wait = args.wait.unwrap_or_else(shmlink_pool::default_wait);
+    let worker_wait = args
+        .worker_wait
+        .unwrap_or_else(shmlink_pool::default_worker_wait);
     let dir = TempDir::new()?;
     let request: Vec<u8> = (0..args.size).map(|i| (i * 7 + 3) as u8).collect();
     let mut direct = Vec::new();
@@ -99,7 +102,7 @@ pub(crate) fn run(args: &DispatchArgs) -> anyhow::Result<()> {
         args.rounds,
         args.client_wait,
         pool_wait,
-        args.worker_wait
+        worker_wait
     );
     let churn = if args.churn_seconds > 0.0 {
         let setup = pool_churn::Setup {
@@ -123,7 +126,7 @@ pub(crate) fn run(args: &DispatchArgs) -> anyhow::Result<()> {
             "size": args.size, "calls": args.calls, "rounds": args.rounds,
             "command": args.command_line,
             "client_wait": args.client_wait.to_string(), "wait": pool_wait.to_string(),
-            "worker_wait": args.worker_wait.to_string(),
+            "worker_wait": worker_wait.to_string(),
             "direct": {"p50_us": dp50, "p99_us": dp99, "calls_per_s": dcps},
             "pool": {"p50_us": pp50, "p99_us": pp99, "calls_per_s": pcps},
             "dispatch_p50_us": pp50 - dp50,
@@ -250,7 +253,9 @@ fn pool_options(args: &DispatchArgs, command: Vec<String>) -> PoolOptions {
     if let Some(w) = args.wait {
         opts.wait = w;
     }
-    opts.worker_wait = args.worker_wait;
+    if let Some(w) = args.worker_wait {
+        opts.worker_wait = w;
+    }
     opts
 }
 

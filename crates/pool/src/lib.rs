@@ -45,7 +45,7 @@ use shmlink::{Log, RunningServer, Server, ServerOptions, WorkerPort};
 
 pub use codes::*;
 pub use error::PoolError;
-pub use options::{default_wait, PoolOptions};
+pub use options::{default_wait, default_worker_wait, PoolOptions};
 pub use status::{Status, WorkerStatus};
 
 use table::{Phase, Shared};

@@ -39,13 +39,14 @@ pub struct PoolOptions {
     /// How the pool's session threads wait for their clients' calls.
     /// Default: [`default_wait`].
     pub wait: WaitStrategy,
-    /// How the pool waits for a worker's answer.
+    /// How the pool waits for a worker's answer. Default:
+    /// [`default_worker_wait`].
     pub worker_wait: WaitStrategy,
 }
 
 /// How the pool's session threads wait for their clients' next call when
-/// nothing says otherwise: they sleep on a machine with fewer than 4 CPUs,
-/// and spin (adaptively) on a larger one.
+/// nothing says otherwise: they sleep when the pool may run on fewer than 4
+/// CPUs (the machine's, or its affinity's), and spin (adaptively) on more.
 ///
 /// A call through the pool has three parties: the client, the pool's
 /// session thread and the worker. The client and the worker spin while
@@ -55,19 +56,40 @@ pub struct PoolOptions {
 /// answered at p50 31 µs with the session thread spinning and 8-10 µs with
 /// it sleeping (2 CPUs, docs/design.md).
 pub fn default_wait() -> WaitStrategy {
-    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
-    if cpus < 4 {
+    if cpus() < 4 {
         WaitStrategy::Sleep
     } else {
         WaitStrategy::default()
     }
 }
 
+/// How the pool waits for a worker's answer when nothing says otherwise: it
+/// sleeps when the pool may run on one CPU only (its affinity, e.g. under
+/// `taskset`), and spins (adaptively) otherwise.
+///
+/// On one CPU the worker the pool waits for needs that very CPU: a pool
+/// pinned there with its PHP worker answered a PHP client at p50 ~30 µs
+/// sleeping against ~55 µs spinning (the scenario, docs/design.md). With two
+/// CPUs or more, spinning is slightly faster (p50 8 against 10 µs,
+/// `bench/pool/waits.sh`).
+pub fn default_worker_wait() -> WaitStrategy {
+    if cpus() < 2 {
+        WaitStrategy::Sleep
+    } else {
+        WaitStrategy::default()
+    }
+}
+
+/// CPUs this process may run on.
+fn cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}
+
 impl PoolOptions {
     /// Options for `command` behind `listen`, with the defaults: 2 workers,
     /// no recycling, 10 s queue timeout, 256 queued calls, 30 s per call,
-    /// 10 s to start, 5 s to stop, [`default_wait`] for clients, adaptive
-    /// spin-then-sleep for workers.
+    /// 10 s to start, 5 s to stop, [`default_wait`] for clients and
+    /// [`default_worker_wait`] for workers.
     pub fn new(listen: Vec<String>, command: Vec<String>) -> PoolOptions {
         PoolOptions {
             listen,
@@ -84,7 +106,7 @@ impl PoolOptions {
             stop_timeout: Duration::from_secs(5),
             control: None,
             wait: default_wait(),
-            worker_wait: WaitStrategy::default(),
+            worker_wait: default_worker_wait(),
         }
     }
 

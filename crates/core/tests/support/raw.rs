@@ -31,11 +31,11 @@ pub struct Hdr {
 impl Deref for Hdr {
     type Target = RingHeader;
     fn deref(&self) -> &RingHeader {
-        // SAFETY: `ptr` points at a ring header inside `_map` (offsets from
-        // the segment layout, checked against the mapping's length when the
+        // `ptr` points at a ring header inside `_map` (offsets from the
+        // segment layout, checked against the mapping's length when the
         // handle was made), aligned to 128 (a page-aligned mapping plus a
-        // multiple of 128); RingHeader is atomics only; `_map` keeps the
-        // mapping alive as long as `self`.
+        // multiple of 128); RingHeader is atomics only.
+        // SAFETY: in bounds, aligned, atomics only; `_map` keeps it mapped.
         unsafe { self.ptr.as_ref() }
     }
 }
@@ -61,9 +61,9 @@ impl shmlink_ring::Memory for Data {
 pub fn ring(map: &Arc<Mapping>, hdr: u64, data: u64, len: u64) -> (Hdr, Data) {
     assert!(hdr as usize + RingHeader::SIZE <= map.len());
     assert!(data as usize + len as usize <= map.len());
-    // SAFETY: both offsets are inside the mapping (asserted above); the ring
-    // only copies through the data pointer; `_map` keeps the mapping alive
-    // as long as each handle.
+    // Both offsets are inside the mapping (asserted above); the ring only
+    // copies through the data pointer, never forming references into it.
+    // SAFETY: in bounds (asserted); `_map` keeps the mapping alive.
     unsafe {
         (
             Hdr {

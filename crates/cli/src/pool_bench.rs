@@ -106,7 +106,7 @@ pub(crate) fn run(args: &DispatchArgs) -> anyhow::Result<()> {
     );
     let churn = if args.churn_seconds > 0.0 {
         let setup = pool_churn::Setup {
-            pool: pool_options(args, args.command_line.clone()),
+            pool: pool_options(args),
             client: client_options(args),
             size: args.size,
             length: Duration::from_secs_f64(args.churn_seconds),
@@ -228,18 +228,15 @@ fn measure_pool(
         "shm:{}",
         dir.path().join(format!("pool{round}.sock")).display()
     );
-    let mut opts = pool_options(args, args.command_line.clone());
+    let mut opts = pool_options(args);
     opts.listen = vec![addr.clone()];
     opts.workers = 1;
     opts.control = Some(dir.path().join(format!("pool{round}.ctl")));
     let pool = Pool::start_with_log(opts, Log::off())?;
-    let t0 = Instant::now();
-    while pool.status().workers.iter().all(|w| w.state != "idle") {
-        if t0.elapsed() > Duration::from_secs(20) {
-            bail!("the pool's worker was not ready within 20 s");
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    pool_churn::wait_for(&pool, Duration::from_secs(20), |p| {
+        p.status().workers.iter().any(|w| w.state == "idle")
+    })
+    .context("the pool's worker was not ready")?;
     let mut c = Client::connect(&addr, client_options(args))?;
     let figures = calls(&mut c, args.calls, request, expected);
     drop(c);
@@ -247,9 +244,10 @@ fn measure_pool(
     figures
 }
 
-/// A pool of `command` with the bench's waits (listen addresses set by the caller).
-fn pool_options(args: &DispatchArgs, command: Vec<String>) -> PoolOptions {
-    let mut opts = PoolOptions::new(Vec::new(), command);
+/// A pool of the bench's worker command with its waits (listen addresses
+/// set by the caller).
+fn pool_options(args: &DispatchArgs) -> PoolOptions {
+    let mut opts = PoolOptions::new(Vec::new(), args.command_line.clone());
     if let Some(w) = args.wait {
         opts.wait = w;
     }

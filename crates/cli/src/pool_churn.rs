@@ -44,20 +44,37 @@ pub(crate) struct Setup<'a> {
     pub(crate) dir: &'a TempDir,
 }
 
-const CASES: [&str; 3] = [
-    "recycling (--max-jobs 1000)",
-    "reload",
-    "kill -9 of a worker",
-];
+/// What happens to the pool a third of the way into a case.
+#[derive(Clone, Copy, PartialEq)]
+enum Case {
+    /// Nothing: the pool itself recycles every worker after 1,000 calls.
+    Recycle,
+    Reload,
+    Kill,
+}
+
+impl Case {
+    const ALL: [Case; 3] = [Case::Recycle, Case::Reload, Case::Kill];
+
+    fn name(self) -> &'static str {
+        match self {
+            Case::Recycle => "recycling (--max-jobs 1000)",
+            Case::Reload => "reload",
+            Case::Kill => "kill -9 of a worker",
+        }
+    }
+}
 
 /// The three cases, one pool each.
 pub(crate) fn run(setup: &Setup<'_>) -> anyhow::Result<Vec<Churn>> {
-    (0..CASES.len()).map(|n| one(setup, n)).collect()
+    Case::ALL
+        .iter()
+        .enumerate()
+        .map(|(n, &case)| one(setup, n, case))
+        .collect()
 }
 
-fn one(setup: &Setup<'_>, n: usize) -> anyhow::Result<Churn> {
-    let case = CASES[n];
-    let length = setup.length;
+fn one(setup: &Setup<'_>, n: usize, case: Case) -> anyhow::Result<Churn> {
     let dir = setup.dir;
     let addr = format!(
         "shm:{}",
@@ -67,12 +84,14 @@ fn one(setup: &Setup<'_>, n: usize) -> anyhow::Result<Churn> {
     opts.listen = vec![addr.clone()];
     opts.workers = WORKERS;
     opts.control = Some(dir.path().join(format!("churn{n}.ctl")));
-    if n == 0 {
+    if case == Case::Recycle {
         opts.max_jobs = 1000;
     }
     let pool = Pool::start_with_log(opts, Log::off())?;
-    let ready = |pool: &Pool| running_idle(&pool.status()) == WORKERS;
-    wait_for(&pool, Duration::from_secs(20), ready).context("the pool's workers did not start")?;
+    wait_for(&pool, Duration::from_secs(20), |p| {
+        serving(&p.status()) == WORKERS
+    })
+    .context("the pool's workers did not start")?;
     let mut c = Client::connect(&addr, setup.client.clone())?;
     let request: Vec<u8> = (0..setup.size).map(|i| (i * 13 + 1) as u8).collect();
     let expected = c.call(&request).context("the first call")?;
@@ -82,25 +101,29 @@ fn one(setup: &Setup<'_>, n: usize) -> anyhow::Result<Churn> {
     let mut in_window = 0u64;
     let start = Instant::now();
     let mut window_end = start + WINDOW;
-    let mut event_done = false;
-    let mut killed_at = None;
+    let mut event = Some(start + setup.length / 3);
+    let mut killed: Option<(Instant, u32)> = None;
     let mut back_in = None;
-    while start.elapsed() < length {
-        if !event_done && start.elapsed() >= length / 3 {
-            event_done = true;
-            match n {
-                1 => pool.reload(),
-                2 => {
+    while start.elapsed() < setup.length {
+        if event.is_some_and(|at| Instant::now() >= at) {
+            event = None;
+            match case {
+                Case::Recycle => {}
+                Case::Reload => pool.reload(),
+                Case::Kill => {
                     let pid = pool.status().workers[0].pid;
                     kill(pid, Sig::Kill).with_context(|| format!("kill -9 {pid}"))?;
-                    killed_at = Some((Instant::now(), pid));
+                    killed = Some((Instant::now(), pid));
                 }
-                _ => {}
             }
         }
         match c.call(&request) {
             Ok(r) if r == expected => {}
-            Ok(r) => bail!("{case}: a response of {} bytes is not the echo", r.len()),
+            Ok(r) => bail!(
+                "{}: a response of {} bytes is not the echo",
+                case.name(),
+                r.len()
+            ),
             Err(_) => failed += 1,
         }
         calls += 1;
@@ -111,51 +134,59 @@ fn one(setup: &Setup<'_>, n: usize) -> anyhow::Result<Churn> {
             in_window = 0;
             window_end = now + WINDOW;
         }
-        if let (Some((at, pid)), None) = (killed_at, back_in) {
-            if calls % 64 == 0 {
-                let s = pool.status();
-                if running_idle(&s) == WORKERS && s.workers.iter().all(|w| w.pid != pid) {
-                    back_in = Some(at.elapsed());
-                }
+        if let (Some((at, pid)), None) = (killed, back_in) {
+            if calls % 64 == 0 && replaced(&pool, pid) {
+                back_in = Some(at.elapsed());
             }
         }
     }
-    if let Some((at, pid)) = killed_at.filter(|_| back_in.is_none()) {
-        wait_for(&pool, Duration::from_secs(10), |p| {
-            let s = p.status();
-            running_idle(&s) == WORKERS && s.workers.iter().all(|w| w.pid != pid)
-        })
-        .context("the pool did not get back to two workers after the kill")?;
+    if let (Some((at, pid)), None) = (killed, back_in) {
+        wait_for(&pool, Duration::from_secs(10), |p| replaced(p, pid))
+            .context("the pool did not get back to two workers after the kill")?;
         back_in = Some(at.elapsed());
     }
-    let replaced = pool.status().restarts - before;
+    let workers_replaced = pool.status().restarts - before;
     drop(c);
     pool.stop();
     if windows.is_empty() {
-        bail!("{case}: --churn-seconds is shorter than one window of {WINDOW:?}");
+        bail!(
+            "{}: --churn-seconds is shorter than one window of {WINDOW:?}",
+            case.name()
+        );
     }
     let worst = windows.iter().copied().fold(f64::INFINITY, f64::min);
     windows.sort_by(f64::total_cmp);
     Ok(Churn {
-        case,
+        case: case.name(),
         calls,
         failed,
         steady: windows[windows.len() / 2],
         worst,
-        replaced,
+        replaced: workers_replaced,
         back_in,
     })
 }
 
-/// Workers that run and are not stopping (idle or busy).
-fn running_idle(s: &Status) -> usize {
+/// Workers that serve (idle or busy) and are not being retired.
+fn serving(s: &Status) -> usize {
     s.workers
         .iter()
         .filter(|w| (w.state == "idle" || w.state == "busy") && !w.retiring)
         .count()
 }
 
-fn wait_for(pool: &Pool, limit: Duration, cond: impl Fn(&Pool) -> bool) -> anyhow::Result<()> {
+/// Whether the pool serves with all its workers again, `pid` not among them.
+fn replaced(pool: &Pool, pid: u32) -> bool {
+    let s = pool.status();
+    serving(&s) == WORKERS && s.workers.iter().all(|w| w.pid != pid)
+}
+
+/// Waits, polling every millisecond, until `cond` holds for `pool`.
+pub(crate) fn wait_for(
+    pool: &Pool,
+    limit: Duration,
+    cond: impl Fn(&Pool) -> bool,
+) -> anyhow::Result<()> {
     let t0 = Instant::now();
     while !cond(pool) {
         if t0.elapsed() > limit {

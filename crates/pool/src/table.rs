@@ -243,8 +243,9 @@ impl Shared {
                 return;
             }
         }
-        drop(lease);
+        // The session closes (a goodbye, an unmap) outside the lock.
         drop(t);
+        drop(lease);
         self.notify_all();
     }
 
@@ -258,8 +259,8 @@ impl Shared {
             }
             s.stop(reason);
         }
-        drop(lease);
         drop(t);
+        drop(lease);
         self.notify_all();
     }
 }

@@ -12,10 +12,11 @@ source ci/lib/common.sh
 # format check; fonts-dejavu-core: the font of `shmlink bench --plot`;
 # php8.2-dev/cli/fpm + php-parser + valgrind: the PHP extension, its build
 # (gen_stub) and its tests; nginx + curl: the php-fpm end-to-end test;
-# redis-server + php8.2-redis: the Redis broker baseline of the scenario.
+# redis-server + php8.2-redis: the Redis broker baseline of the scenario;
+# wrk: the HTTP load of bench/http and of the HTTP front's short test run.
 apt_install_missing build-essential pkg-config util-linux procps cmake libgtest-dev clang-format \
   fonts-dejavu-core php8.2-dev php8.2-cli php8.2-fpm php-parser valgrind nginx curl redis-server \
-  php8.2-redis
+  php8.2-redis wrk
 
 if ! command -v cargo >/dev/null 2>&1; then
   echo "setup: installing Rust with rustup is required (https://rustup.rs); cargo not found" >&2

@@ -8,6 +8,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use shmlink::{Client, ClientOptions, WaitStrategy};
+use shmlink_http::FrontOptions;
 use shmlink_pool::{Pool, PoolOptions};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
@@ -29,8 +30,31 @@ pub(crate) struct PoolArgs {
     #[command(subcommand)]
     command: Option<PoolCommand>,
     /// Address clients call (repeatable): shm:PATH, unix:PATH or tcp:HOST:PORT.
-    #[arg(long = "listen", value_name = "ADDR", required = true)]
+    #[arg(long = "listen", value_name = "ADDR", required_unless_present = "http")]
     listen: Vec<String>,
+    /// Serve HTTP/1.1 on HOST:PORT (repeatable): each request is a call to a worker
+    /// (Shmlink\HttpRequest in PHP).
+    #[arg(long = "http", value_name = "HOST:PORT")]
+    http: Vec<String>,
+    /// Largest HTTP request body (K/M/G suffixes); larger ones get 413.
+    #[arg(long, value_name = "BYTES", value_parser = parse::size, default_value = "8M")]
+    http_max_body: usize,
+    /// Largest HTTP request head (request line and headers); larger ones get 431.
+    #[arg(long, value_name = "BYTES", value_parser = parse::size, default_value = "64K")]
+    http_max_header: usize,
+    /// Time a client has to send a request's head (and an idle keep-alive connection
+    /// stays open); past it the connection is closed.
+    #[arg(long, value_name = "SECONDS", value_parser = parse::seconds, default_value = "10")]
+    http_header_timeout: Duration,
+    /// Most HTTP connections open at once; more are closed when accepted.
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    http_max_connections: usize,
+    /// Threads of the HTTP front [default: one per CPU].
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    http_threads: usize,
+    /// Write one line per HTTP request to PATH (-: standard error).
+    #[arg(long, value_name = "PATH")]
+    http_access_log: Option<PathBuf>,
     /// Workers kept running.
     #[arg(long, value_name = "N", default_value_t = 2)]
     workers: usize,
@@ -137,6 +161,16 @@ fn supervise(args: &PoolArgs) -> anyhow::Result<()> {
     }
     if let Some(w) = args.worker_wait {
         opts.worker_wait = w;
+    }
+    if !args.http.is_empty() {
+        let mut h = FrontOptions::new(args.http.clone());
+        h.max_body = args.http_max_body;
+        h.max_header_bytes = args.http_max_header;
+        h.header_timeout = args.http_header_timeout;
+        h.max_connections = args.http_max_connections;
+        h.threads = args.http_threads;
+        h.access_log = args.http_access_log.clone();
+        opts.http = Some(h);
     }
     let mut signals =
         Signals::new([SIGINT, SIGTERM, SIGHUP]).context("installing signal handlers")?;

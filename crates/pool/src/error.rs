@@ -9,6 +9,9 @@ pub enum PoolError {
     /// The library failed (binding an address, the worker port).
     #[error(transparent)]
     Shmlink(#[from] shmlink::Error),
+    /// The HTTP front could not start.
+    #[error(transparent)]
+    Http(#[from] shmlink_http::HttpError),
     /// An operating-system error with context.
     #[error("{context}: {source}")]
     Io {

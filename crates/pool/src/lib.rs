@@ -29,6 +29,7 @@ mod codes;
 mod control;
 mod dispatch;
 mod error;
+mod http;
 mod options;
 mod spawn;
 mod status;
@@ -37,7 +38,7 @@ mod table;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -67,6 +68,8 @@ pub(crate) struct Inner {
     started: Instant,
     /// (when, calls then, calls per second since the sample before).
     rate: Mutex<(Instant, u64, f64)>,
+    /// The HTTP front's counters, when it runs.
+    pub(crate) http: OnceLock<shmlink_http::StatsHandle>,
 }
 
 impl Inner {
@@ -117,6 +120,7 @@ impl Inner {
 pub struct Pool {
     inner: Arc<Inner>,
     server: Option<RunningServer>,
+    front: Option<shmlink_http::Front>,
     control: Option<RunningServer>,
     threads: Vec<JoinHandle<()>>,
     /// The private directory of the worker port's socket.
@@ -165,6 +169,7 @@ impl Pool {
             reloads: AtomicU64::new(0),
             started: Instant::now(),
             rate: Mutex::new((Instant::now(), 0, 0.0)),
+            http: OnceLock::new(),
         });
         let mut threads = Vec::new();
         let spawn = |name: &str, f: Box<dyn FnOnce() + Send>| {
@@ -194,13 +199,26 @@ impl Pool {
         let mut pool = Pool {
             inner: Arc::clone(&inner),
             server: None,
+            front: None,
             control: None,
             threads,
             workdir,
         };
-        let server = Server::bind(&opts.listen, server_opts)?
-            .spawn(dispatch::Dispatch::new(Arc::clone(&inner)))?;
-        pool.server = Some(server);
+        if !opts.listen.is_empty() {
+            let server = Server::bind(&opts.listen, server_opts)?
+                .spawn(dispatch::Dispatch::new(Arc::clone(&inner)))?;
+            pool.server = Some(server);
+        }
+        if let Some(http) = &opts.http {
+            let log = Arc::clone(&inner.log);
+            let front = shmlink_http::Front::start(
+                http.clone(),
+                Arc::new(http::PoolBackend::new(Arc::clone(&inner))),
+                Box::new(move |line| log.write(&format!("shmlink pool: {line}"))),
+            )?;
+            let _ = inner.http.set(front.stats_handle());
+            pool.front = Some(front);
+        }
         let control = control_path(&opts);
         if let Some(path) = control {
             let addr = format!("unix:{}", path.display());
@@ -210,18 +228,29 @@ impl Pool {
         }
         inner.say(&format!(
             "listening on {}; {} workers of {:?}",
-            opts.listen.join(", "),
+            pool.addresses().join(", "),
             opts.workers,
             opts.command
         ));
         Ok(pool)
     }
 
-    /// The addresses clients call.
+    /// The addresses clients call, then the HTTP front's (`http://IP:PORT`).
     pub fn addresses(&self) -> Vec<String> {
-        self.server
+        let mut all: Vec<String> = self
+            .server
             .as_ref()
             .map(|s| s.addresses().iter().map(|a| a.to_string()).collect())
+            .unwrap_or_default();
+        all.extend(self.http_addresses().iter().map(|a| format!("http://{a}")));
+        all
+    }
+
+    /// The HTTP front's addresses (with the ports chosen for port 0).
+    pub fn http_addresses(&self) -> Vec<std::net::SocketAddr> {
+        self.front
+            .as_ref()
+            .map(|f| f.local_addrs().to_vec())
             .unwrap_or_default()
     }
 
@@ -249,6 +278,10 @@ impl Pool {
     }
 
     fn shutdown(&mut self) {
+        // The front first: its requests in flight still have workers.
+        if let Some(f) = self.front.take() {
+            f.stop();
+        }
         if let Some(s) = self.server.take() {
             let _ = s.stop();
         }
@@ -293,7 +326,7 @@ impl Pool {
 
 impl Drop for Pool {
     fn drop(&mut self) {
-        if self.server.is_some() || !self.threads.is_empty() {
+        if self.server.is_some() || self.front.is_some() || !self.threads.is_empty() {
             self.shutdown();
         }
     }

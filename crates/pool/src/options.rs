@@ -42,6 +42,8 @@ pub struct PoolOptions {
     /// How the pool waits for a worker's answer. Default:
     /// [`default_worker_wait`].
     pub worker_wait: WaitStrategy,
+    /// The HTTP front, if any: each request becomes a call to a worker.
+    pub http: Option<shmlink_http::FrontOptions>,
 }
 
 /// How the pool's session threads wait for their clients' next call when
@@ -107,6 +109,7 @@ impl PoolOptions {
             control: None,
             wait: default_wait(),
             worker_wait: default_worker_wait(),
+            http: None,
         }
     }
 
@@ -116,8 +119,11 @@ impl PoolOptions {
     /// [`PoolError::Options`] naming the field.
     pub fn validate(&self) -> Result<(), PoolError> {
         let bad = |what: &str| Err(PoolError::Options(what.to_string()));
-        if self.listen.is_empty() {
-            return bad("at least one --listen address is needed");
+        if self.listen.is_empty() && self.http.is_none() {
+            return bad("at least one --listen or --http address is needed");
+        }
+        if let Some(h) = &self.http {
+            h.validate()?;
         }
         if self.command.is_empty() {
             return bad("no worker command (after --)");

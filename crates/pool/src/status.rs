@@ -56,6 +56,8 @@ pub struct Status {
     pub reloads: u64,
     /// Seconds since the pool started.
     pub uptime_s: f64,
+    /// The HTTP front's counters, when it runs.
+    pub http: Option<shmlink_http::HttpStats>,
 }
 
 pub(crate) fn of(inner: &Inner) -> Status {
@@ -91,6 +93,7 @@ pub(crate) fn of(inner: &Inner) -> Status {
         last_failure: t.last_failure.clone(),
         reloads: inner.reloads.load(Ordering::Relaxed),
         uptime_s: inner.started.elapsed().as_secs_f64(),
+        http: inner.http.get().map(|h| h.snapshot()),
     }
 }
 
@@ -115,6 +118,21 @@ impl Status {
                 self.failed_starts,
                 self.backoff_ms.unwrap_or(0),
                 self.last_failure.as_deref().unwrap_or("?")
+            ));
+        }
+        if let Some(h) = &self.http {
+            out.push_str(&format!(
+                "http: {} requests ({} ok, {} 4xx, {} 5xx, {} too large), connections {} open of {} ({} refused), {} bytes in, {} out\n",
+                h.requests,
+                h.ok,
+                h.client_errors,
+                h.server_errors,
+                h.too_large,
+                h.connections_open,
+                h.connections,
+                h.connections_refused,
+                h.bytes_in,
+                h.bytes_out
             ));
         }
         out.push_str("    pid  state      calls      rss MiB   uptime s  restarts\n");

@@ -10,6 +10,12 @@
 //! - `grow:MIB`: keeps MIB more mebibytes of memory, then answers its pid;
 //! - anything else: answers `echo:` and the request.
 //!
+//! A call from the HTTP front (an encoded HTTP request) is answered by
+//! path instead: see `http.rs`.
+//!
+//! `SHMLINK_WORKER_WAIT` (sleep, spin, spin:MICROS, busy) sets how it waits
+//! for calls.
+//!
 //! `SHMLINK_TEST_WORKER_START=crash` makes it exit before connecting,
 //! `=hang` makes it never connect (a worker that fails at start).
 //!
@@ -17,9 +23,12 @@
 //! shmlink pool --listen shm:/tmp/p.sock --workers 2 -- shmlink-echo-worker
 //! ```
 
+mod http;
+
 use std::time::Duration;
 
 use shmlink::{ClientOptions, RemoteError, Worker};
+use shmlink_http::wire::Request;
 
 fn main() {
     match std::env::var("SHMLINK_TEST_WORKER_START").as_deref() {
@@ -29,7 +38,14 @@ fn main() {
         },
         _ => {}
     }
-    let mut worker = match Worker::from_env(ClientOptions::default()) {
+    let mut options = ClientOptions::default();
+    if let Some(w) = std::env::var("SHMLINK_WORKER_WAIT")
+        .ok()
+        .and_then(|w| w.parse().ok())
+    {
+        options.wait = w;
+    }
+    let mut worker = match Worker::from_env(options) {
         Ok(w) => w,
         Err(e) => {
             eprintln!("shmlink-echo-worker: {e}");
@@ -39,6 +55,9 @@ fn main() {
     println!("echo worker {} ready", std::process::id());
     let mut kept: Vec<Vec<u8>> = Vec::new();
     let ran = worker.run(|req: &[u8], resp: &mut Vec<u8>| {
+        if Request::is_encoded(req) {
+            return http::answer(req, resp, &mut kept);
+        }
         let text = std::str::from_utf8(req).unwrap_or("");
         if text == "pid" {
             resp.extend_from_slice(std::process::id().to_string().as_bytes());

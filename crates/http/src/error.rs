@@ -1,0 +1,17 @@
+//! The front's error type.
+
+/// What can go wrong starting the front.
+#[derive(Debug, thiserror::Error)]
+pub enum HttpError {
+    /// An option is out of range or an address does not parse.
+    #[error("invalid HTTP front options: {0}")]
+    Options(String),
+    /// An operating-system error with context.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done.
+        context: String,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+}

@@ -1,0 +1,66 @@
+//! Options of the front.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::error::HttpError;
+
+/// Options of a [`Front`](crate::Front).
+#[derive(Debug, Clone)]
+pub struct FrontOptions {
+    /// `HOST:PORT` addresses to listen on (port 0: any free port).
+    pub listen: Vec<String>,
+    /// Largest request body; a larger one is answered 413.
+    pub max_body: usize,
+    /// Largest request head (request line and headers); a larger one is
+    /// answered 431.
+    pub max_header_bytes: usize,
+    /// Time a client has to send a request's head (also how long an idle
+    /// keep-alive connection stays open); past it the connection is closed.
+    pub header_timeout: Duration,
+    /// Most connections open at once; more are closed as soon as accepted.
+    pub max_connections: usize,
+    /// Threads of the front's runtime (0: one per CPU, at least 2). Each
+    /// request holds one while its worker runs it.
+    pub threads: usize,
+    /// Where to write one line per request (`-`: standard error).
+    pub access_log: Option<PathBuf>,
+}
+
+impl FrontOptions {
+    /// Options listening on `listen` with the defaults: 8 MiB bodies, 64 KiB
+    /// heads, 10 s for a head, 10,000 connections, one thread per CPU (at
+    /// least 2), no access log.
+    pub fn new(listen: Vec<String>) -> FrontOptions {
+        FrontOptions {
+            listen,
+            max_body: 8 << 20,
+            max_header_bytes: 64 << 10,
+            header_timeout: Duration::from_secs(10),
+            max_connections: 10_000,
+            threads: 0,
+            access_log: None,
+        }
+    }
+
+    /// Checks every field.
+    ///
+    /// # Errors
+    /// [`HttpError::Options`] naming the field.
+    pub fn validate(&self) -> Result<(), HttpError> {
+        let bad = |what: &str| Err(HttpError::Options(what.to_string()));
+        if self.listen.is_empty() {
+            return bad("at least one --http address is needed");
+        }
+        if self.max_header_bytes < 8192 {
+            return bad("--http-max-header must be at least 8192 bytes");
+        }
+        if self.header_timeout.is_zero() {
+            return bad("--http-header-timeout must be greater than zero");
+        }
+        if self.max_connections == 0 {
+            return bad("--http-max-connections must be at least 1");
+        }
+        Ok(())
+    }
+}

@@ -1,6 +1,7 @@
 /* shmlink PHP extension: module entry, class registration, phpinfo() and
  * Shmlink\stats(). */
 
+#include "http.h"
 #include "php_shmlink.h"
 #include "shmlink_arginfo.h"
 
@@ -74,6 +75,8 @@ static PHP_MINIT_FUNCTION(shmlink) {
   php_shmlink_server_minit(php_shmlink_server_ce);
   php_shmlink_worker_ce = register_class_Shmlink_Worker();
   php_shmlink_worker_minit(php_shmlink_worker_ce);
+  php_shmlink_http_request_ce = register_class_Shmlink_HttpRequest();
+  php_shmlink_http_response_ce = register_class_Shmlink_HttpResponse();
 
   php_shmlink_persistent_startup(module_number);
   return SUCCESS;
@@ -81,6 +84,11 @@ static PHP_MINIT_FUNCTION(shmlink) {
 
 static PHP_MSHUTDOWN_FUNCTION(shmlink) {
   php_shmlink_threads_shutdown();
+  return SUCCESS;
+}
+
+static PHP_RSHUTDOWN_FUNCTION(shmlink) {
+  php_shmlink_http_globals_shutdown();
   return SUCCESS;
 }
 
@@ -95,7 +103,7 @@ zend_module_entry shmlink_module_entry = {
     PHP_MINIT(shmlink),
     PHP_MSHUTDOWN(shmlink),
     NULL,
-    NULL,
+    PHP_RSHUTDOWN(shmlink),
     PHP_MINFO(shmlink),
     PHP_SHMLINK_VERSION,
     STANDARD_MODULE_PROPERTIES,

@@ -96,14 +96,83 @@ namespace Shmlink {
          */
         public function run(callable $handler): void {}
 
-        /** The next call's request; null when the pool told this worker to stop. */
-        public function accept(): ?string {}
+        /**
+         * The next call's request: a Shmlink\HttpRequest when it came from
+         * the pool's HTTP front (`shmlink pool --http`), else a string; null
+         * when the pool told this worker to stop.
+         */
+        public function accept(): HttpRequest|string|null {}
 
-        /** Answers the call accepted last. */
-        public function respond(string $response): void {}
+        /**
+         * Answers the call accepted last. An HTTP call takes a string (200,
+         * text/html; charset=UTF-8) or a Shmlink\HttpResponse; another call
+         * a string.
+         */
+        public function respond(string|HttpResponse $response): void {}
 
         /** Answers the call accepted last with an error: the caller gets a RemoteException. */
         public function fail(int $code, string $message): void {}
+    }
+
+    /**
+     * An HTTP request from the pool's HTTP front, as a worker's handler
+     * receives it. Made by the extension only.
+     *
+     * @strict-properties
+     * @not-serializable
+     */
+    final class HttpRequest
+    {
+        /** "GET", "POST", ... */
+        public readonly string $method;
+        /** The request target as sent: path and query ("/a/b?x=1"). */
+        public readonly string $uri;
+        /** The target before "?". */
+        public readonly string $path;
+        /** The target after "?" ("" when none). */
+        public readonly string $query;
+        /** "HTTP/1.1" or "HTTP/1.0". */
+        public readonly string $protocol;
+        /** Lower-case header names => list of their values, in order. */
+        public readonly array $headers;
+        public readonly string $body;
+        /** The client's "IP:PORT". */
+        public readonly string $remoteAddr;
+
+        private function __construct() {}
+
+        /** The first value of header $name (any case), or null. */
+        public function header(string $name): ?string {}
+
+        /**
+         * Fills $_SERVER (REQUEST_METHOD, REQUEST_URI, QUERY_STRING,
+         * SERVER_PROTOCOL, REMOTE_ADDR, REMOTE_PORT, HTTP_*, CONTENT_TYPE,
+         * CONTENT_LENGTH, REQUEST_TIME, REQUEST_TIME_FLOAT over the worker's
+         * own environment), $_GET, $_POST (urlencoded bodies), $_COOKIE and
+         * $_REQUEST from this request, replacing the previous request's.
+         */
+        public function globals(): void {}
+    }
+
+    /**
+     * What a worker's handler answers an HTTP call with (a string answers
+     * 200 with Content-Type text/html; charset=UTF-8).
+     *
+     * @strict-properties
+     * @not-serializable
+     */
+    final class HttpResponse
+    {
+        public readonly int $status;
+        public readonly string $body;
+        /** Header names => a value or a list of values. */
+        public readonly array $headers;
+
+        /**
+         * $status: 100..999. $headers: name => string or list of strings;
+         * without a Content-Type, text/html; charset=UTF-8 is sent.
+         */
+        public function __construct(int $status = 200, string $body = '', array $headers = []) {}
     }
 
     class Exception extends \RuntimeException {}

@@ -1,5 +1,5 @@
 /* This is a generated file, edit the .stub.php file instead.
- * Stub hash: 3382242e2fe234670358473973b104765bc4817e */
+ * Stub hash: df4bb4543ba8f871e5eb25727f198705a9cfd807 */
 
 ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_Shmlink_stats, 0, 0, IS_ARRAY, 0)
 ZEND_END_ARG_INFO()
@@ -53,16 +53,31 @@ ZEND_END_ARG_INFO()
 
 #define arginfo_class_Shmlink_Worker_run arginfo_class_Shmlink_Server_serve
 
-ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_class_Shmlink_Worker_accept, 0, 0, IS_STRING, 1)
+ZEND_BEGIN_ARG_WITH_RETURN_OBJ_TYPE_MASK_EX(arginfo_class_Shmlink_Worker_accept, 0, 0, Shmlink\\HttpRequest, MAY_BE_STRING|MAY_BE_NULL)
 ZEND_END_ARG_INFO()
 
 ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_class_Shmlink_Worker_respond, 0, 1, IS_VOID, 0)
-	ZEND_ARG_TYPE_INFO(0, response, IS_STRING, 0)
+	ZEND_ARG_OBJ_TYPE_MASK(0, response, Shmlink\\HttpResponse, MAY_BE_STRING, NULL)
 ZEND_END_ARG_INFO()
 
 ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_class_Shmlink_Worker_fail, 0, 2, IS_VOID, 0)
 	ZEND_ARG_TYPE_INFO(0, code, IS_LONG, 0)
 	ZEND_ARG_TYPE_INFO(0, message, IS_STRING, 0)
+ZEND_END_ARG_INFO()
+
+ZEND_BEGIN_ARG_INFO_EX(arginfo_class_Shmlink_HttpRequest___construct, 0, 0, 0)
+ZEND_END_ARG_INFO()
+
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_class_Shmlink_HttpRequest_header, 0, 1, IS_STRING, 1)
+	ZEND_ARG_TYPE_INFO(0, name, IS_STRING, 0)
+ZEND_END_ARG_INFO()
+
+#define arginfo_class_Shmlink_HttpRequest_globals arginfo_class_Shmlink_Client_close
+
+ZEND_BEGIN_ARG_INFO_EX(arginfo_class_Shmlink_HttpResponse___construct, 0, 0, 0)
+	ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, status, IS_LONG, 0, "200")
+	ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, body, IS_STRING, 0, "\'\'")
+	ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, headers, IS_ARRAY, 0, "[]")
 ZEND_END_ARG_INFO()
 
 
@@ -83,6 +98,10 @@ ZEND_METHOD(Shmlink_Worker, run);
 ZEND_METHOD(Shmlink_Worker, accept);
 ZEND_METHOD(Shmlink_Worker, respond);
 ZEND_METHOD(Shmlink_Worker, fail);
+ZEND_METHOD(Shmlink_HttpRequest, __construct);
+ZEND_METHOD(Shmlink_HttpRequest, header);
+ZEND_METHOD(Shmlink_HttpRequest, globals);
+ZEND_METHOD(Shmlink_HttpResponse, __construct);
 
 
 static const zend_function_entry ext_functions[] = {
@@ -118,6 +137,20 @@ static const zend_function_entry class_Shmlink_Worker_methods[] = {
 	ZEND_ME(Shmlink_Worker, accept, arginfo_class_Shmlink_Worker_accept, ZEND_ACC_PUBLIC)
 	ZEND_ME(Shmlink_Worker, respond, arginfo_class_Shmlink_Worker_respond, ZEND_ACC_PUBLIC)
 	ZEND_ME(Shmlink_Worker, fail, arginfo_class_Shmlink_Worker_fail, ZEND_ACC_PUBLIC)
+	ZEND_FE_END
+};
+
+
+static const zend_function_entry class_Shmlink_HttpRequest_methods[] = {
+	ZEND_ME(Shmlink_HttpRequest, __construct, arginfo_class_Shmlink_HttpRequest___construct, ZEND_ACC_PRIVATE)
+	ZEND_ME(Shmlink_HttpRequest, header, arginfo_class_Shmlink_HttpRequest_header, ZEND_ACC_PUBLIC)
+	ZEND_ME(Shmlink_HttpRequest, globals, arginfo_class_Shmlink_HttpRequest_globals, ZEND_ACC_PUBLIC)
+	ZEND_FE_END
+};
+
+
+static const zend_function_entry class_Shmlink_HttpResponse_methods[] = {
+	ZEND_ME(Shmlink_HttpResponse, __construct, arginfo_class_Shmlink_HttpResponse___construct, ZEND_ACC_PUBLIC)
 	ZEND_FE_END
 };
 
@@ -180,6 +213,94 @@ static zend_class_entry *register_class_Shmlink_Worker(void)
 	INIT_NS_CLASS_ENTRY(ce, "Shmlink", "Worker", class_Shmlink_Worker_methods);
 	class_entry = zend_register_internal_class_ex(&ce, NULL);
 	class_entry->ce_flags |= ZEND_ACC_FINAL|ZEND_ACC_NO_DYNAMIC_PROPERTIES|ZEND_ACC_NOT_SERIALIZABLE;
+
+	return class_entry;
+}
+
+static zend_class_entry *register_class_Shmlink_HttpRequest(void)
+{
+	zend_class_entry ce, *class_entry;
+
+	INIT_NS_CLASS_ENTRY(ce, "Shmlink", "HttpRequest", class_Shmlink_HttpRequest_methods);
+	class_entry = zend_register_internal_class_ex(&ce, NULL);
+	class_entry->ce_flags |= ZEND_ACC_FINAL|ZEND_ACC_NO_DYNAMIC_PROPERTIES|ZEND_ACC_NOT_SERIALIZABLE;
+
+	zval property_method_default_value;
+	ZVAL_UNDEF(&property_method_default_value);
+	zend_string *property_method_name = zend_string_init("method", sizeof("method") - 1, 1);
+	zend_declare_typed_property(class_entry, property_method_name, &property_method_default_value, ZEND_ACC_PUBLIC|ZEND_ACC_READONLY, NULL, (zend_type) ZEND_TYPE_INIT_MASK(MAY_BE_STRING));
+	zend_string_release(property_method_name);
+
+	zval property_uri_default_value;
+	ZVAL_UNDEF(&property_uri_default_value);
+	zend_string *property_uri_name = zend_string_init("uri", sizeof("uri") - 1, 1);
+	zend_declare_typed_property(class_entry, property_uri_name, &property_uri_default_value, ZEND_ACC_PUBLIC|ZEND_ACC_READONLY, NULL, (zend_type) ZEND_TYPE_INIT_MASK(MAY_BE_STRING));
+	zend_string_release(property_uri_name);
+
+	zval property_path_default_value;
+	ZVAL_UNDEF(&property_path_default_value);
+	zend_string *property_path_name = zend_string_init("path", sizeof("path") - 1, 1);
+	zend_declare_typed_property(class_entry, property_path_name, &property_path_default_value, ZEND_ACC_PUBLIC|ZEND_ACC_READONLY, NULL, (zend_type) ZEND_TYPE_INIT_MASK(MAY_BE_STRING));
+	zend_string_release(property_path_name);
+
+	zval property_query_default_value;
+	ZVAL_UNDEF(&property_query_default_value);
+	zend_string *property_query_name = zend_string_init("query", sizeof("query") - 1, 1);
+	zend_declare_typed_property(class_entry, property_query_name, &property_query_default_value, ZEND_ACC_PUBLIC|ZEND_ACC_READONLY, NULL, (zend_type) ZEND_TYPE_INIT_MASK(MAY_BE_STRING));
+	zend_string_release(property_query_name);
+
+	zval property_protocol_default_value;
+	ZVAL_UNDEF(&property_protocol_default_value);
+	zend_string *property_protocol_name = zend_string_init("protocol", sizeof("protocol") - 1, 1);
+	zend_declare_typed_property(class_entry, property_protocol_name, &property_protocol_default_value, ZEND_ACC_PUBLIC|ZEND_ACC_READONLY, NULL, (zend_type) ZEND_TYPE_INIT_MASK(MAY_BE_STRING));
+	zend_string_release(property_protocol_name);
+
+	zval property_headers_default_value;
+	ZVAL_UNDEF(&property_headers_default_value);
+	zend_string *property_headers_name = zend_string_init("headers", sizeof("headers") - 1, 1);
+	zend_declare_typed_property(class_entry, property_headers_name, &property_headers_default_value, ZEND_ACC_PUBLIC|ZEND_ACC_READONLY, NULL, (zend_type) ZEND_TYPE_INIT_MASK(MAY_BE_ARRAY));
+	zend_string_release(property_headers_name);
+
+	zval property_body_default_value;
+	ZVAL_UNDEF(&property_body_default_value);
+	zend_string *property_body_name = zend_string_init("body", sizeof("body") - 1, 1);
+	zend_declare_typed_property(class_entry, property_body_name, &property_body_default_value, ZEND_ACC_PUBLIC|ZEND_ACC_READONLY, NULL, (zend_type) ZEND_TYPE_INIT_MASK(MAY_BE_STRING));
+	zend_string_release(property_body_name);
+
+	zval property_remoteAddr_default_value;
+	ZVAL_UNDEF(&property_remoteAddr_default_value);
+	zend_string *property_remoteAddr_name = zend_string_init("remoteAddr", sizeof("remoteAddr") - 1, 1);
+	zend_declare_typed_property(class_entry, property_remoteAddr_name, &property_remoteAddr_default_value, ZEND_ACC_PUBLIC|ZEND_ACC_READONLY, NULL, (zend_type) ZEND_TYPE_INIT_MASK(MAY_BE_STRING));
+	zend_string_release(property_remoteAddr_name);
+
+	return class_entry;
+}
+
+static zend_class_entry *register_class_Shmlink_HttpResponse(void)
+{
+	zend_class_entry ce, *class_entry;
+
+	INIT_NS_CLASS_ENTRY(ce, "Shmlink", "HttpResponse", class_Shmlink_HttpResponse_methods);
+	class_entry = zend_register_internal_class_ex(&ce, NULL);
+	class_entry->ce_flags |= ZEND_ACC_FINAL|ZEND_ACC_NO_DYNAMIC_PROPERTIES|ZEND_ACC_NOT_SERIALIZABLE;
+
+	zval property_status_default_value;
+	ZVAL_UNDEF(&property_status_default_value);
+	zend_string *property_status_name = zend_string_init("status", sizeof("status") - 1, 1);
+	zend_declare_typed_property(class_entry, property_status_name, &property_status_default_value, ZEND_ACC_PUBLIC|ZEND_ACC_READONLY, NULL, (zend_type) ZEND_TYPE_INIT_MASK(MAY_BE_LONG));
+	zend_string_release(property_status_name);
+
+	zval property_body_default_value;
+	ZVAL_UNDEF(&property_body_default_value);
+	zend_string *property_body_name = zend_string_init("body", sizeof("body") - 1, 1);
+	zend_declare_typed_property(class_entry, property_body_name, &property_body_default_value, ZEND_ACC_PUBLIC|ZEND_ACC_READONLY, NULL, (zend_type) ZEND_TYPE_INIT_MASK(MAY_BE_STRING));
+	zend_string_release(property_body_name);
+
+	zval property_headers_default_value;
+	ZVAL_UNDEF(&property_headers_default_value);
+	zend_string *property_headers_name = zend_string_init("headers", sizeof("headers") - 1, 1);
+	zend_declare_typed_property(class_entry, property_headers_name, &property_headers_default_value, ZEND_ACC_PUBLIC|ZEND_ACC_READONLY, NULL, (zend_type) ZEND_TYPE_INIT_MASK(MAY_BE_ARRAY));
+	zend_string_release(property_headers_name);
 
 	return class_entry;
 }

@@ -2,10 +2,11 @@
  * loop runs on the PHP thread and waits on the ring directly: a call costs
  * what a client's call costs, with no hand-off between threads. */
 
-#include "php_shmlink.h"
+#include "http.h"
 
 typedef struct {
   shmlink_worker *worker; /* NULL until constructed */
+  bool http;              /* the call accepted last came from the HTTP front */
   zend_object std;
 } php_shmlink_worker;
 
@@ -91,30 +92,6 @@ ZEND_METHOD(Shmlink_Worker, __construct) {
   }
 }
 
-/* Waits for the next call: true with the request in *out, false when told
- * to stop (*out untouched), or false after throwing. */
-static bool accept_call(shmlink_worker *w, zval *out, bool *stopped) {
-  const uint8_t *request = NULL;
-  size_t len = 0;
-  int stop = 0;
-  shmlink_status status = shmlink_worker_accept(w, &request, &len, &stop);
-  *stopped = status == SHMLINK_OK && stop != 0;
-  if (status != SHMLINK_OK) {
-    php_shmlink_throw(status);
-    return false;
-  }
-  if (stop) {
-    return false;
-  }
-  PHP_SHMLINK_COUNT(calls);
-  if (len == 0) {
-    ZVAL_EMPTY_STRING(out);
-  } else {
-    ZVAL_STRINGL(out, (const char *)request, len);
-  }
-  return true;
-}
-
 static bool answered(shmlink_status status) {
   if (status != SHMLINK_OK) {
     PHP_SHMLINK_COUNT(errors);
@@ -122,6 +99,69 @@ static bool answered(shmlink_status status) {
     return false;
   }
   return true;
+}
+
+/* Waits for the next call: true with the request in *out (a string, or a
+ * Shmlink\HttpRequest when it came from the HTTP front: *http), false when
+ * told to stop (*out untouched), or false after throwing. A call from the
+ * front whose bytes do not decode is answered with an error here and the
+ * next call awaited. */
+static bool accept_call(shmlink_worker *w, zval *out, bool *stopped, bool *http) {
+  for (;;) {
+    const uint8_t *request = NULL;
+    size_t len = 0;
+    int stop = 0;
+    shmlink_status status = shmlink_worker_accept(w, &request, &len, &stop);
+    *stopped = status == SHMLINK_OK && stop != 0;
+    if (status != SHMLINK_OK) {
+      php_shmlink_throw(status);
+      return false;
+    }
+    if (stop) {
+      return false;
+    }
+    PHP_SHMLINK_COUNT(calls);
+    *http = php_shmlink_http_is_request(request, len);
+    if (!*http) {
+      if (len == 0) {
+        ZVAL_EMPTY_STRING(out);
+      } else {
+        ZVAL_STRINGL(out, (const char *)request, len);
+      }
+      return true;
+    }
+    char err[160];
+    if (php_shmlink_http_request(request, len, out, err, sizeof err)) {
+      return true;
+    }
+    if (!answered(shmlink_worker_fail(w, SHMLINK_REMOTE_HANDLER_EXCEPTION, err))) {
+      return false;
+    }
+  }
+}
+
+/* Answers the accepted call with a handler's result; false after throwing
+ * (an unusable result is answered with an error, with a warning). */
+static bool respond_with(shmlink_worker *w, zval *result, bool http) {
+  if (http) {
+    smart_str out = {0};
+    if (php_shmlink_http_encode(result, &out)) {
+      smart_str_0(&out);
+      bool ok =
+          answered(shmlink_worker_respond(w, (const uint8_t *)ZSTR_VAL(out.s), ZSTR_LEN(out.s)));
+      smart_str_free(&out);
+      return ok;
+    }
+  } else if (Z_TYPE_P(result) == IS_STRING) {
+    return answered(
+        shmlink_worker_respond(w, (const uint8_t *)Z_STRVAL_P(result), Z_STRLEN_P(result)));
+  }
+  const char *expected = http ? "string or Shmlink\\HttpResponse" : "string";
+  const char *type = Z_TYPE_P(result) == IS_UNDEF ? "nothing" : zend_zval_type_name(result);
+  php_error_docref(NULL, E_WARNING, "the handler returned %s, expected %s", type, expected);
+  char text[160];
+  snprintf(text, sizeof text, "the worker's handler returned %s, expected %s", type, expected);
+  return answered(shmlink_worker_fail(w, SHMLINK_REMOTE_HANDLER_EXCEPTION, text));
 }
 
 /* Answers with the handler's exception: its message, and its code (or
@@ -156,8 +196,8 @@ ZEND_METHOD(Shmlink_Worker, run) {
   }
   for (;;) {
     zval request, result;
-    bool stopped;
-    if (!accept_call(w, &request, &stopped)) {
+    bool stopped, http;
+    if (!accept_call(w, &request, &stopped, &http)) {
       if (stopped) {
         return;
       }
@@ -176,14 +216,12 @@ ZEND_METHOD(Shmlink_Worker, run) {
         return; /* exit() in the handler: let it end the script */
       }
       ok = fail_with_exception(w);
-    } else if (called != SUCCESS || Z_TYPE(result) != IS_STRING) {
-      const char *type = called == SUCCESS ? zend_zval_type_name(&result) : "nothing";
-      php_error_docref(NULL, E_WARNING, "the handler returned %s, expected string", type);
-      char text[128];
-      snprintf(text, sizeof text, "the worker's handler returned %s, expected string", type);
-      ok = answered(shmlink_worker_fail(w, SHMLINK_REMOTE_HANDLER_EXCEPTION, text));
     } else {
-      ok = answered(shmlink_worker_respond(w, (const uint8_t *)Z_STRVAL(result), Z_STRLEN(result)));
+      if (called != SUCCESS) {
+        zval_ptr_dtor(&result);
+        ZVAL_UNDEF(&result);
+      }
+      ok = respond_with(w, &result, http);
     }
     zval_ptr_dtor(&result);
     if (!ok) {
@@ -199,7 +237,7 @@ ZEND_METHOD(Shmlink_Worker, accept) {
     RETURN_THROWS();
   }
   bool stopped;
-  if (!accept_call(w, return_value, &stopped)) {
+  if (!accept_call(w, return_value, &stopped, &worker_of(Z_OBJ_P(ZEND_THIS))->http)) {
     if (stopped) {
       RETURN_NULL();
     }
@@ -208,13 +246,21 @@ ZEND_METHOD(Shmlink_Worker, accept) {
 }
 
 ZEND_METHOD(Shmlink_Worker, respond) {
-  zend_string *response;
+  zval *response;
   ZEND_PARSE_PARAMETERS_START(1, 1)
-  Z_PARAM_STR(response)
+  Z_PARAM_ZVAL(response)
   ZEND_PARSE_PARAMETERS_END();
   shmlink_worker *w = this_worker(ZEND_THIS);
-  if (w == NULL || !answered(shmlink_worker_respond(w, (const uint8_t *)ZSTR_VAL(response),
-                                                    ZSTR_LEN(response)))) {
+  if (w == NULL) {
+    RETURN_THROWS();
+  }
+  bool http = worker_of(Z_OBJ_P(ZEND_THIS))->http;
+  if (!http && Z_TYPE_P(response) != IS_STRING) {
+    zend_argument_type_error(1, "must be of type string for a call that is not HTTP, %s given",
+                             zend_zval_type_name(response));
+    RETURN_THROWS();
+  }
+  if (!respond_with(w, response, http)) {
     RETURN_THROWS();
   }
 }

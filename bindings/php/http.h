@@ -1,0 +1,41 @@
+/* shmlink PHP extension: Shmlink\HttpRequest and Shmlink\HttpResponse, and
+ * the binary encoding the pool's HTTP front uses (docs/protocol.md, "HTTP
+ * calls"). */
+#ifndef PHP_SHMLINK_HTTP_H
+#define PHP_SHMLINK_HTTP_H
+
+#include "Zend/zend_smart_str.h"
+#include "php_shmlink.h"
+
+extern zend_class_entry *php_shmlink_http_request_ce;
+extern zend_class_entry *php_shmlink_http_response_ce;
+
+/* Property slots, in the stub's declaration order. */
+enum {
+  HTTP_REQ_METHOD,
+  HTTP_REQ_URI,
+  HTTP_REQ_PATH,
+  HTTP_REQ_QUERY,
+  HTTP_REQ_PROTOCOL,
+  HTTP_REQ_HEADERS,
+  HTTP_REQ_BODY,
+  HTTP_REQ_REMOTE,
+};
+enum { HTTP_RESP_STATUS, HTTP_RESP_BODY, HTTP_RESP_HEADERS };
+
+/* Whether a call's request came from the HTTP front (starts with "SLHQ"). */
+bool php_shmlink_http_is_request(const uint8_t *bytes, size_t len);
+
+/* Decodes an encoded request into a new Shmlink\HttpRequest in *out; false
+ * with the reason in err when the bytes are not a valid encoding. */
+bool php_shmlink_http_request(const uint8_t *bytes, size_t len, zval *out, char *err,
+                              size_t errlen);
+
+/* Encodes a handler's answer to an HTTP call: a string (200, text/html) or
+ * a Shmlink\HttpResponse. False (out untouched) for anything else. */
+bool php_shmlink_http_encode(zval *answer, smart_str *out);
+
+/* http_globals.c: fills the superglobals from a request object. */
+void php_shmlink_http_globals(zend_object *request);
+void php_shmlink_http_globals_shutdown(void);
+#endif /* PHP_SHMLINK_HTTP_H */

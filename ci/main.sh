@@ -6,7 +6,10 @@
 #      baselines measured in the same run, the C library's client beside the
 #      Rust one -> bench/results/latest.{md,json}; the latency and CPU plot
 #      from 64 B to 16 MiB -> bench/results/latest.png;
-#   2. the scenario (bench/scenario/run.sh): the example C++ daemon on shm,
+#   2. the HTTP benchmark (bench/http/run.sh): three PHP apps under
+#      shmlink pool --http, nginx + PHP-FPM and nginx + PHP-FPM + preload,
+#      loaded by wrk -> bench/results/http-latest.{md,json,png};
+#   3. the scenario (bench/scenario/run.sh): the example C++ daemon on shm,
 #      unix and tcp, the PHP client over each, plain PHP sockets and a Redis
 #      broker beside it -> bench/results/scenario-latest.{md,json}, and its
 #      table printed last.
@@ -72,8 +75,13 @@ target/release/shmlink pool bench --calls "$requests" --churn-seconds "$churn" -
   >"$out/pool-dispatch-latest.md"
 cat "$out/pool-dispatch-latest.md"
 
+step "HTTP: PHP apps under shmlink pool --http, nginx + PHP-FPM and + preload, loaded by wrk"
+http_args=()
+[ "$quick" = 1 ] && http_args=(--quick)
+bench/http/run.sh --out "$out" "${http_args[@]}"
+
 step "the scenario: C++ daemon, PHP client, shm/unix/tcp, raw sockets, Redis, shmlink pool"
 bench/scenario/run.sh --requests "$requests" --out "$out" "${scenario_args[@]}"
 
 step "done"
-echo "results: $out/latest.md $out/latest.json $out/latest.png $out/pool-dispatch-latest.md $out/scenario-latest.md $out/scenario-latest.json"
+echo "results: $out/latest.md $out/latest.json $out/latest.png $out/pool-dispatch-latest.md $out/http-latest.md $out/http-latest.png $out/scenario-latest.md $out/scenario-latest.json"

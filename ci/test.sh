@@ -65,7 +65,8 @@ ci/fuzz.sh "${FUZZ_SECONDS:-15}"
 
 step "the main command with tiny counts (ci/main.sh --quick; numbers not checked)"
 ci/main.sh --quick >target/main-quick.log 2>&1 || { tail -n 60 target/main-quick.log >&2; exit 1; }
-for f in latest.json latest.md latest.png scenario-latest.json scenario-latest.md pool-dispatch-latest.md; do
+for f in latest.json latest.md latest.png scenario-latest.json scenario-latest.md pool-dispatch-latest.md \
+  http-latest.md http-latest.json http-latest.png; do
   test -s "target/main-quick/$f" || { echo "main --quick wrote no $f" >&2; exit 1; }
 done
 grep -q '"client": "c"' target/main-quick/latest.json
@@ -74,6 +75,12 @@ for row in 'recycling \(--max-jobs 1000\) \| [0-9]+ \| 0 \|' 'reload \| [0-9]+ \
   grep -Eq "\| $row" target/main-quick/pool-dispatch-latest.md || {
     echo "main --quick: no churn row matching \"$row\"" >&2; exit 1; }
 done
+# The HTTP benchmark's short run: every app under every server, no failed
+# request (non-2xx or socket error) in any row, the reload row included.
+php -r '$r = json_decode(file_get_contents("target/main-quick/http-latest.json"), true)["rows"];
+  $bad = array_filter($r, fn ($x) => $x["errors"] !== 0);
+  if (count($r) !== 10 || $bad) { fwrite(STDERR, "main --quick: HTTP rows " . count($r) . ", with errors: "
+    . json_encode(array_values($bad)) . "\n"); exit(1); }'
 # The scenario table: every transport and baseline, both sizes, every case.
 for row in 'shm +\| +2048 B \| never' 'unix +\| +128 B \| every 1 ' 'tcp +\| +2048 B \| every 10' \
   'raw unix +\| +128 B' 'raw tcp +\| +2048 B' 'redis broker +\| +128 B \| every 1 ' \

@@ -73,8 +73,8 @@ impl Front {
             .map(AccessLog::open)
             .transpose()?;
         let threads = match opts.threads {
-            // At least two: a thread waiting for a worker must leave one to
-            // serve the others.
+            // At least two (a call waiting for its worker holds a thread of
+            // the runtime's blocking pool, not one of these).
             0 => std::thread::available_parallelism().map_or(2, |n| n.get().max(2)),
             n => n,
         };
@@ -287,12 +287,18 @@ async fn answer(
             .map(|(n, v)| (n.as_str(), v.as_bytes())),
         &body,
     );
-    // The call blocks this runtime thread until the worker answers: no
-    // hand-off to another thread and back (block_in_place or spawn_blocking
-    // halved the requests per second, docs/design.md). The other threads
-    // steal this one's waiting connections meanwhile.
+    // The call blocks until the worker answers, so it runs in
+    // block_in_place: this runtime thread's other tasks and its turn at
+    // polling the sockets pass to another thread meanwhile. Called inline
+    // (1.6-1.8x the requests per second of an echo worker on 2 CPUs), one
+    // slow call froze the whole front, whatever its threads: the thread
+    // that woke for the request was the one polling the sockets, and a
+    // parked thread is not woken to take over, so no connection was read,
+    // accepted or timed out until the call returned (tests/http.rs,
+    // a_slow_request_holds_up_no_other).
     let mut answer = Vec::new();
-    let called = shared.backend.call(&encoded, &mut answer).map(|()| answer);
+    let called =
+        tokio::task::block_in_place(|| shared.backend.call(&encoded, &mut answer)).map(|()| answer);
     let fault = match called {
         Ok(answer) => match respond::from_worker(answer) {
             Ok(resp) => return (resp.status().as_u16(), body.len(), resp),

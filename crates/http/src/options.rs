@@ -20,8 +20,9 @@ pub struct FrontOptions {
     pub header_timeout: Duration,
     /// Most connections open at once; more are closed as soon as accepted.
     pub max_connections: usize,
-    /// Threads of the front's runtime (0: one per CPU, at least 2). Each
-    /// request holds one while its worker runs it.
+    /// Threads of the front's runtime (0: one per CPU, at least 2). A
+    /// request waiting for its worker holds another thread meanwhile (from
+    /// the runtime's blocking pool), so a slow request holds up no other.
     pub threads: usize,
     /// Where to write one line per request (`-`: standard error).
     pub access_log: Option<PathBuf>,

@@ -18,13 +18,17 @@ const FRAMING: [&str; 5] = [
 ];
 
 /// The response the front makes of a worker's answer; an answer that is not
-/// a valid encoded response (or carries a header HTTP cannot) is a 502 and
-/// the reason why.
+/// a valid encoded response (or carries a header or a status HTTP cannot:
+/// a 1xx) is a 502 and the reason why.
 pub(crate) fn from_worker(answer: Vec<u8>) -> Result<Response<Full<Bytes>>, String> {
     let r = wire::Response::decode(&answer)
         .map_err(|e| format!("the worker's answer is unusable: {e}"))?;
+    // A 1xx is no final status: hyper would send a 500 instead (a bare 101
+    // for 101) and close the connection.
     let status = StatusCode::from_u16(r.status)
-        .map_err(|_| format!("the worker answered status {}", r.status))?;
+        .ok()
+        .filter(|s| !s.is_informational())
+        .ok_or_else(|| format!("the worker answered status {}", r.status))?;
     let mut resp = Response::new(Full::new(Bytes::from(r.body)));
     *resp.status_mut() = status;
     let headers = resp.headers_mut();

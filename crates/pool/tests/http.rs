@@ -1,0 +1,1184 @@
+//! The pool's HTTP front with real clients (raw bytes over `TcpStream`,
+//! responses parsed by hand) against real worker processes (the native echo
+//! worker, `shmlink-echo-worker`): round trips, keep-alive, chunked and
+//! pipelined requests, the body and head limits, malformed requests, worker
+//! faults as statuses, slow-loris clients, clients that go away, no leak of
+//! descriptors or threads, the counters and the access log. Every wait is on
+//! a condition with a deadline.
+
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use shmlink::Log;
+use shmlink_http::{FrontOptions, HttpStats};
+use shmlink_pool::{Pool, PoolOptions};
+
+const WORKER: &str = env!("CARGO_BIN_EXE_shmlink-echo-worker");
+
+/// How long anything expected to happen soon may take (the machine may be
+/// busy): a deadline, never an expected time.
+const DEADLINE: Duration = Duration::from_secs(10);
+
+// ---------- helpers ----------
+
+/// Tests share the process; the leak check counts the process's descriptors
+/// and threads, so it runs alone (a write lock) and the others together
+/// (read locks).
+static SERIAL: RwLock<()> = RwLock::new(());
+
+#[allow(dead_code)] // held, never read
+enum Serial {
+    Shared(RwLockReadGuard<'static, ()>),
+    Alone(RwLockWriteGuard<'static, ()>),
+}
+
+/// A temp dir removed on drop.
+struct Dir(PathBuf);
+
+impl Dir {
+    fn new(name: &str) -> Dir {
+        static N: AtomicU64 = AtomicU64::new(0);
+        let p = std::env::temp_dir().join(format!(
+            "shmlink-http-test-{}-{name}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&p).expect("mkdir the test dir");
+        Dir(p)
+    }
+    fn path(&self, f: &str) -> PathBuf {
+        self.0.join(f)
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The pool's log lines, collected.
+#[derive(Clone, Default)]
+struct Lines(Arc<Mutex<Vec<String>>>);
+
+impl Lines {
+    fn log(&self) -> Log {
+        let me = self.clone();
+        Log::to(move |l| me.0.lock().expect("lines").push(l.to_string()))
+    }
+    fn any(&self, needle: &str) -> bool {
+        self.0
+            .lock()
+            .expect("lines")
+            .iter()
+            .any(|l| l.contains(needle))
+    }
+}
+
+fn wait_until(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) -> Duration {
+    let t0 = Instant::now();
+    while !cond() {
+        assert!(
+            t0.elapsed() < limit,
+            "timed out after {limit:?} waiting for: {what}"
+        );
+        thread::sleep(Duration::from_millis(5));
+    }
+    t0.elapsed()
+}
+
+/// A pool of echo workers behind an HTTP front on a free port of 127.0.0.1.
+struct Front {
+    pool: Pool,
+    addr: SocketAddr,
+    lines: Lines,
+    // Dropped last: after the pool.
+    _serial: Serial,
+}
+
+impl Front {
+    /// Starts `workers` workers; `tweak` sets options (the front's header
+    /// timeout is 5 s unless it says otherwise).
+    fn start(workers: usize, tweak: impl FnOnce(&mut PoolOptions, &mut FrontOptions)) -> Front {
+        let serial = Serial::Shared(SERIAL.read().unwrap_or_else(|p| p.into_inner()));
+        Front::start_as(serial, workers, tweak)
+    }
+
+    /// As [`Front::start`], the only test running.
+    fn start_alone(
+        workers: usize,
+        tweak: impl FnOnce(&mut PoolOptions, &mut FrontOptions),
+    ) -> Front {
+        let serial = Serial::Alone(SERIAL.write().unwrap_or_else(|p| p.into_inner()));
+        Front::start_as(serial, workers, tweak)
+    }
+
+    fn start_as(
+        serial: Serial,
+        workers: usize,
+        tweak: impl FnOnce(&mut PoolOptions, &mut FrontOptions),
+    ) -> Front {
+        let mut o = PoolOptions::new(Vec::new(), vec![WORKER.to_string()]);
+        o.workers = workers;
+        let mut h = FrontOptions::new(vec!["127.0.0.1:0".into()]);
+        h.header_timeout = Duration::from_secs(5);
+        tweak(&mut o, &mut h);
+        o.http = Some(h);
+        let lines = Lines::default();
+        let pool = Pool::start_with_log(o, lines.log()).expect("the pool starts");
+        let addrs = pool.http_addresses();
+        assert_eq!(addrs.len(), 1, "{addrs:?}");
+        let f = Front {
+            addr: addrs[0],
+            pool,
+            lines,
+            _serial: serial,
+        };
+        wait_until("every worker running", DEADLINE, || {
+            let s = f.pool.status();
+            s.workers.iter().filter(|w| w.state == "idle").count() == workers
+        });
+        f
+    }
+
+    fn conn(&self) -> Conn {
+        Conn::open(self.addr)
+    }
+
+    /// One request on a connection of its own.
+    fn once(&self, request: impl AsRef<[u8]>) -> Resp {
+        let mut c = self.conn();
+        c.send(request);
+        c.response()
+    }
+
+    fn stats(&self) -> HttpStats {
+        self.pool.status().http.expect("the pool has an HTTP front")
+    }
+
+    /// Waits until the front has no connection open.
+    fn all_closed(&self) {
+        wait_until("no connection open", DEADLINE, || {
+            self.stats().connections_open == 0
+        });
+    }
+
+    fn pid(&self, c: &mut Conn) -> u32 {
+        c.send(get("/pid"));
+        let r = c.response();
+        assert_eq!(r.status, 200, "{r:?}");
+        r.text().parse().expect("a pid")
+    }
+}
+
+/// A response as read off the wire.
+#[derive(Debug)]
+struct Resp {
+    version: String,
+    status: u16,
+    /// Names in lower case.
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Resp {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+/// A client connection.
+struct Conn {
+    s: TcpStream,
+    /// Bytes received and not yet parsed.
+    buf: Vec<u8>,
+}
+
+impl Conn {
+    fn open(addr: SocketAddr) -> Conn {
+        let s = TcpStream::connect(addr).expect("connect to the front");
+        s.set_read_timeout(Some(DEADLINE)).expect("read timeout");
+        s.set_nodelay(true).expect("nodelay");
+        Conn { s, buf: Vec::new() }
+    }
+
+    fn local(&self) -> SocketAddr {
+        self.s.local_addr().expect("local address")
+    }
+
+    fn send(&mut self, bytes: impl AsRef<[u8]>) {
+        self.s.write_all(bytes.as_ref()).expect("write the request");
+    }
+
+    /// Reads more; the count read (0: closed).
+    fn fill(&mut self) -> io::Result<usize> {
+        let mut chunk = [0u8; 16 << 10];
+        let n = self.s.read(&mut chunk)?;
+        self.buf.extend_from_slice(&chunk[..n]);
+        Ok(n)
+    }
+
+    /// Reads until `n` bytes are buffered.
+    fn need(&mut self, n: usize) -> io::Result<()> {
+        while self.buf.len() < n {
+            if self.fill()? == 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    format!("closed with {} of {n} bytes", self.buf.len()),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads up to the next CRLF; the line without it.
+    fn line(&mut self) -> io::Result<String> {
+        loop {
+            if let Some(i) = find(&self.buf, b"\r\n") {
+                let line = String::from_utf8_lossy(&self.buf[..i]).into_owned();
+                self.buf.drain(..i + 2);
+                return Ok(line);
+            }
+            if self.fill()? == 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "closed mid-line",
+                ));
+            }
+        }
+    }
+
+    /// Reads one response: `Ok(None)` if the server closed the connection
+    /// before its first byte.
+    fn try_response(&mut self) -> io::Result<Option<Resp>> {
+        self.read_response(false)
+    }
+
+    /// Reads the response to a HEAD request (no body, whatever its length).
+    fn head_response(&mut self) -> Resp {
+        self.read_response(true)
+            .expect("reading a response")
+            .expect("a response, not a closed connection")
+    }
+
+    fn read_response(&mut self, to_head: bool) -> io::Result<Option<Resp>> {
+        let end = loop {
+            if let Some(i) = find(&self.buf, b"\r\n\r\n") {
+                break i;
+            }
+            if self.fill()? == 0 {
+                if self.buf.is_empty() {
+                    return Ok(None);
+                }
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    format!("closed mid-head: {:?}", String::from_utf8_lossy(&self.buf)),
+                ));
+            }
+        };
+        let head = String::from_utf8(self.buf[..end].to_vec()).expect("a UTF-8 head");
+        self.buf.drain(..end + 4);
+        let mut lines = head.split("\r\n");
+        let first = lines.next().unwrap_or("");
+        let mut parts = first.splitn(3, ' ');
+        let version = parts.next().unwrap_or("").to_string();
+        let status = parts
+            .next()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("a status line: {first:?}"));
+        let headers: Vec<(String, String)> = lines
+            .map(|l| {
+                let (n, v) = l.split_once(':').expect("a header line");
+                (n.to_ascii_lowercase(), v.trim().to_string())
+            })
+            .collect();
+        let mut r = Resp {
+            version,
+            status,
+            headers,
+            body: Vec::new(),
+        };
+        if to_head || (100..200).contains(&status) {
+            // No body.
+        } else if r.header("transfer-encoding") == Some("chunked") {
+            loop {
+                let size = self.line()?;
+                let size = size.split(';').next().unwrap_or("").trim();
+                let n = usize::from_str_radix(size, 16).expect("a chunk size");
+                if n == 0 {
+                    // Trailers up to the blank line.
+                    while !self.line()?.is_empty() {}
+                    break;
+                }
+                self.need(n + 2)?;
+                r.body.extend_from_slice(&self.buf[..n]);
+                self.buf.drain(..n + 2);
+            }
+        } else if let Some(n) = r.header("content-length") {
+            let n: usize = n.parse().expect("a content length");
+            self.need(n)?;
+            r.body = self.buf.drain(..n).collect();
+        } else if status != 204 && status != 304 {
+            // No length: the body runs to the end of the connection.
+            while self.fill()? > 0 {}
+            r.body = std::mem::take(&mut self.buf);
+        }
+        Ok(Some(r))
+    }
+
+    fn response(&mut self) -> Resp {
+        self.try_response()
+            .expect("reading a response")
+            .expect("a response, not a closed connection")
+    }
+
+    /// Waits until the server closes the connection (end of stream or
+    /// reset); how long it took. Bytes received meanwhile stay in `buf`.
+    fn wait_closed(&mut self) -> Duration {
+        let t0 = Instant::now();
+        loop {
+            match self.fill() {
+                Ok(0) => return t0.elapsed(),
+                Ok(_) => {}
+                Err(e)
+                    if e.kind() == io::ErrorKind::WouldBlock
+                        || e.kind() == io::ErrorKind::TimedOut =>
+                {
+                    panic!("the server did not close the connection within {DEADLINE:?}")
+                }
+                Err(_) => return t0.elapsed(), // reset
+            }
+        }
+    }
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+fn get(target: &str) -> String {
+    format!("GET {target} HTTP/1.1\r\nHost: test\r\n\r\n")
+}
+
+fn post(target: &str, body: &[u8]) -> Vec<u8> {
+    let mut r = format!(
+        "POST {target} HTTP/1.1\r\nHost: test\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    r.extend_from_slice(body);
+    r
+}
+
+/// What the echo worker answers for a request from `remote` with these
+/// headers (as received: lower-case names) and body.
+fn echo(first_line: &str, remote: SocketAddr, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
+    let mut out = format!("{first_line}\n{remote}\n").into_bytes();
+    for (n, v) in headers {
+        out.extend_from_slice(format!("{n}: {v}\n").as_bytes());
+    }
+    out.push(b'\n');
+    out.extend_from_slice(body);
+    out
+}
+
+fn open_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd")
+        .map(|d| d.count())
+        .unwrap_or(0)
+}
+
+/// Threads of this process: those of the front's runtime (named
+/// `shmlink-http`: its workers and its blocking pool, where calls wait for
+/// their worker) and the others.
+fn threads() -> (usize, usize) {
+    let mut counts = (0, 0);
+    for t in std::fs::read_dir("/proc/self/task").expect("/proc/self/task") {
+        let comm = std::fs::read_to_string(t.expect("a task").path().join("comm"));
+        // A thread gone meanwhile counts as none.
+        match comm.as_deref().map(str::trim) {
+            Ok("shmlink-http") => counts.0 += 1,
+            Ok(_) => counts.1 += 1,
+            Err(_) => {}
+        }
+    }
+    counts
+}
+
+// ---------- requests and responses ----------
+
+#[test]
+fn get_and_post_round_trip() {
+    let f = Front::start(2, |_, _| {});
+    let mut c = f.conn();
+    let me = c.local();
+    assert_eq!(me.ip().to_string(), "127.0.0.1");
+    c.send(
+        "GET /hello/world?x=1&y=two%20words HTTP/1.1\r\nHost: test\r\n\
+         X-Custom-Header: Some Value\r\nAccept: */*\r\n\r\n",
+    );
+    let r = c.response();
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(r.version, "HTTP/1.1");
+    assert_eq!(r.header("content-type"), Some("text/plain"));
+    assert_eq!(
+        r.text(),
+        String::from_utf8(echo(
+            "GET /hello/world?x=1&y=two%20words HTTP/1.1",
+            me,
+            &[
+                ("host", "test"),
+                ("x-custom-header", "Some Value"),
+                ("accept", "*/*")
+            ],
+            b""
+        ))
+        .expect("utf8"),
+        "method, target with its query, protocol, remote, lower-case headers"
+    );
+
+    // A POST with every byte value in its body, on the same connection.
+    let body: Vec<u8> = (0..=255u8).cycle().take(3000).collect();
+    c.send(post("/submit?id=7", &body));
+    let r = c.response();
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(
+        r.body,
+        echo(
+            "POST /submit?id=7 HTTP/1.1",
+            me,
+            &[("host", "test"), ("content-length", "3000")],
+            &body
+        )
+    );
+    // Other methods pass as they are.
+    c.send("DELETE /thing/1 HTTP/1.1\r\nHost: test\r\n\r\n");
+    let r = c.response();
+    assert!(r.text().starts_with("DELETE /thing/1 HTTP/1.1\n"), "{r:?}");
+    // HEAD: the head of the answer without its body, then the next one.
+    c.send(format!(
+        "HEAD /h HTTP/1.1\r\nHost: test\r\n\r\n{}",
+        get("/g")
+    ));
+    let r = c.head_response();
+    assert_eq!(r.status, 200, "{r:?}");
+    let len = "HEAD /h HTTP/1.1\n".len() + format!("{me}\nhost: test\n\n").len();
+    assert_eq!(r.header("content-length"), Some(len.to_string().as_str()));
+    assert!(c.response().text().starts_with("GET /g HTTP/1.1\n"));
+    // Expect: 100-continue: hyper sends 100 once the front reads the body.
+    c.send("POST /e HTTP/1.1\r\nHost: test\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n");
+    let r = c.response();
+    assert_eq!(r.status, 100, "{r:?}");
+    c.send("hello");
+    let r = c.response();
+    assert_eq!(
+        r.body,
+        echo(
+            "POST /e HTTP/1.1",
+            me,
+            &[
+                ("host", "test"),
+                ("expect", "100-continue"),
+                ("content-length", "5")
+            ],
+            b"hello"
+        )
+    );
+}
+
+#[test]
+fn keep_alive_and_http_1_0() {
+    let f = Front::start(2, |_, _| {});
+    // Several requests on one connection: the same remote port each time.
+    let mut c = f.conn();
+    let me = c.local();
+    for i in 0..10 {
+        c.send(get(&format!("/k/{i}")));
+        let r = c.response();
+        assert_eq!(r.status, 200, "{r:?}");
+        assert!(
+            r.text()
+                .starts_with(&format!("GET /k/{i} HTTP/1.1\n{me}\n")),
+            "{r:?}"
+        );
+    }
+    drop(c);
+
+    // HTTP/1.0 without keep-alive: one response, then the server closes.
+    let mut c = f.conn();
+    c.send("GET /old HTTP/1.0\r\nHost: test\r\n\r\n");
+    let r = c.response();
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(r.version, "HTTP/1.0", "{r:?}");
+    assert!(r.text().starts_with("GET /old HTTP/1.0\n"), "{r:?}");
+    c.wait_closed();
+    assert!(c.buf.is_empty(), "nothing after the response");
+
+    // HTTP/1.0 asking for keep-alive keeps the connection.
+    let mut c = f.conn();
+    for i in 0..3 {
+        c.send(format!(
+            "GET /old-ka/{i} HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"
+        ));
+        let r = c.response();
+        assert_eq!(r.status, 200, "{r:?}");
+        assert_eq!(
+            r.header("connection")
+                .map(str::to_ascii_lowercase)
+                .as_deref(),
+            Some("keep-alive"),
+            "{r:?}"
+        );
+    }
+    drop(c);
+
+    // HTTP/1.1 with Connection: close: closed after the response.
+    let mut c = f.conn();
+    c.send("GET /bye HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n");
+    let r = c.response();
+    assert_eq!(r.status, 200, "{r:?}");
+    c.wait_closed();
+    f.all_closed();
+}
+
+#[test]
+fn a_chunked_request_body_arrives_joined() {
+    let f = Front::start(2, |_, _| {});
+    let mut c = f.conn();
+    let me = c.local();
+    // Sent in several writes, with a chunk extension.
+    c.send("POST /chunked HTTP/1.1\r\nHost: test\r\nTransfer-Encoding: chunked\r\n\r\n");
+    c.send("5\r\nhello\r\n");
+    c.send("1;ext=yes\r\n \r\n");
+    c.send("5\r\nworld\r\n0\r\n\r\n");
+    let r = c.response();
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(
+        r.body,
+        echo(
+            "POST /chunked HTTP/1.1",
+            me,
+            &[("host", "test"), ("transfer-encoding", "chunked")],
+            b"hello world"
+        )
+    );
+    // A larger binary body in one write, on the same connection.
+    let body: Vec<u8> = (0..=255u8).rev().cycle().take(5000).collect();
+    let mut req = b"POST /c2 HTTP/1.1\r\nHost: test\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+    for part in body.chunks(1234) {
+        req.extend_from_slice(format!("{:x}\r\n", part.len()).as_bytes());
+        req.extend_from_slice(part);
+        req.extend_from_slice(b"\r\n");
+    }
+    req.extend_from_slice(b"0\r\n\r\n");
+    c.send(&req);
+    let r = c.response();
+    assert_eq!(r.status, 200, "{r:?}");
+    assert!(r.body.ends_with(&body), "the body joined");
+}
+
+#[test]
+fn pipelined_requests_are_answered_in_order() {
+    let f = Front::start(2, |_, _| {});
+    let mut c = f.conn();
+    let me = c.local();
+    let mut all = get("/one").into_bytes();
+    all.extend_from_slice(&post("/two", b"second body"));
+    all.extend_from_slice(get("/three?q=3").as_bytes());
+    c.send(&all);
+    let r = c.response();
+    assert_eq!(
+        r.body,
+        echo("GET /one HTTP/1.1", me, &[("host", "test")], b"")
+    );
+    let r = c.response();
+    assert_eq!(
+        r.body,
+        echo(
+            "POST /two HTTP/1.1",
+            me,
+            &[("host", "test"), ("content-length", "11")],
+            b"second body"
+        )
+    );
+    let r = c.response();
+    assert_eq!(
+        r.body,
+        echo("GET /three?q=3 HTTP/1.1", me, &[("host", "test")], b"")
+    );
+    // A slow first request does not let the second overtake it.
+    c.send(format!("{}{}", get("/sleep/100"), get("/after")));
+    assert_eq!(c.response().text(), "slept");
+    assert!(c.response().text().starts_with("GET /after HTTP/1.1\n"));
+}
+
+// ---------- limits and malformed requests ----------
+
+#[test]
+fn a_body_over_max_body_is_413() {
+    let f = Front::start(2, |_, h| h.max_body = 1000);
+    // Exactly the limit passes.
+    let r = f.once(post("/exact", &[b'x'; 1000]));
+    assert_eq!(r.status, 200, "{r:?}");
+    assert!(r.body.ends_with(&[b'x'; 1000]));
+
+    // Declared too large: refused from the head alone, connection closed.
+    let mut c = f.conn();
+    c.send("POST /big HTTP/1.1\r\nHost: test\r\nContent-Length: 5000\r\n\r\n");
+    let r = c.response();
+    assert_eq!(r.status, 413, "{r:?}");
+    assert_eq!(r.header("connection"), Some("close"));
+    assert_eq!(r.text(), "413 Payload Too Large\n");
+    c.wait_closed();
+
+    // Expecting 100-continue: the 413 instead, the body never sent.
+    let mut c = f.conn();
+    c.send(
+        "POST /big HTTP/1.1\r\nHost: test\r\nExpect: 100-continue\r\nContent-Length: 5000\r\n\r\n",
+    );
+    let r = c.response();
+    assert_eq!(r.status, 413, "{r:?}");
+    c.wait_closed();
+
+    // The same with the body sent along.
+    let r = f.once(post("/big", &[b'y'; 5000]));
+    assert_eq!(r.status, 413, "{r:?}");
+
+    // Chunked, over the limit once joined.
+    let mut c = f.conn();
+    let mut req =
+        b"POST /big-chunked HTTP/1.1\r\nHost: test\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+    for _ in 0..2 {
+        req.extend_from_slice(b"258\r\n"); // 600
+        req.extend_from_slice(&[b'z'; 600]);
+        req.extend_from_slice(b"\r\n");
+    }
+    req.extend_from_slice(b"0\r\n\r\n");
+    c.send(&req);
+    let r = c.response();
+    assert_eq!(r.status, 413, "{r:?}");
+    assert_eq!(r.header("connection"), Some("close"));
+    c.wait_closed();
+
+    // The front goes on serving.
+    let r = f.once(get("/after"));
+    assert_eq!(r.status, 200, "{r:?}");
+    let s = f.stats();
+    assert_eq!(s.too_large, 4, "{s:?}");
+    f.all_closed();
+}
+
+/// What hyper does with a head it cannot parse: it answers the status of
+/// the parse error (400; 431 for a head over `max_header_bytes` or more
+/// than 100 headers) with an empty body and closes the connection; the
+/// request never reaches the front's service (nor its counters).
+#[test]
+fn malformed_and_oversized_heads() {
+    let f = Front::start(2, |_, h| h.max_header_bytes = 8192);
+    let big = "a".repeat(20 << 10);
+    let many: String = (0..150).map(|i| format!("X-H-{i}: v\r\n")).collect();
+    let cases: Vec<(&str, Vec<u8>, u16)> =
+        vec![
+        ("a request line without a target", b"GARBAGE\r\n\r\n".to_vec(), 400),
+        (
+            "binary bytes (a TLS hello)",
+            b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\r\n\r\n".to_vec(),
+            400,
+        ),
+        (
+            "a header line without a colon",
+            b"GET / HTTP/1.1\r\nHost: test\r\nthis is not a header\r\n\r\n".to_vec(),
+            400,
+        ),
+        (
+            "an unknown protocol version",
+            b"GET / HTTP/9.9\r\nHost: test\r\n\r\n".to_vec(),
+            400,
+        ),
+        (
+            "a space in the target",
+            b"GET /a b HTTP/1.1\r\nHost: test\r\n\r\n".to_vec(),
+            400,
+        ),
+        (
+            "two different content lengths",
+            b"POST / HTTP/1.1\r\nHost: test\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello"
+                .to_vec(),
+            400,
+        ),
+        (
+            "a 20 KB header over max_header_bytes",
+            format!("GET / HTTP/1.1\r\nHost: test\r\nX-Big: {big}\r\n\r\n").into_bytes(),
+            431,
+        ),
+        (
+            "150 headers",
+            format!("GET / HTTP/1.1\r\nHost: test\r\n{many}\r\n").into_bytes(),
+            431,
+        ),
+    ];
+    let before = f.stats();
+    for (what, bytes, status) in &cases {
+        let mut c = f.conn();
+        c.send(bytes);
+        let r = c
+            .try_response()
+            .unwrap_or_else(|e| panic!("{what}: {e}"))
+            .unwrap_or_else(|| panic!("{what}: closed without a response"));
+        assert_eq!(r.status, *status, "{what}: {r:?}");
+        assert!(r.body.is_empty(), "{what}: {r:?}");
+        let took = c.wait_closed();
+        assert!(took < DEADLINE, "{what}: closed after the response");
+        // The next client is served.
+        let r = f.once(get("/next"));
+        assert_eq!(r.status, 200, "after {what}: {r:?}");
+    }
+    let after = f.stats();
+    assert_eq!(
+        after.requests - before.requests,
+        cases.len() as u64,
+        "only the good requests reach the service: {after:?}"
+    );
+
+    // A chunked body that breaks its framing is the front's 400.
+    let mut c = f.conn();
+    c.send("POST /broken HTTP/1.1\r\nHost: test\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n");
+    match c.try_response().expect("a response or a close") {
+        Some(r) => assert_eq!(r.status, 400, "{r:?}"),
+        None => panic!("closed without a 400"),
+    }
+    c.wait_closed();
+    assert_eq!(f.once(get("/next")).status, 200);
+    f.all_closed();
+}
+
+// ---------- worker faults ----------
+
+#[test]
+fn worker_faults_become_statuses_and_the_connection_stays() {
+    let f = Front::start(1, |o, _| o.call_timeout = Duration::from_secs(1));
+    let mut c = f.conn();
+    let first = f.pid(&mut c);
+    for (path, status, reason) in [
+        ("/fail", 500, "500 Internal Server Error\n"),
+        ("/garbage", 502, "502 Bad Gateway\n"),
+        ("/bad-header", 502, "502 Bad Gateway\n"),
+        ("/status/404", 404, ""),
+        ("/status/503", 503, ""),
+        // Not a final status: the worker's answer is unusable.
+        ("/status/100", 502, "502 Bad Gateway\n"),
+        ("/status/101", 502, "502 Bad Gateway\n"),
+        // Past the statuses HTTP names, still a status.
+        ("/status/599", 599, ""),
+    ] {
+        c.send(get(path));
+        let r = c.response();
+        assert_eq!(r.status, status, "{path}: {r:?}");
+        assert_eq!(r.text(), reason, "{path}");
+    }
+    assert_eq!(f.pid(&mut c), first, "the worker survived its answers");
+    assert!(f.lines.any("HTTP GET /garbage from 127.0.0.1:"), "logged");
+    assert!(f.lines.any("the worker answered status 101"), "logged");
+
+    // A crash: 502, the worker replaced, the next request served.
+    c.send(get("/crash"));
+    let r = c.response();
+    assert_eq!(r.status, 502, "{r:?}");
+    let second = f.pid(&mut c);
+    assert_ne!(second, first, "a new worker");
+
+    // A hang: 504 after the call timeout, the worker killed and replaced.
+    let t0 = Instant::now();
+    c.send(get("/hang"));
+    let r = c.response();
+    let took = t0.elapsed();
+    assert_eq!(r.status, 504, "{r:?}");
+    assert_eq!(r.text(), "504 Gateway Timeout\n");
+    assert!(
+        took >= Duration::from_millis(900) && took < DEADLINE,
+        "504 after {took:?}"
+    );
+    let third = f.pid(&mut c);
+    assert_ne!(third, second, "a new worker");
+    assert!(f.pool.status().restarts >= 2);
+}
+
+#[test]
+fn a_slow_request_holds_up_no_other() {
+    let f = Front::start(2, |_, _| {});
+    let addr = f.addr;
+    let slow = thread::spawn(move || {
+        let mut c = Conn::open(addr);
+        c.send(get("/sleep/3000"));
+        c.response()
+    });
+    wait_until("a worker busy", DEADLINE, || {
+        f.pool.status().workers.iter().any(|w| w.state == "busy")
+    });
+    // The other worker answers these while the first one sleeps.
+    for i in 0..5 {
+        let r = f.once(get(&format!("/meanwhile/{i}")));
+        assert_eq!(r.status, 200, "{r:?}");
+    }
+    assert!(
+        !slow.is_finished(),
+        "the other requests were answered before the slow one"
+    );
+    assert_eq!(slow.join().expect("the slow client").text(), "slept");
+}
+
+#[test]
+fn a_queue_timeout_is_503() {
+    let f = Front::start(1, |o, _| o.queue_timeout = Duration::from_millis(200));
+    let addr = f.addr;
+    let busy = thread::spawn(move || {
+        let mut c = Conn::open(addr);
+        c.send(get("/sleep/2000"));
+        c.response()
+    });
+    wait_until("the worker busy", DEADLINE, || {
+        f.pool.status().workers.iter().any(|w| w.state == "busy")
+    });
+    let t0 = Instant::now();
+    let r = f.once(get("/queued"));
+    let took = t0.elapsed();
+    assert_eq!(r.status, 503, "{r:?}");
+    assert_eq!(r.text(), "503 Service Unavailable\n");
+    assert!(
+        took >= Duration::from_millis(150) && took < Duration::from_millis(1900),
+        "503 after {took:?}, before the busy worker was free"
+    );
+    let r = busy.join().expect("the busy client");
+    assert_eq!((r.status, r.text().as_str()), (200, "slept"));
+    assert_eq!(f.once(get("/x")).status, 200);
+}
+
+// ---------- slow and vanishing clients ----------
+
+#[test]
+fn slow_loris_connections_are_closed_after_header_timeout() {
+    let f = Front::start(2, |_, h| h.header_timeout = Duration::from_secs(1));
+    let t0 = Instant::now();
+    let mut slow: Vec<Conn> = (0..50)
+        .map(|_| {
+            let mut c = f.conn();
+            c.send("GET / HTTP/1.1\r\nHost: x\r\n");
+            c
+        })
+        .collect();
+    // Connections that send nothing at all (idle from the start).
+    slow.extend((0..5).map(|_| f.conn()));
+    // One that trickles a byte every 50 ms and never ends its head.
+    let trickler = f.conn();
+    let stop = Arc::new(AtomicBool::new(false));
+    let trickle = {
+        let (mut w, stop) = (trickler.s.try_clone().expect("clone"), Arc::clone(&stop));
+        thread::spawn(move || {
+            let mut head = b"GET /trickle HTTP/1.1\r\nX-Slow: ".to_vec();
+            head.resize(400, b'a');
+            for b in head {
+                if stop.load(Ordering::Relaxed) || w.write_all(&[b]).is_err() {
+                    return;
+                }
+                thread::sleep(Duration::from_millis(50));
+            }
+        })
+    };
+    slow.push(trickler);
+    wait_until("every slow connection accepted", DEADLINE, || {
+        f.stats().connections_open >= 56
+    });
+
+    // Meanwhile a normal client is served, before the slow ones time out.
+    let t1 = Instant::now();
+    let r = f.once(get("/normal"));
+    let took = t1.elapsed();
+    assert_eq!(r.status, 200, "{r:?}");
+    let open = f.stats().connections_open;
+    assert!(
+        open >= 56,
+        "served in {took:?}, with the slow connections still open ({open})"
+    );
+
+    for (i, c) in slow.iter_mut().enumerate() {
+        c.wait_closed();
+        assert!(c.buf.is_empty(), "connection {i}: no response, just closed");
+    }
+    let closed = t0.elapsed();
+    stop.store(true, Ordering::Relaxed);
+    trickle.join().expect("the trickler");
+    assert!(
+        closed >= Duration::from_millis(900),
+        "closed after {closed:?}: not before the header timeout"
+    );
+    eprintln!("57 slow connections closed {closed:?} after they opened");
+    f.all_closed();
+    assert_eq!(f.stats().requests, 1);
+}
+
+#[test]
+fn clients_that_go_away_leave_the_front_serving() {
+    let f = Front::start(2, |_, _| {});
+    // Gone right after sending, while its worker runs.
+    let mut a = f.conn();
+    a.send(get("/sleep/300"));
+    drop(a);
+    // Gone in the middle of a body.
+    let mut b = f.conn();
+    b.send("POST /partial HTTP/1.1\r\nHost: test\r\nContent-Length: 100\r\n\r\n0123456789");
+    drop(b);
+    // Gone in the middle of a head.
+    let mut c = f.conn();
+    c.send("GET /half HTTP/1.1\r\nHo");
+    drop(c);
+    // Half-closed after sending: hyper (half_close off) takes the end of
+    // stream for the client gone if it reads it before the answer is out,
+    // so it either answers or closes without a word.
+    let mut d = f.conn();
+    d.send(get("/half-closed"));
+    d.s.shutdown(Shutdown::Write).expect("shutdown write");
+    if let Some(r) = d.try_response().expect("an answer or a close") {
+        assert_eq!(r.status, 200, "{r:?}");
+    }
+    drop(d);
+    // Gone in the middle of a large response (a 2 MiB echo).
+    let mut e = f.conn();
+    e.send(post("/large", &vec![b'L'; 2 << 20]));
+    e.need(100).expect("the start of the response");
+    drop(e);
+    // Others are served meanwhile and after.
+    for i in 0..5 {
+        let r = f.once(get(&format!("/other/{i}")));
+        assert_eq!(r.status, 200, "{r:?}");
+    }
+    let r = f.once(get("/sleep/10"));
+    assert_eq!(r.text(), "slept");
+    f.all_closed();
+    assert_eq!(
+        f.pool.status().restarts,
+        0,
+        "no worker suffered from a client gone"
+    );
+}
+
+#[test]
+fn max_connections_closes_the_extra_ones() {
+    let f = Front::start(2, |_, h| h.max_connections = 3);
+    let mut held: Vec<Conn> = (0..3)
+        .map(|i| {
+            let mut c = f.conn();
+            c.send(get(&format!("/held/{i}")));
+            assert_eq!(c.response().status, 200);
+            c
+        })
+        .collect();
+    wait_until("3 open", DEADLINE, || f.stats().connections_open == 3);
+    let mut extra = f.conn();
+    extra.wait_closed();
+    assert!(extra.buf.is_empty());
+    let s = f.stats();
+    assert_eq!((s.connections_refused, s.connections_open), (1, 3), "{s:?}");
+    held.pop();
+    wait_until("2 open", DEADLINE, || f.stats().connections_open == 2);
+    assert_eq!(f.once(get("/now")).status, 200);
+}
+
+#[test]
+fn stop_closes_idle_connections_at_once() {
+    let f = Front::start(2, |_, h| h.header_timeout = Duration::from_secs(30));
+    let mut idle = f.conn();
+    idle.send(get("/first"));
+    assert_eq!(idle.response().status, 200);
+    let Front { pool, .. } = f;
+    let t0 = Instant::now();
+    pool.stop();
+    let took = t0.elapsed();
+    idle.wait_closed();
+    assert!(took < Duration::from_secs(4), "stopped in {took:?}");
+}
+
+// ---------- leaks, counters, access log ----------
+
+#[test]
+fn no_descriptor_or_thread_leaks_after_2000_requests() {
+    let f = Front::start_alone(2, |_, h| {
+        h.max_body = 1000;
+        h.threads = 2;
+    });
+    let addr = f.addr;
+    // Warm up with as many calls at once as the load below makes: the
+    // runtime's blocking pool (a thread per call waiting for its worker)
+    // grows to its size.
+    let mut warm: Vec<Conn> = (0..20).map(|_| Conn::open(addr)).collect();
+    for c in &mut warm {
+        c.send(get("/warm"));
+    }
+    for c in &mut warm {
+        assert_eq!(c.response().status, 200);
+    }
+    drop(warm);
+    f.all_closed();
+    let (fds, (runtime, others), before) = (open_fds(), threads(), f.stats());
+
+    let t0 = Instant::now();
+    let clients: Vec<_> = (0..20)
+        .map(|t| {
+            thread::spawn(move || {
+                let mut c = Conn::open(addr);
+                for i in 0..100 {
+                    match i % 10 {
+                        7 => {
+                            c.send(get(&format!("/status/404?t={t}")));
+                            assert_eq!(c.response().status, 404);
+                        }
+                        8 => {
+                            let mut o = Conn::open(addr);
+                            o.send(post("/too-large", &[0; 2000]));
+                            assert_eq!(o.response().status, 413);
+                        }
+                        9 => {
+                            let mut o = Conn::open(addr);
+                            o.send("NOT HTTP AT ALL\r\n\r\n");
+                            assert_eq!(o.response().status, 400);
+                        }
+                        _ => {
+                            let body = format!("client {t} request {i}");
+                            c.send(post(&format!("/good/{t}/{i}"), body.as_bytes()));
+                            let r = c.response();
+                            assert_eq!(r.status, 200);
+                            assert!(r.body.ends_with(body.as_bytes()));
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    for c in clients {
+        c.join().expect("a client");
+    }
+    let took = t0.elapsed();
+    f.all_closed();
+    let s = f.stats();
+    assert_eq!(s.requests - before.requests, 1800, "{s:?}");
+    assert_eq!(s.ok - before.ok, 1400, "{s:?}");
+    assert_eq!(s.client_errors - before.client_errors, 400, "{s:?}");
+    assert_eq!(s.too_large - before.too_large, 200, "{s:?}");
+    assert_eq!(s.connections - before.connections, 420, "{s:?}");
+    wait_until(&format!("descriptors back to {fds} (+4)"), DEADLINE, || {
+        open_fds() <= fds + 4
+    });
+    wait_until(
+        &format!("threads other than the runtime's back to {others} (+2)"),
+        DEADLINE,
+        || threads().1 <= others + 2,
+    );
+    // The runtime's blocking pool keeps idle threads 10 s (tokio's
+    // default): its 2 threads and at most 2 per call at once (the one
+    // waiting, the one finishing its task), not growing with requests.
+    let now = threads();
+    assert!(
+        now.0 <= 2 + 2 * 20,
+        "runtime threads {runtime} -> {}",
+        now.0
+    );
+    eprintln!(
+        "2000 requests in {took:?}; fds {fds} -> {}, runtime threads {runtime} -> {}, others {others} -> {}",
+        open_fds(),
+        now.0,
+        now.1
+    );
+}
+
+#[test]
+fn counters_match_the_requests() {
+    let f = Front::start(1, |_, h| h.max_body = 100);
+    let mut c = f.conn();
+    let mut bytes_out = 0;
+    let mut expect = |c: &mut Conn, req: Vec<u8>, status: u16| {
+        c.send(req);
+        let r = c.response();
+        assert_eq!(r.status, status, "{r:?}");
+        bytes_out += r.body.len() as u64;
+    };
+    expect(&mut c, get("/a").into_bytes(), 200);
+    expect(&mut c, post("/b", b"0123456789"), 200);
+    expect(&mut c, get("/status/204").into_bytes(), 204);
+    expect(&mut c, get("/status/302").into_bytes(), 302);
+    expect(&mut c, get("/status/404").into_bytes(), 404);
+    expect(&mut c, get("/status/418").into_bytes(), 418);
+    expect(&mut c, get("/fail").into_bytes(), 500);
+    expect(&mut c, get("/garbage").into_bytes(), 502);
+    let mut big = f.conn();
+    expect(&mut big, post("/big", &[1; 500]), 413);
+    drop((c, big));
+    // Answered by hyper itself: counted as a connection, not a request.
+    let mut bad = f.conn();
+    bad.send("BAD\r\n\r\n");
+    assert_eq!(bad.response().status, 400);
+    drop(bad);
+    f.all_closed();
+    assert_eq!(
+        f.stats(),
+        HttpStats {
+            connections_open: 0,
+            connections: 3,
+            connections_refused: 0,
+            requests: 9,
+            ok: 4,
+            client_errors: 3,
+            server_errors: 2,
+            too_large: 1,
+            bytes_in: 10,
+            bytes_out,
+        }
+    );
+}
+
+#[test]
+fn the_access_log_has_a_line_per_request() {
+    let dir = Dir::new("access");
+    let log = dir.path("access.log");
+    let f = Front::start(2, |_, h| h.access_log = Some(log.clone()));
+    let mut c = f.conn();
+    let me = c.local();
+    let mut lengths = Vec::new();
+    for req in [
+        get("/x").into_bytes(),
+        get("/status/404").into_bytes(),
+        post("/y?z=1", b"abc"),
+    ] {
+        c.send(req);
+        lengths.push(c.response().body.len());
+    }
+    let read = || std::fs::read_to_string(&log).unwrap_or_default();
+    wait_until("3 lines in the access log", DEADLINE, || {
+        read().lines().count() >= 3
+    });
+    let text = read();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    for (line, (req, len)) in lines.iter().zip(
+        [
+            "\"GET /x HTTP/1.1\" 200",
+            "\"GET /status/404 HTTP/1.1\" 404",
+            "\"POST /y?z=1 HTTP/1.1\" 200",
+        ]
+        .iter()
+        .zip(&lengths),
+    ) {
+        let start = format!("{me} {req} {len} ");
+        assert!(line.starts_with(&start), "{line:?} starts with {start:?}");
+        assert!(line.ends_with("us"), "{line:?}");
+    }
+}

@@ -51,7 +51,12 @@ fn requests_decode_to_their_fields_and_encode_to_their_bytes() {
             body: text(&d["body"]).into_bytes(),
         };
         let bytes = hex(v);
-        assert_eq!(Request::decode(&bytes).expect("valid"), want, "{}", v["name"]);
+        assert_eq!(
+            Request::decode(&bytes).expect("valid"),
+            want,
+            "{}",
+            v["name"]
+        );
         assert_eq!(want.encode(), bytes, "{}", v["name"]);
     }
 }
@@ -67,7 +72,12 @@ fn responses_decode_to_their_fields_and_encode_to_their_bytes() {
             body: text(&d["body"]).into_bytes(),
         };
         let bytes = hex(v);
-        assert_eq!(Response::decode(&bytes).expect("valid"), want, "{}", v["name"]);
+        assert_eq!(
+            Response::decode(&bytes).expect("valid"),
+            want,
+            "{}",
+            v["name"]
+        );
         let mut out = Vec::new();
         want.encode_into(&mut out);
         assert_eq!(out, bytes, "{}", v["name"]);

@@ -66,10 +66,10 @@ final class Registry
 
     /** @var list<object> One instance of every service. */
     private array \$services = [];
-    /** @var array<int, array{int, int}> id => [service, rank]. */
+    /** @var array<int, int> id => its service, as a routing or configuration cache. */
     private array \$table = [];
 
-    /** The registry: every service, and a table of id => [service, rank]. */
+    /** The registry: every service, and a table of id => service. */
     public static function build(int \$entries): self
     {
         \$r = new self();
@@ -77,17 +77,19 @@ final class Registry
             \$class = __NAMESPACE__ . "\\\\Service\$i";
             \$r->services[] = new \$class();
         }
+        \$table = [];
         for (\$id = 0; \$id < \$entries; \$id++) {
-            \$r->table[\$id] = [\$id % self::SERVICES, \$id * 7 % 1000];
+            \$table[\$id] = \$id % self::SERVICES;
         }
+        \$r->table = \$table;
         return \$r;
     }
 
     /** The entry of \$id, described by its service; null when there is none. */
     public function lookup(int \$id): ?array
     {
-        \$e = \$this->table[\$id] ?? null;
-        return \$e === null ? null : ['rank' => \$e[1]] + \$this->services[\$e[0]]->describe(\$id);
+        \$service = \$this->table[\$id] ?? null;
+        return \$service === null ? null : ['item' => "item-\$id"] + \$this->services[\$service]->describe(\$id);
     }
 }
 

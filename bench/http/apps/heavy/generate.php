@@ -66,10 +66,10 @@ final class Registry
 
     /** @var list<object> One instance of every service. */
     private array \$services = [];
-    /** @var array<int, int> id => its service, as a routing or configuration cache. */
+    /** @var array<int, string> id => its item's name, as a routing or configuration cache. */
     private array \$table = [];
 
-    /** The registry: every service, and a table of id => service. */
+    /** The registry: every service, and a table of id => item name. */
     public static function build(int \$entries): self
     {
         \$r = new self();
@@ -79,7 +79,7 @@ final class Registry
         }
         \$table = [];
         for (\$id = 0; \$id < \$entries; \$id++) {
-            \$table[\$id] = \$id % self::SERVICES;
+            \$table[\$id] = "item-\$id";
         }
         \$r->table = \$table;
         return \$r;
@@ -88,8 +88,8 @@ final class Registry
     /** The entry of \$id, described by its service; null when there is none. */
     public function lookup(int \$id): ?array
     {
-        \$service = \$this->table[\$id] ?? null;
-        return \$service === null ? null : ['item' => "item-\$id"] + \$this->services[\$service]->describe(\$id);
+        \$item = \$this->table[\$id] ?? null;
+        return \$item === null ? null : ['item' => \$item] + \$this->services[\$id % self::SERVICES]->describe(\$id);
     }
 }
 

@@ -12,12 +12,13 @@ cd "$(dirname "$0")/.."
 name=${1:?usage: bench/publish.sh NAME}
 r=bench/results
 for f in latest.md latest.json latest.png scenario-latest.md scenario-latest.json pool-dispatch-latest.md \
-  pool-dispatch-latest.json; do
+  pool-dispatch-latest.json http-latest.md http-latest.json http-latest.png; do
   [ -s "$r/$f" ] || { echo "publish: $r/$f missing: run ci/main.sh first" >&2; exit 1; }
 done
 for ext in md json png; do cp "$r/latest.$ext" "$r/$name.$ext"; done
 for ext in md json; do cp "$r/scenario-latest.$ext" "$r/$name-scenario.$ext"; done
 for ext in md json; do cp "$r/pool-dispatch-latest.$ext" "$r/$name-pool-dispatch.$ext"; done
+for ext in md json png; do cp "$r/http-latest.$ext" "$r/$name-http.$ext"; done
 
 headline=$(php bench/headline.php "$r/$name.json" "$r/$name-scenario.json" docs/benchmarks.md)
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
@@ -69,6 +70,22 @@ conditions() { sed -n '/^- /p;/^## /q' "$1"; }
   echo "[\`bench/results/$name-pool-dispatch.md\`](../bench/results/$name-pool-dispatch.md)."
   echo
   cat "$r/$name-pool-dispatch.md"
+  echo
+  echo "## Serving PHP over HTTP: \`shmlink pool --http\` against nginx + PHP-FPM"
+  echo
+  echo "Three apps of \`bench/http/apps\`, each run unchanged under \`shmlink pool --http\` with 2"
+  echo "PHP workers (\`bench/http/worker.php\`, OPcache on for the CLI), under nginx + PHP-FPM"
+  echo "(\`pm = static\`, 2 children, OPcache on) and under nginx + PHP-FPM with \`opcache.preload\`"
+  echo "of the app's files: (a) hello world; (b) bootstrap-heavy: ~300 class files and a"
+  echo "50,000-entry table at bootstrap, each request one lookup answered as JSON; (c) a leak of"
+  echo "64 KiB a request (under the pool with \`--max-memory 64M\`). Then app (b) under the pool"
+  echo "with a reload a third of the way in. wrk on loopback, same threads, connections and"
+  echo "duration for every row. Command: \`bench/http/run.sh\` (in \`ci/main.sh\`). Source:"
+  echo "[\`bench/results/$name-http.md\`](../bench/results/$name-http.md)."
+  echo
+  cat "$r/$name-http.md"
+  echo
+  echo "![HTTP requests/s](../bench/results/$name-http.png)"
   echo
   echo "## Transports, wait strategies and sizes, against raw baselines"
   echo

@@ -225,6 +225,27 @@ impl Client {
         }
     }
 
+    /// Waits up to `timeout` until the next response has begun to arrive,
+    /// without receiving it: `true` when [`Client::recv`] will not wait for
+    /// its first bytes (a response streamed in chunks may still be arriving),
+    /// `false` when `timeout` passed first. Lets a caller wait briefly where
+    /// it must not block for long, then receive or wait elsewhere.
+    ///
+    /// # Errors
+    /// [`Error::NothingInFlight`] when no call is in flight; peer gone,
+    /// protocol errors.
+    pub fn wait_readable(&mut self, timeout: Duration) -> Result<bool> {
+        if !self.ready.is_empty() {
+            return Ok(true);
+        }
+        if self.in_flight.is_empty() {
+            return Err(Error::NothingInFlight {
+                address: self.address.to_string(),
+            });
+        }
+        self.session.wait_readable(&mut Deadline::In(timeout))
+    }
+
     /// Receives until the response to `id` arrives, filing responses to
     /// other calls (pipelined ones) for [`Client::recv`].
     #[inline(always)]

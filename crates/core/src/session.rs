@@ -284,6 +284,21 @@ impl Session {
     /// Timeout (session stays usable unless a message was partly received),
     /// peer gone, protocol errors (session broken).
     #[inline(always)]
+    /// Waits until a message can be received without waiting for its first
+    /// frame, without receiving it: `false` when `deadline` passed first.
+    ///
+    /// # Errors
+    /// As [`Session::recv`].
+    pub(crate) fn wait_readable(&mut self, deadline: &mut Deadline) -> Result<bool> {
+        self.check_usable()?;
+        if !self.drained.is_empty() {
+            return Ok(true);
+        }
+        self.link
+            .wait_readable(deadline)
+            .map_err(|e| self.recv_failed(e))
+    }
+
     pub(crate) fn recv(&mut self, deadline: &mut Deadline) -> Result<Message> {
         self.check_usable()?;
         let m = match self.drained.pop_front() {

@@ -35,6 +35,8 @@ struct Shared {
     opts: FrontOptions,
     counters: Arc<Counters>,
     access: Option<AccessLog>,
+    /// Turns at the backend: [`Backend::concurrency`] of them.
+    turns: tokio::sync::Semaphore,
     /// Reasons of faults go here (the pool's log).
     log: Box<dyn Fn(&str) + Send + Sync>,
 }
@@ -105,7 +107,13 @@ impl Front {
                 context: "reading a bound HTTP address".into(),
                 source: e,
             })?;
+        let turns = tokio::sync::Semaphore::new(
+            backend
+                .concurrency()
+                .clamp(1, tokio::sync::Semaphore::MAX_PERMITS),
+        );
         let shared = Arc::new(Shared {
+            turns,
             backend,
             opts,
             counters: Arc::default(),
@@ -287,34 +295,49 @@ async fn answer(
             .map(|(n, v)| (n.as_str(), v.as_bytes())),
         &body,
     );
-    // The call blocks until the worker answers, so it runs in
+    // The backend waits inline only briefly and parks every longer wait in
     // block_in_place: this runtime thread's other tasks and its turn at
-    // polling the sockets pass to another thread meanwhile. Called inline
-    // (1.6-1.8x the requests per second of an echo worker on 2 CPUs), one
-    // slow call froze the whole front, whatever its threads: the thread
-    // that woke for the request was the one polling the sockets, and a
-    // parked thread is not woken to take over, so no connection was read,
-    // accepted or timed out until the call returned (tests/http.rs,
-    // a_slow_request_holds_up_no_other).
+    // polling the sockets pass to another thread meanwhile. A call made
+    // wholly inline froze the whole front while it ran, whatever its
+    // threads: the thread that woke for the request was the one polling
+    // the sockets, and a parked thread is not woken to take over
+    // (tests/http.rs, a_slow_request_holds_up_no_other); one made wholly in
+    // block_in_place cost ~40 % of the requests per second (docs/design.md).
+    let wait = shared.backend.queue_timeout();
+    let Ok(Ok(_turn)) = tokio::time::timeout(wait, shared.turns.acquire()).await else {
+        let why = format!("no worker became free within the queue timeout of {wait:?}");
+        return fault(shared, &parts, remote, Fault::new(503, why), body.len());
+    };
     let mut answer = Vec::new();
-    let called =
-        tokio::task::block_in_place(|| shared.backend.call(&encoded, &mut answer)).map(|()| answer);
-    let fault = match called {
+    let called = shared
+        .backend
+        .call(&encoded, &mut answer, &mut |wait| {
+            tokio::task::block_in_place(&mut *wait)
+        })
+        .map(|()| answer);
+    let f = match called {
         Ok(answer) => match respond::from_worker(answer) {
             Ok(resp) => return (resp.status().as_u16(), body.len(), resp),
             Err(why) => Fault::new(502, why),
         },
         Err(f) => f,
     };
+    fault(shared, &parts, remote, f, body.len())
+}
+
+/// Logs why a request failed and makes its response.
+fn fault(
+    shared: &Shared,
+    parts: &hyper::http::request::Parts,
+    remote: &str,
+    fault: Fault,
+    body_in: usize,
+) -> (u16, usize, Response<Full<Bytes>>) {
     (shared.log)(&format!(
         "HTTP {} {} from {remote}: {} ({})",
         parts.method, parts.uri, fault.status, fault.reason
     ));
-    (
-        fault.status,
-        body.len(),
-        respond::plain(fault.status, false),
-    )
+    (fault.status, body_in, respond::plain(fault.status, false))
 }
 
 fn version(v: hyper::Version) -> &'static str {

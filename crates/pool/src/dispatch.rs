@@ -3,11 +3,18 @@
 //! only this call, with a code the caller can tell apart. A worker that
 //! died before reading the call (still in its ring) never ran it: the call
 //! goes to another worker instead of failing.
+//!
+//! A caller that must not block for long (the HTTP front's runtime threads)
+//! passes a [`Park`]: the dispatch waits inline only where that is short
+//! (an idle worker taken at once, the first [`FIRST_WAIT`] for the answer)
+//! and runs every longer wait (the queue, the rest of the answer) through
+//! the park, which moves it off the caller's thread.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use shmlink::{Error, Handler, RemoteError};
+use shmlink::{Client, Error, Handler, RemoteError};
 
 use crate::codes::{CODE_WORKER_DIED, CODE_WORKER_TIMEOUT};
 use crate::table::Lease;
@@ -25,25 +32,65 @@ impl Dispatch {
     }
 }
 
+/// Runs a wait that may block for long: a shmlink client's session thread
+/// runs it in place; the HTTP front moves it off its runtime thread.
+pub(crate) type Park<'a> = &'a mut dyn FnMut(&mut dyn FnMut());
+
+/// How long a call waits inline for the first bytes of its answer before
+/// the rest of the wait goes through the park: most answers come within it
+/// (a PHP hello world in tens of microseconds, more when the CPUs are
+/// oversubscribed: 500 µs parked often enough to cost ~10 % of the HTTP
+/// front's requests/s on 2 CPUs), so most calls never park; and a slow call
+/// holds the caller's thread no longer than this.
+pub(crate) const FIRST_WAIT: Duration = Duration::from_millis(2);
+
 impl Handler for Dispatch {
     fn handle(&self, request: &[u8], response: &mut Vec<u8>) -> Result<(), RemoteError> {
-        let result = self.call(request, response);
+        self.dispatch(request, response, &mut |wait| wait())
+    }
+}
+
+impl Dispatch {
+    /// Workers the pool keeps running.
+    pub(crate) fn workers(&self) -> usize {
+        self.inner.opts.workers
+    }
+
+    /// How long a call may wait for a worker.
+    pub(crate) fn queue_timeout(&self) -> Duration {
+        self.inner.opts.queue_timeout
+    }
+
+    /// Dispatches one call, counting it.
+    pub(crate) fn dispatch(
+        &self,
+        request: &[u8],
+        response: &mut Vec<u8>,
+        park: Park<'_>,
+    ) -> Result<(), RemoteError> {
+        let result = self.call(request, response, park);
         self.inner.calls.fetch_add(1, Ordering::Relaxed);
         if result.is_err() {
             self.inner.errors.fetch_add(1, Ordering::Relaxed);
         }
         result
     }
-}
 
-impl Dispatch {
-    fn call(&self, request: &[u8], response: &mut Vec<u8>) -> Result<(), RemoteError> {
+    fn call(
+        &self,
+        request: &[u8],
+        response: &mut Vec<u8>,
+        park: Park<'_>,
+    ) -> Result<(), RemoteError> {
         let opts = &self.inner.opts;
         let shared = &self.inner.shared;
         let mut attempts = 1;
         loop {
-            let mut lease = shared.acquire(opts.queue_timeout, opts.queue_size)?;
-            match lease.client.call_timeout(request, opts.call_timeout) {
+            let mut lease = match shared.try_acquire() {
+                Some(lease) => lease,
+                None => parked(park, || shared.acquire(opts.queue_timeout, opts.queue_size))?,
+            };
+            match exchange(&mut lease.client, request, opts.call_timeout, park) {
                 Err(e @ Error::PeerGone { .. })
                     if attempts < MAX_ATTEMPTS && lease.client.request_unread() =>
                 {
@@ -116,3 +163,30 @@ impl Dispatch {
 
 /// Workers a call may be given to when each dies before reading it.
 const MAX_ATTEMPTS: u32 = 3;
+
+/// Runs `wait` through the park and returns what it returned.
+fn parked<T>(park: Park<'_>, mut wait: impl FnMut() -> T) -> T {
+    let mut out = None;
+    park(&mut || out = Some(wait()));
+    out.unwrap_or_else(wait)
+}
+
+/// One call to a leased worker: the request sent, the first bytes of the
+/// answer awaited inline for up to [`FIRST_WAIT`], the rest through the
+/// park; the whole call within `timeout`.
+fn exchange(
+    client: &mut Client,
+    request: &[u8],
+    timeout: Duration,
+    park: Park<'_>,
+) -> shmlink::Result<Vec<u8>> {
+    let started = Instant::now();
+    client.send(request)?;
+    let left = || timeout.saturating_sub(started.elapsed());
+    let reply = if client.wait_readable(FIRST_WAIT.min(timeout))? {
+        client.recv_timeout(left())?
+    } else {
+        parked(park, || client.recv_timeout(left()))?
+    };
+    reply.result.map_err(Error::Remote)
+}

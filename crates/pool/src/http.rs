@@ -2,8 +2,8 @@
 //! worker as any client's call is; the pool's error codes become statuses.
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use shmlink::Handler;
 use shmlink_http::{Backend, Fault};
 
 use crate::codes::{
@@ -23,10 +23,23 @@ impl PoolBackend {
 }
 
 impl Backend for PoolBackend {
-    fn call(&self, request: &[u8], response: &mut Vec<u8>) -> Result<(), Fault> {
+    fn call(
+        &self,
+        request: &[u8],
+        response: &mut Vec<u8>,
+        park: &mut dyn FnMut(&mut dyn FnMut()),
+    ) -> Result<(), Fault> {
         self.0
-            .handle(request, response)
+            .dispatch(request, response, park)
             .map_err(|e| Fault::new(status_of(e.code), e.message))
+    }
+
+    fn concurrency(&self) -> usize {
+        self.0.workers()
+    }
+
+    fn queue_timeout(&self) -> Duration {
+        self.0.queue_timeout()
     }
 }
 

@@ -106,6 +106,20 @@ impl Table {
         fresh.or_else(|| self.slots.iter().position(|s| idle(&s)))
     }
 
+    /// Takes the idle worker [`Table::pick`] chooses: busy now, its session
+    /// in the lease.
+    fn lease(&mut self) -> Option<Lease> {
+        let i = self.pick()?;
+        let s = &mut self.slots[i];
+        let client = s.client.take()?;
+        s.set(Phase::Busy);
+        Some(Lease {
+            slot: s.id,
+            pid: s.pid,
+            client,
+        })
+    }
+
     /// Whether waiting can bring a worker: one is running, or one is
     /// starting while starts are not failing.
     fn hope(&self) -> bool {
@@ -148,6 +162,15 @@ impl Shared {
         self.idle.notify_all();
     }
 
+    /// Leases a worker idle right now, without waiting.
+    pub(crate) fn try_acquire(&self) -> Option<Lease> {
+        let mut t = self.lock();
+        if t.stopping {
+            return None;
+        }
+        t.lease()
+    }
+
     /// Leases an idle worker, waiting up to `timeout` in a queue of at most
     /// `queue_size` callers.
     ///
@@ -166,15 +189,8 @@ impl Shared {
             if t.stopping {
                 break Err(RemoteError::new(CODE_POOL_STOPPING, "the pool is stopping"));
             }
-            if let Some(i) = t.pick() {
-                let s = &mut t.slots[i];
-                let client = s.client.take().expect("an idle worker has its session");
-                s.set(Phase::Busy);
-                break Ok(Lease {
-                    slot: s.id,
-                    pid: s.pid,
-                    client,
-                });
+            if let Some(lease) = t.lease() {
+                break Ok(lease);
             }
             if !t.hope() {
                 let why = t.last_failure.clone().unwrap_or_else(|| "no worker".into());

@@ -75,6 +75,18 @@ impl Link {
         }
     }
 
+    /// Waits until a frame can be received, without receiving it: `false`
+    /// when `deadline` passed first.
+    ///
+    /// # Errors
+    /// Peer gone, server stopping, corrupted ring, socket errors.
+    pub(crate) fn wait_readable(&mut self, deadline: &mut Deadline) -> Result<bool> {
+        match self {
+            Link::Shm(l) => l.wait_readable(deadline),
+            Link::Stream(l) => l.readable(deadline),
+        }
+    }
+
     /// Sends one frame if that needs no waiting; never waits, and ignores
     /// failures (used for `Goodbye`, when the session is ending anyway).
     pub(crate) fn try_send_now(&mut self, h: &FrameHeader, payload: &[u8]) {

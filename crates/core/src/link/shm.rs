@@ -147,23 +147,43 @@ impl ShmLink {
     ) -> Result<Message> {
         loop {
             // Wait before popping: an empty pop costs more than the check.
-            let mid_message = asm.in_progress();
-            let mut w = Incoming {
-                cons: &mut self.ends.consumer,
-                address: &self.address,
-            };
-            if !w.ready()? {
-                let spins = mid_message || self.spinner.spins();
-                if !spins || !spin_briefly(&mut w)? {
-                    self.wait_data(deadline, mid_message)?;
-                } else {
-                    self.spinner.caught_spinning();
-                }
-            }
+            self.wait_frame(deadline, asm.in_progress())?;
             if let Some(Some(m)) = pop_frame(&mut self.ends.consumer, asm, &self.address)? {
                 return Ok(m);
             }
         }
+    }
+
+    /// Waits until a frame is in the incoming ring, without taking it:
+    /// `false` when `deadline` passed first.
+    ///
+    /// # Errors
+    /// Peer gone, server stopping, corrupted ring.
+    pub(crate) fn wait_readable(&mut self, deadline: &mut Deadline) -> Result<bool> {
+        match self.wait_frame(deadline, false) {
+            Ok(()) => Ok(true),
+            Err(Error::Timeout { .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Waits until a frame is in the incoming ring: spins first (always in
+    /// the middle of a message), then the wait loop.
+    #[inline(always)]
+    fn wait_frame(&mut self, deadline: &mut Deadline, mid_message: bool) -> Result<()> {
+        let mut w = Incoming {
+            cons: &mut self.ends.consumer,
+            address: &self.address,
+        };
+        if !w.ready()? {
+            let spins = mid_message || self.spinner.spins();
+            if !spins || !spin_briefly(&mut w)? {
+                self.wait_data(deadline, mid_message)?;
+            } else {
+                self.spinner.caught_spinning();
+            }
+        }
+        Ok(())
     }
 
     /// Waits for data after the first spins found none, and adapts the spin

@@ -429,6 +429,23 @@ impl StreamLink {
         self.gone("connection closed by peer")
     }
 
+    /// Waits until bytes of a frame can be read, without reading them:
+    /// `false` when `deadline` passed first.
+    ///
+    /// # Errors
+    /// Socket errors.
+    pub(crate) fn readable(&mut self, deadline: &mut Deadline) -> Result<bool> {
+        if self.rend > self.rpos {
+            return Ok(true);
+        }
+        let t0 = Instant::now();
+        match self.wait_readable(deadline.at_from(t0), t0) {
+            Ok(()) => Ok(true),
+            Err(Error::Timeout { .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
     fn wait_readable(&mut self, deadline: Option<Instant>, t0: Instant) -> Result<()> {
         // The peer may need the rest of our last frame before it answers.
         while !self.try_flush()? {

@@ -261,6 +261,10 @@ async fn answer(
     remote: &str,
     req: Request<Incoming>,
 ) -> (u16, usize, Response<Full<Bytes>>) {
+    // CONNECT asks a proxy for a tunnel: nothing a worker answers.
+    if req.method() == hyper::Method::CONNECT {
+        return (405, 0, respond::plain(405, true));
+    }
     let max = shared.opts.max_body;
     let declared = req
         .headers()

@@ -760,6 +760,16 @@ fn malformed_and_oversized_heads() {
     }
     c.wait_closed();
     assert_eq!(f.once(get("/next")).status, 200);
+
+    // CONNECT (a proxy's tunnel) is the front's 405, and the connection closes.
+    let mut c = f.conn();
+    c.send("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n");
+    match c.try_response().expect("a response or a close") {
+        Some(r) => assert_eq!(r.status, 405, "{r:?}"),
+        None => panic!("closed without a 405"),
+    }
+    c.wait_closed();
+    assert_eq!(f.once(get("/next")).status, 200);
     f.all_closed();
 }
 

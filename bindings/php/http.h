@@ -38,4 +38,6 @@ bool php_shmlink_http_encode(zval *answer, smart_str *out);
 /* http_globals.c: fills the superglobals from a request object. */
 void php_shmlink_http_globals(zend_object *request);
 void php_shmlink_http_globals_shutdown(void);
+/* After a call from the front: removes the files its request uploaded. */
+void php_shmlink_http_request_done(void);
 #endif /* PHP_SHMLINK_HTTP_H */

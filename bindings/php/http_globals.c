@@ -10,9 +10,63 @@
 #include "ext/standard/url.h"
 #include "http.h"
 #include "main/php_variables.h"
+#include "main/rfc1867.h"
 
 /* The worker's own $_SERVER, taken at the first call. */
 static zend_array *base_server = NULL;
+
+/* The body PHP's multipart handler reads while globals() runs it. */
+static const char *post_at = NULL;
+static size_t post_left = 0;
+
+static size_t read_body(char *buffer, size_t count) {
+  size_t n = count < post_left ? count : post_left;
+  memcpy(buffer, post_at, n);
+  post_at += n;
+  post_left -= n;
+  return n;
+}
+
+void php_shmlink_http_request_done(void) {
+  /* The files uploaded with the call's request go with it, as PHP-FPM
+   * removes them at the end of a request. */
+  if (SG(rfc1867_uploaded_files) != NULL) {
+    destroy_uploaded_files_hash();
+    SG(rfc1867_uploaded_files) = NULL;
+  }
+}
+
+/* A multipart/form-data body into post (fields) and PG's $_FILES (files,
+ * saved to upload_tmp_dir): PHP's own RFC 1867 handler, fed the body as a
+ * SAPI feeds it a POST, so upload_max_filesize, max_file_uploads,
+ * post_max_size and move_uploaded_file() work as under PHP-FPM. */
+static void parse_multipart(zend_string *content_type, zend_string *body, zval *post) {
+  sapi_request_info saved = SG(request_info);
+  size_t (*saved_read)(char *, size_t) = sapi_module.read_post;
+  int64_t saved_bytes = SG(read_post_bytes);
+  unsigned char saved_read_flag = SG(post_read);
+  SG(request_info).content_type = ZSTR_VAL(content_type);
+  SG(request_info).content_length = (zend_long)ZSTR_LEN(body);
+  SG(request_info).request_method = "POST";
+  SG(request_info).post_entry = NULL;
+  SG(request_info).content_type_dup = NULL;
+  SG(read_post_bytes) = 0;
+  SG(post_read) = 0;
+  post_at = ZSTR_VAL(body);
+  post_left = ZSTR_LEN(body);
+  sapi_module.read_post = read_body;
+  sapi_read_post_data(); /* finds the multipart handler */
+  sapi_handle_post(post);
+  sapi_module.read_post = saved_read;
+  post_at = NULL;
+  post_left = 0;
+  SG(read_post_bytes) = saved_bytes;
+  SG(post_read) = saved_read_flag;
+  if (SG(request_info).content_type_dup != NULL) {
+    efree(SG(request_info).content_type_dup);
+  }
+  SG(request_info) = saved;
+}
 
 void php_shmlink_http_globals_shutdown(void) {
   if (base_server != NULL) {
@@ -146,7 +200,10 @@ static void fill_server(zend_object *req, zval *server, zend_string **cookie,
 
 void php_shmlink_http_globals(zend_object *req) {
   if (base_server == NULL) {
+    /* Made now, so that no script compiled later makes them again over
+     * ours (auto_globals_jit). */
     zend_is_auto_global_str(ZEND_STRL("_SERVER"));
+    zend_is_auto_global_str(ZEND_STRL("_REQUEST"));
     zval *current = &PG(http_globals)[TRACK_VARS_SERVER];
     base_server =
         Z_TYPE_P(current) == IS_ARRAY ? zend_array_dup(Z_ARRVAL_P(current)) : zend_new_array(0);
@@ -162,10 +219,27 @@ void php_shmlink_http_globals(zend_object *req) {
   zend_string *query = prop_str(req, HTTP_REQ_QUERY);
   parse_query(ZSTR_VAL(query), ZSTR_LEN(query), &get);
   zend_string *body = prop_str(req, HTTP_REQ_BODY);
+  php_shmlink_http_request_done(); /* a previous call's files, if any */
+  zval_ptr_dtor(&PG(http_globals)[TRACK_VARS_FILES]);
+  array_init(&PG(http_globals)[TRACK_VARS_FILES]);
   if (content_type != NULL &&
       strncasecmp(ZSTR_VAL(content_type), "application/x-www-form-urlencoded",
                   sizeof "application/x-www-form-urlencoded" - 1) == 0) {
     parse_query(ZSTR_VAL(body), ZSTR_LEN(body), &post);
+  } else if (content_type != NULL && strncasecmp(ZSTR_VAL(content_type), MULTIPART_CONTENT_TYPE,
+                                                 sizeof MULTIPART_CONTENT_TYPE - 1) == 0) {
+    /* Into PHP's own $_POST: with ext/filter loaded, its input filter
+     * files each field there itself rather than in the handler's array. */
+    zval *track = &PG(http_globals)[TRACK_VARS_POST];
+    zval_ptr_dtor(track);
+    array_init(track);
+    zval_ptr_dtor(&PG(http_globals)[TRACK_VARS_FILES]);
+    ZVAL_UNDEF(&PG(http_globals)[TRACK_VARS_FILES]);
+    parse_multipart(content_type, body, track);
+    ZVAL_COPY(&post, track);
+    if (Z_TYPE(PG(http_globals)[TRACK_VARS_FILES]) != IS_ARRAY) {
+      array_init(&PG(http_globals)[TRACK_VARS_FILES]);
+    }
   } else {
     array_init(&post);
   }
@@ -182,6 +256,7 @@ void php_shmlink_http_globals(zend_object *req) {
   set_global(ZEND_STRL("_POST"), TRACK_VARS_POST, &post);
   set_global(ZEND_STRL("_COOKIE"), TRACK_VARS_COOKIE, &cookies);
   set_global(ZEND_STRL("_REQUEST"), -1, &request);
+  set_global(ZEND_STRL("_FILES"), -1, &PG(http_globals)[TRACK_VARS_FILES]);
   zval_ptr_dtor(&server);
   zval_ptr_dtor(&get);
   zval_ptr_dtor(&post);

@@ -148,8 +148,10 @@ namespace Shmlink {
          * Fills $_SERVER (REQUEST_METHOD, REQUEST_URI, QUERY_STRING,
          * SERVER_PROTOCOL, REMOTE_ADDR, REMOTE_PORT, HTTP_*, CONTENT_TYPE,
          * CONTENT_LENGTH, REQUEST_TIME, REQUEST_TIME_FLOAT over the worker's
-         * own environment), $_GET, $_POST (urlencoded bodies), $_COOKIE and
-         * $_REQUEST from this request, replacing the previous request's.
+         * own environment), $_GET, $_POST (urlencoded and multipart
+         * bodies), $_FILES (uploads saved to upload_tmp_dir, removed after
+         * the call, move_uploaded_file() works), $_COOKIE and $_REQUEST from
+         * this request, replacing the previous request's.
          */
         public function globals(): void {}
     }

@@ -1,5 +1,5 @@
 /* This is a generated file, edit the .stub.php file instead.
- * Stub hash: df4bb4543ba8f871e5eb25727f198705a9cfd807 */
+ * Stub hash: 42ad21b23677928cab97ce9f07346d86ca14e014 */
 
 ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_Shmlink_stats, 0, 0, IS_ARRAY, 0)
 ZEND_END_ARG_INFO()

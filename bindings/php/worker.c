@@ -224,6 +224,9 @@ ZEND_METHOD(Shmlink_Worker, run) {
       ok = respond_with(w, &result, http);
     }
     zval_ptr_dtor(&result);
+    if (http) {
+      php_shmlink_http_request_done();
+    }
     if (!ok) {
       RETURN_THROWS();
     }
@@ -237,6 +240,7 @@ ZEND_METHOD(Shmlink_Worker, accept) {
     RETURN_THROWS();
   }
   bool stopped;
+  php_shmlink_http_request_done(); /* the previous call is over */
   if (!accept_call(w, return_value, &stopped, &worker_of(Z_OBJ_P(ZEND_THIS))->http)) {
     if (stopped) {
       RETURN_NULL();

@@ -32,6 +32,16 @@ $handler = function ($req) {
                     $s['SERVER_PROTOCOL'], $s['REMOTE_ADDR'], $s['HTTP_X_A'] ?? null,
                     $s['CONTENT_TYPE'] ?? null, $s['SERVER_NAME'], isset($s['REQUEST_TIME_FLOAT'])],
             ]);
+        case '/upload':
+            $req->globals();
+            $files = [];
+            foreach ($_FILES as $k => $f) {
+                $files[$k] = [$f['name'], $f['type'], $f['size'], $f['error'],
+                    file_get_contents($f['tmp_name']), is_uploaded_file($f['tmp_name'])];
+                $GLOBALS['tmp'][] = $f['tmp_name'];
+            }
+            $gone = array_map(fn ($t) => !file_exists($t), array_slice($GLOBALS['tmp'], 0, -count($files)));
+            return json_encode(['post' => $_POST, 'files' => $files, 'earlier_removed' => $gone]);
         case '/int':
             return 42;
         case '/throw':
@@ -72,6 +82,18 @@ foreach (['run' => '0', 'accept/respond' => '1'] as $mode => $pieces) {
     [$status, , $body] = shmlink_http($http, 'GET', '/globals');
     echo "$status $body\n";
 
+    // multipart/form-data: fields in $_POST, files in $_FILES (removed after the call).
+    $b = 'XyZ';
+    $form = "--$b\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\n1\r\n"
+        . "--$b\r\nContent-Disposition: form-data; name=\"b[x]\"\r\n\r\n2\r\n"
+        . "--$b\r\nContent-Disposition: form-data; name=\"f\"; filename=\"up.txt\"\r\n"
+        . "Content-Type: text/plain\r\n\r\nhello file\r\n--$b--\r\n";
+    foreach ([1, 2] as $round) {
+        [$status, , $body] = shmlink_http($http, 'POST', '/upload', $form,
+            ["Content-Type: multipart/form-data; boundary=$b"]);
+        echo "$status $body\n";
+    }
+
     foreach (['/nope', '/int', '/throw'] as $path) {
         [$status, , $body] = shmlink_http($http, 'GET', $path);
         echo "$path: $status ", trim($body), "\n";
@@ -91,6 +113,8 @@ foreach (['run' => '0', 'accept/respond' => '1'] as $mode => $pieces) {
 {"method":"POST","uri":"\/request?x=1","path":"\/request","query":"x=1","protocol":"HTTP\/1.1","body":"payload","x-a":["1","2"],"host":"127.0.0.1:PORT","remote":true}
 200 {"get":{"a":"1","b":["2"]},"post":{"p":"1","q":{"x":"3"}},"cookie":{"c1":"v 1","c2":"w"},"request":{"a":"1","b":["2"],"p":"1","q":{"x":"3"}},"server":["POST","\/globals?a=1&b[]=2","a=1&b[]=2","HTTP\/1.1","127.0.0.1","9","application\/x-www-form-urlencoded","127.0.0.1",true]}
 200 {"get":[],"post":[],"cookie":[],"request":[],"server":["GET","\/globals","","HTTP\/1.1","127.0.0.1",null,null,"127.0.0.1",true]}
+200 {"post":{"a":"1","b":{"x":"2"}},"files":{"f":["up.txt","text\/plain",10,0,"hello file",true]},"earlier_removed":[]}
+200 {"post":{"a":"1","b":{"x":"2"}},"files":{"f":["up.txt","text\/plain",10,0,"hello file",true]},"earlier_removed":[true]}
 /nope: 404 not here
 /int: 500 500 Internal Server Error
 /throw: 500 500 Internal Server Error
@@ -103,6 +127,8 @@ exit 0
 {"method":"POST","uri":"\/request?x=1","path":"\/request","query":"x=1","protocol":"HTTP\/1.1","body":"payload","x-a":["1","2"],"host":"127.0.0.1:PORT","remote":true}
 200 {"get":{"a":"1","b":["2"]},"post":{"p":"1","q":{"x":"3"}},"cookie":{"c1":"v 1","c2":"w"},"request":{"a":"1","b":["2"],"p":"1","q":{"x":"3"}},"server":["POST","\/globals?a=1&b[]=2","a=1&b[]=2","HTTP\/1.1","127.0.0.1","9","application\/x-www-form-urlencoded","127.0.0.1",true]}
 200 {"get":[],"post":[],"cookie":[],"request":[],"server":["GET","\/globals","","HTTP\/1.1","127.0.0.1",null,null,"127.0.0.1",true]}
+200 {"post":{"a":"1","b":{"x":"2"}},"files":{"f":["up.txt","text\/plain",10,0,"hello file",true]},"earlier_removed":[]}
+200 {"post":{"a":"1","b":{"x":"2"}},"files":{"f":["up.txt","text\/plain",10,0,"hello file",true]},"earlier_removed":[true]}
 /nope: 404 not here
 /int: 500 500 Internal Server Error
 /throw: 500 500 Internal Server Error

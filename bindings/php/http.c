@@ -50,7 +50,8 @@ static void set_str(zend_object *obj, int slot, const char *s, size_t len) {
 /* Files one header under its lower-case name, as a list of values. */
 static void add_header(HashTable *headers, const char *name, size_t nlen, const char *value,
                        size_t vlen) {
-  zend_string *key = zend_string_tolower(zend_string_init_fast(name, nlen));
+  zend_string *key = zend_string_alloc(nlen, 0);
+  zend_str_tolower_copy(ZSTR_VAL(key), name, nlen);
   zval *list = zend_hash_find(headers, key);
   if (list == NULL) {
     zval fresh;

@@ -1,0 +1,298 @@
+package shmlink
+
+/*
+#include "shim.h"
+
+#cgo noescape gs_call
+#cgo nocallback gs_call
+#cgo noescape gs_send
+#cgo nocallback gs_send
+#cgo nocallback gs_recv
+#cgo noescape gs_notify
+#cgo nocallback gs_notify
+*/
+import "C"
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"time"
+	"unsafe"
+)
+
+// WaitStrategy is how a side waits for the other on shm: sessions.
+type WaitStrategy uint32
+
+// Wait strategies (SHMLINK_WAIT_*).
+const (
+	// WaitDefault: the library default (adaptive spin up to 50 µs, then sleep).
+	WaitDefault WaitStrategy = C.SHMLINK_WAIT_DEFAULT
+	// WaitSleep: sleep on the futex at once (lowest CPU).
+	WaitSleep WaitStrategy = C.SHMLINK_WAIT_SLEEP
+	// WaitSpin: spin up to Spin, then sleep.
+	WaitSpin WaitStrategy = C.SHMLINK_WAIT_SPIN
+	// WaitBusy: never sleep (lowest latency, a full core while waiting).
+	WaitBusy WaitStrategy = C.SHMLINK_WAIT_BUSY
+)
+
+// Options of a client; zero values mean the library's defaults.
+type Options struct {
+	// Timeout of connecting and the default of each call (0: 5 s).
+	Timeout time.Duration
+	// Wait strategy on shm: sessions.
+	Wait WaitStrategy
+	// Spin time for WaitSpin (0: 50 µs).
+	Spin time.Duration
+	// Ring bytes per direction on shm: sessions, a power of two (0: 64 KiB).
+	RingSize uint64
+	// Largest message sent or accepted (0: 64 MiB).
+	MaxMessageSize uint64
+}
+
+// CallID identifies a pipelined call (Send/Recv).
+type CallID uint64
+
+// Client is a session with a server.
+//
+// A Client is safe for use from several goroutines: a mutex serialises the
+// calls into the C library (whose client is one thread at a time), so
+// goroutines sharing a client take turns, each call whole. For parallel
+// calls, give each goroutine its own Client. Recv holds the mutex while it
+// waits, so a Recv waiting on a slow response delays the others' calls.
+type Client struct {
+	mu      sync.Mutex
+	c       *C.gs_client // nil once closed
+	timeout time.Duration
+}
+
+// Dial connects to address (shm:PATH, unix:PATH or tcp:HOST:PORT) and
+// performs the handshake. opts may be nil.
+func Dial(address string, opts *Options) (*Client, error) {
+	var o C.shmlink_client_options
+	C.shmlink_client_options_init(&o)
+	timeout := 5 * time.Second
+	if opts != nil {
+		if opts.Timeout > 0 {
+			o.timeout_us = C.uint64_t(micros(opts.Timeout))
+			timeout = opts.Timeout
+		}
+		o.wait = C.uint32_t(opts.Wait)
+		if opts.Spin > 0 {
+			o.spin_us = C.uint32_t(micros(opts.Spin))
+		}
+		if opts.RingSize > 0 {
+			o.ring_size = C.uint64_t(opts.RingSize)
+		}
+		if opts.MaxMessageSize > 0 {
+			o.max_message_size = C.uint64_t(opts.MaxMessageSize)
+		}
+	}
+	g := C.gs_client_new()
+	if g == nil {
+		return nil, &Error{Op: "dial", Status: StatusIO, Message: "out of memory"}
+	}
+	addr := C.CString(address)
+	defer C.free(unsafe.Pointer(addr))
+	if st := C.gs_connect(g, addr, &o); st != C.SHMLINK_OK {
+		err := statusError("dial", st, &g.err)
+		C.gs_client_free(g)
+		return nil, err
+	}
+	cl := &Client{c: g, timeout: timeout}
+	runtime.SetFinalizer(cl, (*Client).Close)
+	return cl, nil
+}
+
+// micros rounds a positive duration up to whole microseconds (at least 1).
+func micros(d time.Duration) uint64 {
+	us := uint64((d + time.Microsecond - 1) / time.Microsecond)
+	if us == 0 {
+		us = 1
+	}
+	return us
+}
+
+// timeoutFor is the C timeout for ctx: 0 (the client's default) without a
+// deadline, else the time left. expired is true when the deadline passed.
+func timeoutFor(ctx context.Context) (us uint64, bounded bool, expired bool) {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return 0, false, false
+	}
+	left := time.Until(d)
+	if left <= 0 {
+		return 0, true, true
+	}
+	return micros(left), true, false
+}
+
+func closedError(op string) error {
+	return &Error{Op: op, Status: StatusClosed, Message: "the client is closed"}
+}
+
+func ptr(b []byte) *C.uint8_t {
+	if len(b) == 0 {
+		return nil
+	}
+	return (*C.uint8_t)(unsafe.Pointer(&b[0]))
+}
+
+// appendBuf appends the client's response buffer to dst.
+func appendBuf(dst []byte, b *C.shmlink_buffer) []byte {
+	if b.len == 0 {
+		if dst == nil {
+			return []byte{}
+		}
+		return dst
+	}
+	return append(dst, unsafe.Slice((*byte)(unsafe.Pointer(b.data)), int(b.len))...)
+}
+
+// Call sends req and waits for its response, copied into new Go memory.
+//
+// The context's deadline becomes the call's timeout (a late response is
+// discarded by the library, never returned to a later call); without a
+// deadline the client's default timeout (Options.Timeout) applies. A context
+// already done returns ctx.Err() without sending. Once sent, a call is not
+// interrupted by cancelling a context that has no deadline (the C library
+// has no way to abandon a call in progress): it ends at its timeout.
+// A timeout set by the deadline matches both ErrTimeout and
+// context.DeadlineExceeded.
+func (c *Client) Call(ctx context.Context, req []byte) ([]byte, error) {
+	return c.CallAppend(ctx, nil, req)
+}
+
+// CallAppend is Call, appending the response to dst (which may be reused to
+// avoid an allocation per call).
+func (c *Client) CallAppend(ctx context.Context, dst, req []byte) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return dst, err
+	}
+	us, bounded, expired := timeoutFor(ctx)
+	if expired {
+		return dst, context.DeadlineExceeded
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.c
+	if g == nil {
+		return dst, closedError("call")
+	}
+	st := C.gs_call(g, ptr(req), C.size_t(len(req)), C.uint64_t(us))
+	runtime.KeepAlive(req)
+	if st != C.SHMLINK_OK {
+		return dst, c.fail("call", st, bounded, ctx)
+	}
+	return appendBuf(dst, &g.buf), nil
+}
+
+func (c *Client) fail(op string, st C.int32_t, bounded bool, ctx context.Context) error {
+	err := statusError(op, st, &c.c.err)
+	if e, ok := err.(*Error); ok && bounded && e.Status == StatusTimeout {
+		e.ctx = context.DeadlineExceeded
+		_ = ctx
+	}
+	return err
+}
+
+// Send sends a request without waiting for its response (pipelining) and
+// returns its id; Recv returns the responses in arrival order.
+func (c *Client) Send(req []byte) (CallID, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.c
+	if g == nil {
+		return 0, closedError("send")
+	}
+	st := C.gs_send(g, ptr(req), C.size_t(len(req)))
+	runtime.KeepAlive(req)
+	if st != C.SHMLINK_OK {
+		return 0, c.fail("send", st, false, nil)
+	}
+	return CallID(g.id), nil
+}
+
+// Recv receives the next response of a call made with Send, in arrival
+// order, waiting until the ctx deadline (or the client's default timeout).
+// A call that failed remotely returns its id with a *RemoteError. A Recv
+// that times out leaves the call in flight: a later Recv can still get it.
+func (c *Client) Recv(ctx context.Context) (CallID, []byte, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, nil, err
+	}
+	us, bounded, expired := timeoutFor(ctx)
+	if expired {
+		return 0, nil, context.DeadlineExceeded
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.c
+	if g == nil {
+		return 0, nil, closedError("recv")
+	}
+	st := C.gs_recv(g, C.uint64_t(us))
+	id := CallID(g.id)
+	if st != C.SHMLINK_OK {
+		return id, nil, c.fail("recv", st, bounded, ctx)
+	}
+	return id, appendBuf(nil, &g.buf), nil
+}
+
+// Notify sends a one-way message: no response, no id.
+func (c *Client) Notify(msg []byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.c
+	if g == nil {
+		return closedError("notify")
+	}
+	st := C.gs_notify(g, ptr(msg), C.size_t(len(msg)))
+	runtime.KeepAlive(msg)
+	if st != C.SHMLINK_OK {
+		return c.fail("notify", st, false, nil)
+	}
+	return nil
+}
+
+// InFlight is the number of calls sent with Send whose responses were not
+// yet received.
+func (c *Client) InFlight() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.c == nil {
+		return 0
+	}
+	return int(C.shmlink_client_in_flight(c.c.client))
+}
+
+// Connected reports whether the session is usable and the server alive (a
+// non-blocking check).
+func (c *Client) Connected() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.c == nil {
+		return false
+	}
+	return C.shmlink_client_is_connected(c.c.client) == 1
+}
+
+// Timeout is the client's default call timeout.
+func (c *Client) Timeout() time.Duration { return c.timeout }
+
+// Close ends the session (the server is told goodbye) and frees it. It
+// waits for a call in progress on another goroutine to end. Later calls fail
+// with ErrClosed; closing twice is fine.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.c
+	if g == nil {
+		return nil
+	}
+	c.c = nil
+	runtime.SetFinalizer(c, nil)
+	C.gs_close(g)
+	C.gs_client_free(g)
+	return nil
+}

@@ -1,0 +1,3 @@
+module github.com/shmlink/shmlink/bindings/go
+
+go 1.24

@@ -1,0 +1,72 @@
+#include <string.h>
+#include "shim.h"
+#include "_cgo_export.h"
+
+static int32_t gs_fail(int32_t st, gs_err *e) {
+  if (st != SHMLINK_OK && e != NULL) {
+    e->remote_code = shmlink_last_remote_code();
+    free(e->msg);
+    e->msg = strdup(shmlink_last_error());
+  }
+  return st;
+}
+
+void gs_err_clear(gs_err *e) {
+  free(e->msg);
+  e->msg = NULL;
+  e->remote_code = 0;
+}
+
+gs_client *gs_client_new(void) { return calloc(1, sizeof(gs_client)); }
+
+void gs_client_free(gs_client *c) {
+  if (c == NULL) return;
+  shmlink_client_free(c->client);
+  shmlink_buffer_free(&c->buf);
+  gs_err_clear(&c->err);
+  free(c);
+}
+
+int32_t gs_connect(gs_client *c, const char *address, const shmlink_client_options *o) {
+  return gs_fail(shmlink_client_connect(address, o, &c->client), &c->err);
+}
+
+int32_t gs_call(gs_client *c, const uint8_t *req, size_t len, uint64_t timeout_us) {
+  return gs_fail(shmlink_client_call_timeout(c->client, req, len, timeout_us, &c->buf), &c->err);
+}
+
+int32_t gs_send(gs_client *c, const uint8_t *req, size_t len) {
+  return gs_fail(shmlink_client_send(c->client, req, len, &c->id), &c->err);
+}
+
+int32_t gs_recv(gs_client *c, uint64_t timeout_us) {
+  c->id = 0;
+  return gs_fail(shmlink_client_recv(c->client, timeout_us, &c->id, &c->buf), &c->err);
+}
+
+int32_t gs_notify(gs_client *c, const uint8_t *msg, size_t len) {
+  return gs_fail(shmlink_client_notify(c->client, msg, len), &c->err);
+}
+
+int32_t gs_close(gs_client *c) { return gs_fail(shmlink_client_close(c->client), &c->err); }
+
+int32_t gs_bind(const char *const *addrs, size_t n, const shmlink_server_options *o,
+                shmlink_server **out, gs_err *e) {
+  return gs_fail(shmlink_server_bind(addrs, n, o, out), e);
+}
+
+/* The shmlink_handler every Go server uses: user_data is a cgo.Handle. */
+static uint32_t gs_trampoline(void *user_data, const uint8_t *req, size_t len,
+                              shmlink_response *resp) {
+  return goShmlinkHandle((uintptr_t)user_data, (uint8_t *)req, len, resp);
+}
+
+int32_t gs_serve(shmlink_server *s, uintptr_t handle, gs_err *e) {
+  return gs_fail(shmlink_server_serve(s, gs_trampoline, (void *)handle), e);
+}
+
+int32_t gs_start(shmlink_server *s, uintptr_t handle, gs_err *e) {
+  return gs_fail(shmlink_server_start(s, gs_trampoline, (void *)handle), e);
+}
+
+int32_t gs_wait(shmlink_server *s, gs_err *e) { return gs_fail(shmlink_server_wait(s), e); }

@@ -1,0 +1,43 @@
+/* Small C helpers for the Go binding: each does one library call and, when
+ * it fails, copies the thread-local detail (shmlink_last_error and
+ * shmlink_last_remote_code) in the same cgo call, on the same OS thread. */
+#ifndef SHMLINK_GO_SHIM_H
+#define SHMLINK_GO_SHIM_H
+
+#include <stdint.h>
+#include <stdlib.h>
+#include "shmlink.h"
+
+/* A failure's detail: msg is malloc'd (free it), NULL on success. */
+typedef struct gs_err {
+  uint32_t remote_code;
+  char *msg;
+} gs_err;
+
+/* Per-client scratch in C memory: the reused response buffer, the last
+ * call id and the failure detail. Guarded by the Go client's mutex. */
+typedef struct gs_client {
+  shmlink_client *client;
+  shmlink_buffer buf;
+  uint64_t id;
+  gs_err err;
+} gs_client;
+
+gs_client *gs_client_new(void);
+void gs_client_free(gs_client *c);
+void gs_err_clear(gs_err *e);
+
+int32_t gs_connect(gs_client *c, const char *address, const shmlink_client_options *o);
+int32_t gs_call(gs_client *c, const uint8_t *req, size_t len, uint64_t timeout_us);
+int32_t gs_send(gs_client *c, const uint8_t *req, size_t len);
+int32_t gs_recv(gs_client *c, uint64_t timeout_us);
+int32_t gs_notify(gs_client *c, const uint8_t *msg, size_t len);
+int32_t gs_close(gs_client *c);
+
+int32_t gs_bind(const char *const *addrs, size_t n, const shmlink_server_options *o,
+                shmlink_server **out, gs_err *e);
+int32_t gs_serve(shmlink_server *s, uintptr_t handle, gs_err *e);
+int32_t gs_start(shmlink_server *s, uintptr_t handle, gs_err *e);
+int32_t gs_wait(shmlink_server *s, gs_err *e);
+
+#endif

@@ -1,0 +1,44 @@
+"""A shmlink server in its own process, for the tests.
+
+    python py_server.py MODE ADDRESS...
+
+MODE: `reverse` (replies with the request reversed), `hang` (never answers:
+the handler blocks until the server stops). Prints `ready ADDR...` on stdout
+once bound. SIGTERM stops it through a Python signal handler calling
+Server.stop(); SIGINT raises KeyboardInterrupt out of serve().
+"""
+
+import signal
+import sys
+import threading
+
+import shmlink
+
+mode, addresses = sys.argv[1], sys.argv[2:]
+server = shmlink.Server(addresses)
+released = threading.Event()
+
+
+def reverse(req):
+    return req[::-1]
+
+
+def hang(req):
+    print("handling", flush=True)
+    released.wait()
+    return b""
+
+
+def on_term(signum, frame):
+    released.set()
+    server.stop()
+
+
+signal.signal(signal.SIGTERM, on_term)
+try:
+    print("ready", *server.addresses, flush=True)
+    server.serve({"reverse": reverse, "hang": hang}[mode])
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+    sys.exit(130)
+print("stopped", flush=True)

@@ -10,6 +10,8 @@ package shmlink
 #cgo nocallback gs_recv
 #cgo noescape gs_notify
 #cgo nocallback gs_notify
+#cgo nocallback shmlink_client_in_flight
+#cgo noescape shmlink_client_in_flight
 */
 import "C"
 
@@ -295,4 +297,11 @@ func (c *Client) Close() error {
 	C.gs_close(g)
 	C.gs_client_free(g)
 	return nil
+}
+
+// crossing makes one cgo call into the library that does no work
+// (shmlink_client_in_flight(NULL) returns 0): the price of a crossing, for
+// the benchmark.
+func crossing() int {
+	return int(C.shmlink_client_in_flight(nil))
 }

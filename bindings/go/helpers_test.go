@@ -16,8 +16,11 @@ import (
 // serves on the addresses in SHMLINK_GO_ADDRS (a Go server in a process of
 // its own, for the tests that kill the server).
 func TestMain(m *testing.M) {
-	if os.Getenv("SHMLINK_GO_HELPER") == "serve" {
+	switch os.Getenv("SHMLINK_GO_HELPER") {
+	case "serve":
 		os.Exit(helperServe())
+	case "rawecho":
+		os.Exit(helperRawEcho())
 	}
 	os.Exit(m.Run())
 }

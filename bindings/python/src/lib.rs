@@ -151,7 +151,7 @@ fn type_name(obj: &Bound<'_, PyAny>) -> String {
 }
 
 fn duration(name: &str, seconds: f64) -> PyResult<Duration> {
-    if !(seconds > 0.0) {
+    if seconds.is_nan() || seconds <= 0.0 {
         return Err(PyValueError::new_err(format!(
             "{name} must be a positive number of seconds, got {seconds}"
         )));

@@ -1,0 +1,190 @@
+#!/usr/bin/env python3
+"""Python client, 2 KiB calls: shmlink over shm against Python's own `socket`
+module over a Unix socket with 4-byte length framing, to the same server.
+
+    python bench.py [--size 2048] [--seconds 2] [--rounds 3] [--wait spin]
+
+The server is the C++ example daemon (target/examples/cpp-daemon/
+shmlink-daemon, or --daemon PATH), listening on shm and on a raw Unix
+socket (--raw-unix): one process, the same work behind both. Without the
+daemon, `shmlink echo` (target/release/shmlink) serves shm and a raw echo
+listener in C-less Python serves the socket side (printed as such: that
+peer is slower, so the ratio is flattering; build the daemon for the real
+figure). Rounds alternate between the two so that both see the same
+machine; the median round of each is reported, with the ratio.
+"""
+
+import argparse
+import os
+import shutil
+import socket
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import shmlink
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def start(argv, word, stream):
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    pipe = p.stdout if stream == "stdout" else p.stderr
+    deadline = time.monotonic() + 20
+    for line in pipe:
+        if word in line:
+            return p, line
+        if time.monotonic() > deadline:
+            break
+    p.kill()
+    raise SystemExit(f"{argv[0]} did not get ready: {p.stderr.read() if stream == 'stdout' else ''}")
+
+
+def raw_echo_listener(path):
+    """Fallback raw listener (Python): replies with the first len/8 bytes."""
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(path)
+    srv.listen(8)
+
+    def serve_one(conn):
+        with conn:
+            buf = bytearray(64 << 20)
+            view = memoryview(buf)
+            while True:
+                head = conn.recv(4, socket.MSG_WAITALL)
+                if len(head) < 4:
+                    return
+                (n,) = struct.unpack("<I", head)
+                got = 0
+                while got < n:
+                    k = conn.recv_into(view[got:n])
+                    if k == 0:
+                        return
+                    got += k
+                conn.sendall(struct.pack("<I", n // 8) + view[: n // 8])
+
+    def accept():
+        while True:
+            try:
+                c, _ = srv.accept()
+            except OSError:
+                return
+            threading.Thread(target=serve_one, args=(c,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    return srv
+
+
+def bench_shm(address, payload, seconds, wait):
+    with shmlink.Client(address, wait=wait) as c:
+        expect = len(payload) // 8
+        for _ in range(1000):
+            c.call(payload)
+        n = 0
+        call = c.call
+        t0 = time.perf_counter()
+        end = t0 + seconds
+        while True:
+            for _ in range(256):
+                r = call(payload)
+            n += 256
+            if len(r) not in (expect, (len(payload) + 7) // 8):
+                raise SystemExit(f"wrong shm response length {len(r)}")
+            now = time.perf_counter()
+            if now >= end:
+                return n / (now - t0)
+
+
+def bench_socket(path, payload, seconds):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(path)
+    frame = struct.pack("<I", len(payload)) + payload
+    buf = bytearray(len(payload) + 4)
+    view = memoryview(buf)
+
+    def one():
+        s.sendall(frame)
+        got = 0
+        need = 4
+        while got < need:
+            k = s.recv_into(view[got:], len(buf) - got)
+            if k == 0:
+                raise SystemExit("raw listener closed the connection")
+            got += k
+            if got >= 4 and need == 4:
+                need = 4 + struct.unpack_from("<I", buf)[0]
+        return need - 4
+
+    with s:
+        for _ in range(1000):
+            one()
+        n = 0
+        t0 = time.perf_counter()
+        end = t0 + seconds
+        while True:
+            for _ in range(64):
+                r = one()
+            n += 64
+            if r not in (len(payload) // 8, (len(payload) + 7) // 8):
+                raise SystemExit(f"wrong socket response length {r}")
+            now = time.perf_counter()
+            if now >= end:
+                return n / (now - t0)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--size", type=int, default=2048)
+    ap.add_argument("--seconds", type=float, default=2.0, help="per round and side")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--wait", default="spin", help="client wait strategy for shm")
+    ap.add_argument("--daemon", default=str(ROOT / "target/examples/cpp-daemon/shmlink-daemon"))
+    ap.add_argument("--shmlink", default=str(ROOT / "target/release/shmlink"))
+    args = ap.parse_args()
+
+    d = tempfile.mkdtemp(prefix="shlbench", dir="/tmp")
+    shm_addr = f"shm:{d}/s.sock"
+    raw_path = f"{d}/raw.sock"
+    procs, listener = [], None
+    try:
+        if os.access(args.daemon, os.X_OK):
+            p, _ = start([args.daemon, "--raw-unix", raw_path, shm_addr], "listening on", "stdout")
+            procs.append(p)
+            peer = "C++ daemon (shm) / the same daemon's --raw-unix listener"
+        else:
+            if not os.access(args.shmlink, os.X_OK):
+                raise SystemExit(f"neither {args.daemon} nor {args.shmlink} is built")
+            p, _ = start([args.shmlink, "echo", "--listen", shm_addr], "ready", "stderr")
+            procs.append(p)
+            listener = raw_echo_listener(raw_path)
+            peer = "shmlink echo (shm) / a Python raw echo listener (daemon not built)"
+        payload = os.urandom(args.size)
+        shm, sock = [], []
+        for _ in range(args.rounds):
+            shm.append(bench_shm(shm_addr, payload, args.seconds, args.wait))
+            sock.append(bench_socket(raw_path, payload, args.seconds))
+        a, b = statistics.median(shm), statistics.median(sock)
+        print(f"server: {peer}; {args.size} B requests, {args.rounds} rounds of {args.seconds:g} s "
+              f"each, median round; Python {sys.version.split()[0]}")
+        print(f"shmlink shm (wait={args.wait}): {a:,.0f} calls/s  (rounds: {', '.join(f'{x:,.0f}' for x in shm)})")
+        print(f"socket unix + 4-byte framing: {b:,.0f} calls/s  (rounds: {', '.join(f'{x:,.0f}' for x in sock)})")
+        print(f"ratio shm / socket: {a / b:.1f}x (goal: >= 10x)")
+    finally:
+        if listener:
+            listener.close()
+        for p in procs:
+            p.terminate()
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        shutil.rmtree(d, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,38 @@
+from typing import Any, Optional, Tuple
+
+from . import _shmlink
+from ._errors import (
+    BindError as BindError,
+    ClosedError as ClosedError,
+    ConnectError as ConnectError,
+    Error as Error,
+    InvalidArgumentError as InvalidArgumentError,
+    MessageTooLargeError as MessageTooLargeError,
+    ProtocolError as ProtocolError,
+    RemoteError as RemoteError,
+    TimeoutError as TimeoutError,
+)
+from ._shmlink import BytesLike
+
+CODE_HANDLER_EXCEPTION: int
+CODE_HANDLER_PANICKED: int
+CODE_RESPONSE_TOO_LARGE: int
+CODE_NOT_ANSWERED: int
+
+class Client(_shmlink.Client):
+    async def acall(self, data: BytesLike, timeout: Optional[float] = None) -> bytes: ...
+    async def asend(self, data: BytesLike) -> int: ...
+    async def arecv(self, timeout: Optional[float] = None) -> Tuple[int, bytes]: ...
+    async def anotify(self, data: BytesLike) -> None: ...
+    def __enter__(self) -> "Client": ...
+    async def __aenter__(self) -> "Client": ...
+    async def __aexit__(self, *exc: Any) -> bool: ...
+
+class Server(_shmlink.Server):
+    def __enter__(self) -> "Server": ...
+    def __exit__(self, *exc: Any) -> bool: ...
+
+class Worker(_shmlink.Worker):
+    def __enter__(self) -> "Worker": ...
+
+async def connect_async(address: str, **options: Any) -> Client: ...

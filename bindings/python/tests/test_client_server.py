@@ -207,14 +207,14 @@ def test_echo_killed(echo, transport):
         echo["proc"].kill(signal.SIGKILL)
         echo["proc"].wait()
         t0 = time.monotonic()
-        with pytest.raises((shmlink.ClosedError, shmlink.ConnectError)):
+        with pytest.raises(shmlink.ClosedError):
             c.call(b"12345678")
-        assert time.monotonic() - t0 < 1.0
+        assert time.monotonic() - t0 < 0.1
         assert not c.is_connected
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
-def test_server_killed_mid_call(procs, sockdir, transport):
+def test_server_killed_mid_call(procs, sockdir, transport, record_property):
     addrs = {"shm": f"shm:{sockdir}/h.sock", "unix": f"unix:{sockdir}/h.sock", "tcp": "tcp:127.0.0.1:0"}
     p = python_server(procs, [addrs[transport]], "hang")
     address = p.ready_line.split()[1]
@@ -243,8 +243,11 @@ def test_server_killed_mid_call(procs, sockdir, transport):
         t.join(10)
         assert not t.is_alive(), "the call hung after the server was killed"
         noticed = time.monotonic() - killed_at[0]
+        record_property("noticed_s", noticed)
+        print(f"{transport}: ClosedError {noticed * 1000:.1f} ms after SIGKILL")
         assert isinstance(result.get("error"), shmlink.ClosedError), result
-        assert noticed < 1.0, f"noticed after {noticed:.3f}s"
+        # Issue 19: a ClosedError within 100 ms of the kill, no hang.
+        assert noticed < 0.1, f"noticed after {noticed:.3f}s"
 
 
 def test_server_stopped_closes_sessions(sockdir):

@@ -17,6 +17,7 @@ import "C"
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"sync"
 	"time"
@@ -66,7 +67,23 @@ type Client struct {
 	mu      sync.Mutex
 	c       *C.gs_client // nil once closed
 	timeout time.Duration
+	// Calls given up by a cancelled context while in flight: their late
+	// responses are dropped when they arrive, never returned.
+	abandoned map[CallID]struct{}
+	// Responses to Send's calls received while a cancellable Call waited
+	// for its own; Recv returns them first.
+	pending []reply
 }
+
+type reply struct {
+	id   CallID
+	data []byte
+	err  error
+}
+
+// cancelSlice bounds each wait of a call whose context can be cancelled
+// without a deadline: cancellation is noticed within about this long.
+const cancelSlice = 2 * time.Millisecond
 
 // Dial connects to address (shm:PATH, unix:PATH or tcp:HOST:PORT) and
 // performs the handshake. opts may be nil.
@@ -101,7 +118,7 @@ func Dial(address string, opts *Options) (*Client, error) {
 		C.gs_client_free(g)
 		return nil, err
 	}
-	cl := &Client{c: g, timeout: timeout}
+	cl := &Client{c: g, timeout: timeout, abandoned: map[CallID]struct{}{}}
 	runtime.SetFinalizer(cl, (*Client).Close)
 	return cl, nil
 }
@@ -156,11 +173,16 @@ func appendBuf(dst []byte, b *C.shmlink_buffer) []byte {
 // The context's deadline becomes the call's timeout (a late response is
 // discarded by the library, never returned to a later call); without a
 // deadline the client's default timeout (Options.Timeout) applies. A context
-// already done returns ctx.Err() without sending. Once sent, a call is not
-// interrupted by cancelling a context that has no deadline (the C library
-// has no way to abandon a call in progress): it ends at its timeout.
-// A timeout set by the deadline matches both ErrTimeout and
-// context.DeadlineExceeded.
+// already done returns ctx.Err() without sending. A context that can be
+// cancelled but has no deadline (an HTTP request's, say) is watched while
+// the call waits: cancelling it returns ctx.Err() within about 2 ms, and
+// the call's late response is dropped when it arrives, never returned to a
+// later Call or Recv. A timeout set by the deadline matches both ErrTimeout
+// and context.DeadlineExceeded.
+//
+// Cost: context.Background() and contexts with a deadline make one cgo
+// crossing per call (the C call sends and waits); cancellable contexts
+// without a deadline make two or more (send, then waits in slices).
 func (c *Client) Call(ctx context.Context, req []byte) ([]byte, error) {
 	return c.CallAppend(ctx, nil, req)
 }
@@ -181,12 +203,72 @@ func (c *Client) CallAppend(ctx context.Context, dst, req []byte) ([]byte, error
 	if g == nil {
 		return dst, closedError("call")
 	}
+	if !bounded && ctx.Done() != nil {
+		return c.callCancellable(ctx, dst, req)
+	}
 	st := C.gs_call(g, ptr(req), C.size_t(len(req)), C.uint64_t(us))
 	runtime.KeepAlive(req)
 	if st != C.SHMLINK_OK {
 		return dst, c.fail("call", st, bounded, ctx)
 	}
 	return appendBuf(dst, &g.buf), nil
+}
+
+// callCancellable sends, then waits in slices of cancelSlice, checking ctx
+// between them. Called with c.mu held.
+func (c *Client) callCancellable(ctx context.Context, dst, req []byte) ([]byte, error) {
+	g := c.c
+	st := C.gs_send(g, ptr(req), C.size_t(len(req)))
+	runtime.KeepAlive(req)
+	if st != C.SHMLINK_OK {
+		return dst, c.fail("call", st, false, nil)
+	}
+	id := CallID(g.id)
+	deadline := time.Now().Add(c.timeout)
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			c.abandoned[id] = struct{}{}
+			return dst, &Error{Op: "call", Status: StatusTimeout,
+				Message: fmt.Sprintf("no response within %v", c.timeout)}
+		}
+		st := C.gs_recv(g, C.uint64_t(micros(min(left, cancelSlice))))
+		rid := CallID(g.id)
+		switch {
+		case (st == C.SHMLINK_OK || st == C.SHMLINK_E_REMOTE) && rid == id:
+			if st != C.SHMLINK_OK {
+				return dst, c.fail("call", st, false, nil)
+			}
+			return appendBuf(dst, &g.buf), nil
+		case st == C.SHMLINK_OK || st == C.SHMLINK_E_REMOTE:
+			c.file(st, rid)
+		case st == C.SHMLINK_E_TIMEOUT:
+			C.gs_err_clear(&g.err)
+			if ctx.Err() != nil {
+				c.abandoned[id] = struct{}{}
+				return dst, ctx.Err()
+			}
+		default:
+			return dst, c.fail("call", st, false, nil)
+		}
+	}
+}
+
+// file keeps a response received for another call than the one waited
+// for: dropped if that call was abandoned, else queued for Recv.
+func (c *Client) file(st C.int32_t, id CallID) {
+	if _, ok := c.abandoned[id]; ok {
+		delete(c.abandoned, id)
+		C.gs_err_clear(&c.c.err)
+		return
+	}
+	r := reply{id: id}
+	if st == C.SHMLINK_OK {
+		r.data = appendBuf(nil, &c.c.buf)
+	} else {
+		r.err = c.fail("recv", st, false, nil)
+	}
+	c.pending = append(c.pending, r)
 }
 
 func (c *Client) fail(op string, st C.int32_t, bounded bool, ctx context.Context) error {
@@ -216,14 +298,15 @@ func (c *Client) Send(req []byte) (CallID, error) {
 }
 
 // Recv receives the next response of a call made with Send, in arrival
-// order, waiting until the ctx deadline (or the client's default timeout).
-// A call that failed remotely returns its id with a *RemoteError. A Recv
-// that times out leaves the call in flight: a later Recv can still get it.
+// order, waiting until the ctx deadline (or the client's default timeout;
+// a cancellable ctx is watched while waiting). A call that failed remotely
+// returns its id with a *RemoteError. A Recv that times out or is cancelled
+// leaves the call in flight: a later Recv can still get it.
 func (c *Client) Recv(ctx context.Context) (CallID, []byte, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, nil, err
 	}
-	us, bounded, expired := timeoutFor(ctx)
+	_, bounded, expired := timeoutFor(ctx)
 	if expired {
 		return 0, nil, context.DeadlineExceeded
 	}
@@ -233,12 +316,54 @@ func (c *Client) Recv(ctx context.Context) (CallID, []byte, error) {
 	if g == nil {
 		return 0, nil, closedError("recv")
 	}
-	st := C.gs_recv(g, C.uint64_t(us))
-	id := CallID(g.id)
-	if st != C.SHMLINK_OK {
-		return id, nil, c.fail("recv", st, bounded, ctx)
+	if len(c.pending) > 0 {
+		r := c.pending[0]
+		c.pending = c.pending[1:]
+		return r.id, r.data, r.err
 	}
-	return id, appendBuf(nil, &g.buf), nil
+	if len(c.abandoned) > 0 && int(C.shmlink_client_in_flight(g.client)) <= len(c.abandoned) {
+		return 0, nil, &Error{Op: "recv", Status: StatusNothingInFlight,
+			Message: "no call is in flight (only abandoned ones)"}
+	}
+	deadline := time.Now().Add(c.timeout)
+	if d, ok := ctx.Deadline(); ok {
+		deadline = d
+	}
+	watch := ctx.Done() != nil
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			e := &Error{Op: "recv", Status: StatusTimeout, Message: "no response in time"}
+			if bounded {
+				e.ctx = context.DeadlineExceeded
+			}
+			return 0, nil, e
+		}
+		if watch {
+			left = min(left, cancelSlice)
+		}
+		st := C.gs_recv(g, C.uint64_t(micros(left)))
+		id := CallID(g.id)
+		switch {
+		case st == C.SHMLINK_OK || st == C.SHMLINK_E_REMOTE:
+			if _, ok := c.abandoned[id]; ok {
+				delete(c.abandoned, id)
+				C.gs_err_clear(&g.err)
+				continue
+			}
+			if st != C.SHMLINK_OK {
+				return id, nil, c.fail("recv", st, false, nil)
+			}
+			return id, appendBuf(nil, &g.buf), nil
+		case st == C.SHMLINK_E_TIMEOUT:
+			C.gs_err_clear(&g.err)
+			if ctx.Err() != nil {
+				return 0, nil, ctx.Err()
+			}
+		default:
+			return 0, nil, c.fail("recv", st, false, nil)
+		}
+	}
 }
 
 // Notify sends a one-way message: no response, no id.
@@ -265,7 +390,7 @@ func (c *Client) InFlight() int {
 	if c.c == nil {
 		return 0
 	}
-	return int(C.shmlink_client_in_flight(c.c.client))
+	return int(C.shmlink_client_in_flight(c.c.client)) - len(c.abandoned) + len(c.pending)
 }
 
 // Connected reports whether the session is usable and the server alive (a

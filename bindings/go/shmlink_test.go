@@ -532,3 +532,119 @@ func TestServerKilledMidCall(t *testing.T) {
 		})
 	}
 }
+
+// A context cancelled while its call waits (no deadline): Call returns
+// ctx.Err() promptly; the late response is dropped, never returned to a
+// later Call or Recv; pipelined calls around it keep their responses.
+func TestCancelMidCall(t *testing.T) {
+	s, srv := newSlow(t)
+	for _, scheme := range schemes {
+		t.Run(strings.TrimSuffix(scheme, ":"), func(t *testing.T) {
+			c, err := Dial(addrOf(t, srv.Addrs(), scheme), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			before, err := c.Send([]byte("before"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			type result struct {
+				resp []byte
+				err  error
+				at   time.Time
+			}
+			res := make(chan result, 1)
+			go func() {
+				resp, err := c.Call(ctx, []byte("slow"))
+				res <- result{resp, err, time.Now()}
+			}()
+			<-s.entered
+			cancelled := time.Now()
+			cancel()
+			var r result
+			select {
+			case r = <-res:
+			case <-time.After(5 * time.Second):
+				t.Fatal("Call did not return after its context was cancelled")
+			}
+			if r.err != context.Canceled {
+				t.Fatalf("cancelled Call: %q, %v", r.resp, r.err)
+			}
+			if d := r.at.Sub(cancelled); d > 500*time.Millisecond {
+				t.Fatalf("cancellation noticed after %v", d)
+			}
+			// The pipelined call sent before is still there for Recv.
+			id, resp, err := c.Recv(context.Background())
+			if err != nil || id != before || string(resp) != "before" {
+				t.Fatalf("Recv after a cancelled Call: %d %q %v", id, resp, err)
+			}
+			if n := c.InFlight(); n != 0 {
+				t.Fatalf("InFlight = %d after the cancelled call, want 0", n)
+			}
+			if _, _, err := c.Recv(context.Background()); !errors.Is(err, ErrNothingInFlight) {
+				t.Fatalf("Recv with only an abandoned call in flight: %v", err)
+			}
+			// Let the slow call finish: its response must never surface.
+			s.release <- struct{}{}
+			after, err := c.Send([]byte("after"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < 3; i++ {
+				req := fmt.Sprintf("next-%d", i)
+				resp, err := c.Call(context.Background(), []byte(req))
+				if err != nil || string(resp) != req {
+					t.Fatalf("Call after the cancelled one: %q, %v (want %q)", resp, err, req)
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				resp, err = c.Call(ctx, []byte(req+"c"))
+				cancel()
+				if err != nil || string(resp) != req+"c" {
+					t.Fatalf("cancellable Call after the cancelled one: %q, %v", resp, err)
+				}
+			}
+			id, resp, err = c.Recv(context.Background())
+			if err != nil || id != after || string(resp) != "after" {
+				t.Fatalf("Recv: %d %q %v, want the call 'after'", id, resp, err)
+			}
+			if _, _, err := c.Recv(context.Background()); !errors.Is(err, ErrNothingInFlight) {
+				t.Fatalf("Recv at the end: %v", err)
+			}
+		})
+	}
+}
+
+// Recv with a cancellable context: cancelling it returns ctx.Err() and
+// leaves the call in flight.
+func TestCancelRecv(t *testing.T) {
+	s, srv := newSlow(t)
+	c, err := Dial(addrOf(t, srv.Addrs(), "unix:"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	id, err := c.Send([]byte("slow"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-s.entered
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { _, _, err := c.Recv(ctx); done <- err }()
+	cancel()
+	select {
+	case err := <-done:
+		if err != context.Canceled {
+			t.Fatalf("cancelled Recv: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Recv did not return after cancel")
+	}
+	s.release <- struct{}{}
+	got, resp, err := c.Recv(context.Background())
+	if err != nil || got != id || string(resp) != "slow" {
+		t.Fatalf("%d %q %v", got, resp, err)
+	}
+}

@@ -332,7 +332,7 @@ func (c *Client) Recv(ctx context.Context) (CallID, []byte, error) {
 	watch := ctx.Done() != nil
 	for {
 		left := time.Until(deadline)
-		if left <= 0 {
+		if left <= 0 || (bounded && ctx.Err() == context.DeadlineExceeded) {
 			e := &Error{Op: "recv", Status: StatusTimeout, Message: "no response in time"}
 			if bounded {
 				e.ctx = context.DeadlineExceeded
@@ -357,9 +357,10 @@ func (c *Client) Recv(ctx context.Context) (CallID, []byte, error) {
 			return id, appendBuf(nil, &g.buf), nil
 		case st == C.SHMLINK_E_TIMEOUT:
 			C.gs_err_clear(&g.err)
-			if ctx.Err() != nil {
-				return 0, nil, ctx.Err()
+			if err := ctx.Err(); err != nil && !(bounded && err == context.DeadlineExceeded) {
+				return 0, nil, err
 			}
+			// A deadline that passed is a timeout, reported at the loop's top.
 		default:
 			return 0, nil, c.fail("recv", st, false, nil)
 		}

@@ -105,28 +105,30 @@ fn closed_err(py: Python<'_>, what: &str, address: &str) -> PyErr {
 
 // ---------------------------------------------------------------- inputs
 
-/// A request's bytes: `bytes` are borrowed as they are (they are immutable,
-/// so reading them with the GIL released is sound); any other buffer
-/// (bytearray, memoryview, array, numpy…) is read with the GIL held into a
-/// buffer owned here, because another Python thread may write to it while the
-/// GIL is released.
-enum Input<'a> {
-    Borrowed(&'a [u8]),
+/// A request's bytes, read in place when that is sound without `unsafe`:
+/// `bytes`, and contiguous memoryviews of `bytes` (both immutable, so
+/// reading them with the GIL released cannot race with a writer). Any other
+/// buffer (bytearray, a memoryview of one, array, numpy…) is copied once
+/// with the GIL held into a buffer owned here, because another Python
+/// thread may write to it while the GIL is released.
+enum Input<'py> {
+    Borrowed(Bound<'py, PyBytes>, std::ops::Range<usize>),
     Owned(Vec<u8>),
 }
 
 impl Input<'_> {
     fn bytes(&self) -> &[u8] {
         match self {
-            Input::Borrowed(b) => b,
+            Input::Borrowed(b, range) => b.as_bytes().get(range.clone()).unwrap_or_default(),
             Input::Owned(v) => v,
         }
     }
 }
 
-fn input<'a>(obj: &'a Bound<'_, PyAny>, what: &str) -> PyResult<Input<'a>> {
+fn input<'py>(obj: &Bound<'py, PyAny>, what: &str) -> PyResult<Input<'py>> {
     if let Ok(b) = obj.downcast::<PyBytes>() {
-        return Ok(Input::Borrowed(b.as_bytes()));
+        let len = b.as_bytes().len();
+        return Ok(Input::Borrowed(b.clone(), 0..len));
     }
     if obj.is_instance_of::<PyString>() {
         return Err(PyTypeError::new_err(format!(
@@ -140,7 +142,25 @@ fn input<'a>(obj: &'a Bound<'_, PyAny>, what: &str) -> PyResult<Input<'a>> {
             type_name(obj)
         ))
     })?;
+    if let Some(borrowed) = view_of_bytes(obj, &buffer) {
+        return Ok(borrowed);
+    }
     Ok(Input::Owned(buffer.to_vec(obj.py())?))
+}
+
+/// A contiguous memoryview whose memory lies inside an immutable `bytes`
+/// object: that object and the range, found by comparing addresses (no
+/// pointer is dereferenced).
+fn view_of_bytes<'py>(obj: &Bound<'py, PyAny>, buffer: &PyBuffer<u8>) -> Option<Input<'py>> {
+    if !buffer.is_c_contiguous() {
+        return None;
+    }
+    let owner = obj.getattr("obj").ok()?;
+    let bytes = owner.downcast_into::<PyBytes>().ok()?;
+    let whole = bytes.as_bytes();
+    let start = (buffer.buf_ptr() as usize).checked_sub(whole.as_ptr() as usize)?;
+    let end = start.checked_add(buffer.len_bytes())?;
+    (end <= whole.len()).then(|| Input::Borrowed(bytes, start..end))
 }
 
 fn type_name(obj: &Bound<'_, PyAny>) -> String {

@@ -3,10 +3,12 @@ package shmlink
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"testing"
@@ -132,7 +134,7 @@ func BenchmarkPingPong64(b *testing.B) {
 	for _, scheme := range []string{"shm:", "unix:"} {
 		name := "shmlink-" + scheme[:len(scheme)-1]
 		b.Run(name, func(b *testing.B) {
-			c, err := Dial(echo.addr(b, scheme), nil)
+			c, err := Dial(echo.addr(b, scheme), &Options{Wait: WaitSpin})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -175,6 +177,10 @@ func BenchmarkPingPong64(b *testing.B) {
 		})
 	})
 
+	// The Rust client against the same server, in the same run: what the
+	// binding adds to a call (mutex, cgo crossing, copy) shows beside it.
+	rust := rustClientP50(b, echo.addr(b, "shm:"))
+
 	shm, okShm := results["shmlink-shm"]
 	raw, okRaw := results["go-unixconn"]
 	if okShm && okRaw {
@@ -182,8 +188,38 @@ func BenchmarkPingPong64(b *testing.B) {
 			"UnixConn p50 / shm p50 = %.1fx, shm calls/s / UnixConn calls/s = %.1fx",
 			shm.p50, shm.perSec, results["shmlink-unix"].p50, raw.p50, raw.perSec,
 			float64(raw.p50)/float64(shm.p50), shm.perSec/raw.perSec)
+		if rust > 0 {
+			fmt.Printf("; Rust client (shmlink bench --connect, spin) shm p50 %v: Go client p50 / Rust client p50 = %.2fx",
+				rust, float64(shm.p50)/float64(rust))
+		}
 		fmt.Println()
 	}
+}
+
+// rustClientP50 runs `shmlink bench --connect addr` (64 B, spin wait, 1 s)
+// and returns its p50, or 0 when it cannot run.
+func rustClientP50(b *testing.B, addr string) time.Duration {
+	bin := filepath.Join(repo(b), "target/release/shmlink")
+	out := filepath.Join(shortDir(b), "rust.json")
+	cmd := exec.Command(bin, "bench", "--connect", addr, "--sizes", "64", "--waits", "spin",
+		"--no-baselines", "--duration", "1", "--reply-ratio", "1", "-q", "--json", out)
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		b.Logf("shmlink bench --connect: %v: %s", err, msg)
+		return 0
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		b.Log(err)
+		return 0
+	}
+	var records []struct {
+		P50us float64 `json:"p50_us"`
+	}
+	if err := json.Unmarshal(data, &records); err != nil || len(records) == 0 {
+		b.Logf("shmlink bench --connect JSON: %v", err)
+		return 0
+	}
+	return time.Duration(records[0].P50us * float64(time.Microsecond))
 }
 
 // BenchmarkGoServerShm64: this package's client against this package's

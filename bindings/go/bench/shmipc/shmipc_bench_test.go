@@ -178,7 +178,7 @@ func BenchmarkPingPong64(b *testing.B) {
 		startServer(b, nil, ready, bin, "echo", "--reply-ratio", "1",
 			"--listen", "shm:"+filepath.Join(dir, "e.sock"), "--ready-file", ready)
 		addrs, _ := os.ReadFile(ready)
-		c, err := shmlink.Dial(strings.Fields(string(addrs))[0], nil)
+		c, err := shmlink.Dial(strings.Fields(string(addrs))[0], &shmlink.Options{Wait: shmlink.WaitSpin})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -88,24 +88,10 @@ const cancelSlice = 2 * time.Millisecond
 // Dial connects to address (shm:PATH, unix:PATH or tcp:HOST:PORT) and
 // performs the handshake. opts may be nil.
 func Dial(address string, opts *Options) (*Client, error) {
-	var o C.shmlink_client_options
-	C.shmlink_client_options_init(&o)
+	o := clientOptions(opts)
 	timeout := 5 * time.Second
-	if opts != nil {
-		if opts.Timeout > 0 {
-			o.timeout_us = C.uint64_t(micros(opts.Timeout))
-			timeout = opts.Timeout
-		}
-		o.wait = C.uint32_t(opts.Wait)
-		if opts.Spin > 0 {
-			o.spin_us = C.uint32_t(micros(opts.Spin))
-		}
-		if opts.RingSize > 0 {
-			o.ring_size = C.uint64_t(opts.RingSize)
-		}
-		if opts.MaxMessageSize > 0 {
-			o.max_message_size = C.uint64_t(opts.MaxMessageSize)
-		}
+	if opts != nil && opts.Timeout > 0 {
+		timeout = opts.Timeout
 	}
 	g := C.gs_client_new()
 	if g == nil {
@@ -121,6 +107,29 @@ func Dial(address string, opts *Options) (*Client, error) {
 	cl := &Client{c: g, timeout: timeout, abandoned: map[CallID]struct{}{}}
 	runtime.SetFinalizer(cl, (*Client).Close)
 	return cl, nil
+}
+
+// clientOptions fills the C options from opts (nil: defaults).
+func clientOptions(opts *Options) C.shmlink_client_options {
+	var o C.shmlink_client_options
+	C.shmlink_client_options_init(&o)
+	if opts == nil {
+		return o
+	}
+	if opts.Timeout > 0 {
+		o.timeout_us = C.uint64_t(micros(opts.Timeout))
+	}
+	o.wait = C.uint32_t(opts.Wait)
+	if opts.Spin > 0 {
+		o.spin_us = C.uint32_t(micros(opts.Spin))
+	}
+	if opts.RingSize > 0 {
+		o.ring_size = C.uint64_t(opts.RingSize)
+	}
+	if opts.MaxMessageSize > 0 {
+		o.max_message_size = C.uint64_t(opts.MaxMessageSize)
+	}
+	return o
 }
 
 // micros rounds a positive duration up to whole microseconds (at least 1).

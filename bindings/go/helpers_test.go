@@ -21,6 +21,8 @@ func TestMain(m *testing.M) {
 		os.Exit(helperServe())
 	case "rawecho":
 		os.Exit(helperRawEcho())
+	case "worker":
+		os.Exit(helperWorker())
 	}
 	os.Exit(m.Run())
 }
@@ -48,6 +50,31 @@ func helperServe() int {
 			<-hang
 		}
 		return req, nil
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// helperWorker is a worker of `shmlink pool`: "pid" answers its pid,
+// "fail" a remote error, anything else "w:" + request.
+func helperWorker() int {
+	w, err := ConnectWorker("", nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer w.Close()
+	err = w.Run(func(req []byte) ([]byte, error) {
+		switch string(req) {
+		case "pid":
+			return []byte(fmt.Sprint(os.Getpid())), nil
+		case "fail":
+			return nil, &RemoteError{Code: 77, Message: "worker says no"}
+		}
+		return append([]byte("w:"), req...), nil
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

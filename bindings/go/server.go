@@ -194,12 +194,17 @@ func (s *Server) Close() error {
 // handle runs the Go handler for one request (called from C on a session
 // thread). Nothing may unwind into C: panics are recovered here.
 func handle(h cgo.Handle, req []byte) (resp []byte, code uint32, msg string) {
+	return runHandler(h.Value().(Handler), req)
+}
+
+// runHandler calls handler, turning its error or panic into a remote
+// error's code and message (code 0: success).
+func runHandler(handler func([]byte) ([]byte, error), req []byte) (resp []byte, code uint32, msg string) {
 	defer func() {
 		if r := recover(); r != nil {
 			resp, code, msg = nil, CodeHandlerException, fmt.Sprintf("panic: %v", r)
 		}
 	}()
-	handler := h.Value().(Handler)
 	out, err := handler(req)
 	if err != nil {
 		var re *RemoteError

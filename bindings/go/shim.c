@@ -70,3 +70,31 @@ int32_t gs_start(shmlink_server *s, uintptr_t handle, gs_err *e) {
 }
 
 int32_t gs_wait(shmlink_server *s, gs_err *e) { return gs_fail(shmlink_server_wait(s), e); }
+
+gs_worker *gs_worker_new(void) { return calloc(1, sizeof(gs_worker)); }
+
+void gs_worker_free(gs_worker *w) {
+  if (w == NULL) return;
+  shmlink_worker_free(w->worker);
+  gs_err_clear(&w->err);
+  free(w);
+}
+
+int32_t gs_worker_connect(gs_worker *w, const char *address, const shmlink_client_options *o) {
+  return gs_fail(shmlink_worker_connect(address, o, &w->worker), &w->err);
+}
+
+int32_t gs_worker_accept(gs_worker *w) {
+  w->req = NULL;
+  w->req_len = 0;
+  w->stopped = 0;
+  return gs_fail(shmlink_worker_accept(w->worker, &w->req, &w->req_len, &w->stopped), &w->err);
+}
+
+int32_t gs_worker_respond(gs_worker *w, const uint8_t *resp, size_t len) {
+  return gs_fail(shmlink_worker_respond(w->worker, resp, len), &w->err);
+}
+
+int32_t gs_worker_fail(gs_worker *w, uint32_t code, const char *msg) {
+  return gs_fail(shmlink_worker_fail(w->worker, code, msg), &w->err);
+}

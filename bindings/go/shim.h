@@ -40,4 +40,20 @@ int32_t gs_serve(shmlink_server *s, uintptr_t handle, gs_err *e);
 int32_t gs_start(shmlink_server *s, uintptr_t handle, gs_err *e);
 int32_t gs_wait(shmlink_server *s, gs_err *e);
 
+/* A worker of `shmlink pool` and its scratch, like gs_client. */
+typedef struct gs_worker {
+  shmlink_worker *worker;
+  const uint8_t *req;
+  size_t req_len;
+  int stopped;
+  gs_err err;
+} gs_worker;
+
+gs_worker *gs_worker_new(void);
+void gs_worker_free(gs_worker *w);
+int32_t gs_worker_connect(gs_worker *w, const char *address, const shmlink_client_options *o);
+int32_t gs_worker_accept(gs_worker *w);
+int32_t gs_worker_respond(gs_worker *w, const uint8_t *resp, size_t len);
+int32_t gs_worker_fail(gs_worker *w, uint32_t code, const char *msg);
+
 #endif

@@ -648,3 +648,33 @@ func TestCancelRecv(t *testing.T) {
 		t.Fatalf("%d %q %v", got, resp, err)
 	}
 }
+
+// Abandoned calls' responses do not pile up in a client that never calls
+// Recv: the next calls drop them once they have arrived.
+func TestAbandonedDrained(t *testing.T) {
+	s, srv := newSlow(t)
+	c, err := Dial(addrOf(t, srv.Addrs(), "shm:"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for i := 0; i < 3; i++ {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { _, err := c.Call(ctx, []byte("slow")); done <- err }()
+		<-s.entered
+		cancel()
+		if err := <-done; err != context.Canceled {
+			t.Fatalf("cancelled call: %v", err)
+		}
+		s.release <- struct{}{}
+	}
+	waitFor(t, 5*time.Second, "the abandoned responses to be dropped", func() bool {
+		if resp, err := c.Call(context.Background(), []byte("z")); err != nil || string(resp) != "z" {
+			t.Fatalf("%q %v", resp, err)
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return len(c.abandoned) == 0 && int(cInFlight(c)) == 0
+	})
+}

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Builds and tests the Python bindings from a fresh clone, in a virtualenv
+# (Debian 12's system Python refuses `pip install`, PEP 668):
+#
+#   bindings/python/run-tests.sh [--strict] [--bench] [pytest args...]
+#
+# Needs: Rust (cargo), python3 >= 3.11 with venv (apt-get install
+# python3-venv); PyPI reachable (maturin, pytest). Builds `shmlink echo/pool`
+# if missing. The C++ daemon/client and the PHP extension are used when built
+# (make install/examples, ci/php-build.sh); --strict (SHMLINK_PY_STRICT=1)
+# fails the tests that need them instead of skipping. --bench also runs
+# bench.py once the tests pass.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+bench=0
+args=()
+for a in "$@"; do
+  case "$a" in
+    --strict) export SHMLINK_PY_STRICT=1 ;;
+    --bench) bench=1 ;;
+    *) args+=("$a") ;;
+  esac
+done
+venv=${SHMLINK_PY_VENV:-$root/target/python-venv}
+if [ ! -x "$venv/bin/python" ]; then
+  python3 -m venv "$venv"
+fi
+[ -x target/release/shmlink ] || nice -n 10 cargo build --release -p shmlink-cli
+nice -n 10 "$venv/bin/pip" install --quiet --disable-pip-version-check ./bindings/python pytest
+(cd bindings/python && cargo fmt --check && nice -n 10 cargo clippy --release --quiet -- -D warnings)
+"$venv/bin/python" -m pytest -q -rs bindings/python/tests "${args[@]}"
+if [ "$bench" = 1 ]; then
+  "$venv/bin/python" bindings/python/bench.py
+fi

@@ -137,13 +137,26 @@ def bench_socket(path, payload, seconds):
                 return n / (now - t0)
 
 
+def bench_cpp(binary, address, calls):
+    """calls/s of the C++ example client (its own 2048 B loop)."""
+    n = max(1000, int(calls))
+    out = subprocess.run([binary, address, str(n)], capture_output=True, text=True, timeout=120)
+    if out.returncode != 0:
+        raise SystemExit(f"{binary} failed: {out.stderr}")
+    # "N calls in T s: R calls/s"
+    return float(out.stdout.split(":")[1].split()[0])
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", type=int, default=2048)
     ap.add_argument("--seconds", type=float, default=2.0, help="per round and side")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--wait", default="spin", help="client wait strategy for shm")
+    ap.add_argument("--server-wait", default=None, help="the daemon's --wait (sleep, spin, busy)")
     ap.add_argument("--daemon", default=str(ROOT / "target/examples/cpp-daemon/shmlink-daemon"))
+    ap.add_argument("--cpp-client", default=str(ROOT / "target/examples/cpp-client/shmlink-cpp-client"),
+                    help="also run the C++ client on the same daemon, for reference")
     ap.add_argument("--shmlink", default=str(ROOT / "target/release/shmlink"))
     args = ap.parse_args()
 
@@ -153,7 +166,8 @@ def main():
     procs, listener = [], None
     try:
         if os.access(args.daemon, os.X_OK):
-            p, _ = start([args.daemon, "--raw-unix", raw_path, shm_addr], "listening on", "stdout")
+            wait = ["--wait", args.server_wait] if args.server_wait else []
+            p, _ = start([args.daemon, *wait, "--raw-unix", raw_path, shm_addr], "listening on", "stdout")
             procs.append(p)
             peer = "C++ daemon (shm) / the same daemon's --raw-unix listener"
         else:
@@ -164,16 +178,26 @@ def main():
             listener = raw_echo_listener(raw_path)
             peer = "shmlink echo (shm) / a Python raw echo listener (daemon not built)"
         payload = os.urandom(args.size)
-        shm, sock = [], []
+        shm, sock, cpp = [], [], []
+        use_cpp = procs and os.access(args.cpp_client, os.X_OK) and args.size == 2048
         for _ in range(args.rounds):
             shm.append(bench_shm(shm_addr, payload, args.seconds, args.wait))
             sock.append(bench_socket(raw_path, payload, args.seconds))
+            if use_cpp and "daemon" in peer:
+                cpp.append(bench_cpp(args.cpp_client, shm_addr, shm[-1] * args.seconds))
         a, b = statistics.median(shm), statistics.median(sock)
         print(f"server: {peer}; {args.size} B requests, {args.rounds} rounds of {args.seconds:g} s "
               f"each, median round; Python {sys.version.split()[0]}")
         print(f"shmlink shm (wait={args.wait}): {a:,.0f} calls/s  (rounds: {', '.join(f'{x:,.0f}' for x in shm)})")
         print(f"socket unix + 4-byte framing: {b:,.0f} calls/s  (rounds: {', '.join(f'{x:,.0f}' for x in sock)})")
+        if cpp:
+            c = statistics.median(cpp)
+            print(f"reference, C++ client on the same daemon (shm, 2048 B): {c:,.0f} calls/s "
+                  f"(Python/C++: {a / c:.2f})")
         print(f"ratio shm / socket: {a / b:.1f}x (goal: >= 10x)")
+        load = os.getloadavg()
+        print(f"machine: {os.cpu_count()} CPUs, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
+              " (spinning waits need idle CPUs: a loaded machine favours --wait sleep)")
     finally:
         if listener:
             listener.close()

@@ -46,6 +46,8 @@ __all__ = [
     "connect_async",
 ]
 
+__version__ = "0.1.0"
+
 CODE_HANDLER_EXCEPTION = _shmlink.CODE_HANDLER_EXCEPTION
 CODE_HANDLER_PANICKED = _shmlink.CODE_HANDLER_PANICKED
 CODE_RESPONSE_TOO_LARGE = _shmlink.CODE_RESPONSE_TOO_LARGE

@@ -131,9 +131,12 @@ WORKER = textwrap.dedent(
             raise Refused("worker says no")
         if req == b"exit":
             os._exit(3)
+        if req == b"str":
+            return "not bytes"
         return b"py:" + req
 
     mode = sys.argv[1] if len(sys.argv) > 1 else "run"
+    pending = []
     w = shmlink.Worker()
     if mode == "run":
         w.run(handler)
@@ -143,6 +146,18 @@ WORKER = textwrap.dedent(
             req = w.accept()
             if req is None:
                 break
+            if req == b"skip":
+                continue  # not answered: the next accept() fails it
+            if req == b"twice":
+                w.respond(b"first")
+                try:
+                    w.respond(b"second")
+                except shmlink.Error as e:
+                    pending.append(str(e))
+                continue
+            if req == b"last error":
+                w.respond(pending[-1].encode() if pending else b"none")
+                continue
             try:
                 w.respond(handler(req))
             except Refused as e:
@@ -171,12 +186,21 @@ def test_worker_under_pool(procs, sockdir, mode):
         pid = int(c.call(b"pid"))
         assert pid > 0
         if mode == "run":
+            with pytest.raises(shmlink.RemoteError) as e:
+                c.call(b"str")
+            assert e.value.code == 0xFFFF0003 and "TypeError" in e.value.message
             # A worker that dies mid-call: the pool answers with its code,
             # starts a new one.
             with pytest.raises(shmlink.RemoteError) as e:
                 c.call(b"exit")
             assert e.value.code == 0xFFFF0012
             assert int(c.call(b"pid")) != pid
+        else:
+            with pytest.raises(shmlink.RemoteError) as e:
+                c.call(b"skip")
+            assert e.value.code == shmlink.CODE_NOT_ANSWERED == 0xFFFF0006
+            assert c.call(b"twice") == b"first"
+            assert b"no call is in flight" in c.call(b"last error")
     p.kill(signal.SIGTERM)
     assert p.wait(10) == 0
 

@@ -19,14 +19,15 @@ import (
 // next call) from this process to a server in another process:
 //
 //   - shmlink over shm: this package's client against the Rust echo server
-//     (`shmlink echo --reply-ratio 1`), both with the default wait;
+//     (`shmlink echo --reply-ratio 1`; the client spins up to 50 µs, the
+//     server with its default wait);
 //   - shmlink over unix: the same server, for scale;
 //   - Go's net.UnixConn against a minimal Go echo server (the test binary
 //     re-executed) with 4-byte length framing: what a Go program would
 //     write without shmlink.
 //
-// Each sub-benchmark reports p50-ns (per-call latencies, measured with
-// time.Now around each call) and calls/s; the parent prints the ratios.
+// in interleaved rounds (BenchmarkPingPong64), p50 from each call timed
+// with time.Now, calls/s, one line with the ratios.
 // Run: go test -bench PingPong -run '^$'
 //
 // BenchmarkCgoCrossing measures one cgo call into the library that does no
@@ -125,75 +126,126 @@ func measure(b *testing.B, call func() error) pingResult {
 	return r
 }
 
+// pinger is one transport of the interleaved ping-pong.
+type pinger struct {
+	name  string
+	call  func() error
+	lat   []time.Duration
+	spent time.Duration
+}
+
+// BenchmarkPingPong64 measures the transports in interleaved rounds of 500
+// calls (b.N calls each in all), so that the load of a shared machine,
+// which drifts, weighs on all of them alike and the ratios hold within one
+// run. Each transport's p50 and calls/s are reported as metrics and in one
+// line with the ratios; ns/op is the whole round robin's.
 func BenchmarkPingPong64(b *testing.B) {
 	const size = 64
 	req := pattern(size, 1)
-	results := map[string]pingResult{}
 	echo := rustEcho(b, "--reply-ratio", "1")
+	ctx := context.Background()
 
-	for _, scheme := range []string{"shm:", "unix:"} {
-		name := "shmlink-" + scheme[:len(scheme)-1]
-		b.Run(name, func(b *testing.B) {
-			c, err := Dial(echo.addr(b, scheme), &Options{Wait: WaitSpin})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer c.Close()
-			ctx := context.Background()
-			buf := make([]byte, 0, size)
-			results[name] = measure(b, func() error {
-				var err error
-				buf, err = c.CallAppend(ctx, buf[:0], req)
-				if err == nil && len(buf) != size {
-					err = fmt.Errorf("%d B back", len(buf))
-				}
-				return err
-			})
-		})
-	}
-
-	b.Run("go-unixconn", func(b *testing.B) {
-		dir := shortDir(b)
-		ready := filepath.Join(dir, "ready")
-		exe, err := os.Executable()
+	var ps []*pinger
+	for _, v := range []struct {
+		name, scheme string
+		wait         WaitStrategy
+	}{
+		{"shmlink-shm", "shm:", WaitSpin},
+		// The client sleeping on the futex at once: slower when both sides
+		// have a CPU, more robust when the machine is loaded (a spinning
+		// client holds the CPU the server would need).
+		{"shmlink-shm-sleep", "shm:", WaitSleep},
+		{"shmlink-unix", "unix:", WaitSpin},
+	} {
+		c, err := Dial(echo.addr(b, v.scheme), &Options{Wait: v.wait})
 		if err != nil {
 			b.Fatal(err)
 		}
-		sock := filepath.Join(dir, "raw.sock")
-		startProc(b, ready, []string{"SHMLINK_GO_HELPER=rawecho", "SHMLINK_GO_ADDRS=" + sock,
-			"SHMLINK_GO_READY=" + ready}, exe, "-test.run=^$")
-		conn, err := net.Dial("unix", sock)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer conn.Close()
-		out, in := make([]byte, 4+size), make([]byte, 4+size)
-		results["go-unixconn"] = measure(b, func() error {
-			resp, err := rawCall(conn, out, in, req)
-			if err == nil && len(resp) != size {
-				err = fmt.Errorf("%d B back", len(resp))
+		defer c.Close()
+		buf := make([]byte, 0, size)
+		ps = append(ps, &pinger{name: v.name, call: func() error {
+			var err error
+			buf, err = c.CallAppend(ctx, buf[:0], req)
+			if err == nil && len(buf) != size {
+				err = fmt.Errorf("%d B back", len(buf))
 			}
 			return err
-		})
-	})
-
-	// The Rust client against the same server, in the same run: what the
-	// binding adds to a call (mutex, cgo crossing, copy) shows beside it.
-	rust := rustClientP50(b, echo.addr(b, "shm:"))
-
-	shm, okShm := results["shmlink-shm"]
-	raw, okRaw := results["go-unixconn"]
-	if okShm && okRaw {
-		fmt.Printf("64 B ping-pong: shmlink shm p50 %v (%.0f calls/s), shmlink unix p50 %v, Go net.UnixConn p50 %v (%.0f calls/s): "+
-			"UnixConn p50 / shm p50 = %.1fx, shm calls/s / UnixConn calls/s = %.1fx",
-			shm.p50, shm.perSec, results["shmlink-unix"].p50, raw.p50, raw.perSec,
-			float64(raw.p50)/float64(shm.p50), shm.perSec/raw.perSec)
-		if rust > 0 {
-			fmt.Printf("; Rust client (shmlink bench --connect, spin) shm p50 %v: Go client p50 / Rust client p50 = %.2fx",
-				rust, float64(shm.p50)/float64(rust))
-		}
-		fmt.Println()
+		}})
 	}
+
+	dir := shortDir(b)
+	ready := filepath.Join(dir, "ready")
+	exe, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	sock := filepath.Join(dir, "raw.sock")
+	startProc(b, ready, []string{"SHMLINK_GO_HELPER=rawecho", "SHMLINK_GO_ADDRS=" + sock,
+		"SHMLINK_GO_READY=" + ready}, exe, "-test.run=^$")
+	conn, err := net.Dial("unix", sock)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	out, in := make([]byte, 4+size), make([]byte, 4+size)
+	ps = append(ps, &pinger{name: "go-unixconn", call: func() error {
+		resp, err := rawCall(conn, out, in, req)
+		if err == nil && len(resp) != size {
+			err = fmt.Errorf("%d B back", len(resp))
+		}
+		return err
+	}})
+
+	for _, p := range ps {
+		for i := 0; i < 1000; i++ { // warm-up
+			if err := p.call(); err != nil {
+				b.Fatalf("%s: %v", p.name, err)
+			}
+		}
+		p.lat = make([]time.Duration, 0, b.N)
+	}
+	b.ResetTimer()
+	const round = 500
+	for done := 0; done < b.N; done += round {
+		n := min(round, b.N-done)
+		for _, p := range ps {
+			start := time.Now()
+			for i := 0; i < n; i++ {
+				t0 := time.Now()
+				if err := p.call(); err != nil {
+					b.Fatalf("%s: %v", p.name, err)
+				}
+				p.lat = append(p.lat, time.Since(t0))
+			}
+			p.spent += time.Since(start)
+		}
+	}
+	b.StopTimer()
+	res := map[string]pingResult{}
+	for _, p := range ps {
+		sort.Slice(p.lat, func(i, j int) bool { return p.lat[i] < p.lat[j] })
+		r := pingResult{p50: p.lat[len(p.lat)/2], perSec: float64(len(p.lat)) / p.spent.Seconds()}
+		res[p.name] = r
+		b.ReportMetric(float64(r.p50.Nanoseconds()), p.name+"-p50-ns")
+		b.ReportMetric(r.perSec, p.name+"-calls/s")
+	}
+	if b.N < 10000 {
+		return // the calibration runs
+	}
+	// The Rust client against the same server right after (not interleaved:
+	// another process): what the binding adds to a call.
+	rust := rustClientP50(b, echo.addr(b, "shm:"))
+	shm, sleep, unix, raw := res["shmlink-shm"], res["shmlink-shm-sleep"], res["shmlink-unix"], res["go-unixconn"]
+	fmt.Printf("\n64 B ping-pong, %d calls each, interleaved: shmlink shm (spin) p50 %v (%.0f calls/s), shm (sleep) p50 %v (%.0f calls/s), "+
+		"shmlink unix p50 %v (%.0f calls/s), Go net.UnixConn p50 %v (%.0f calls/s): UnixConn p50 / shm p50 = %.1fx (sleep: %.1fx), "+
+		"shm calls/s / UnixConn calls/s = %.1fx (sleep: %.1fx)",
+		b.N, shm.p50, shm.perSec, sleep.p50, sleep.perSec, unix.p50, unix.perSec, raw.p50, raw.perSec,
+		float64(raw.p50)/float64(shm.p50), float64(raw.p50)/float64(sleep.p50), shm.perSec/raw.perSec, sleep.perSec/raw.perSec)
+	if rust > 0 {
+		fmt.Printf("; Rust client (shmlink bench --connect --no-pin, spin, right after) shm p50 %v: Go client p50 / Rust client p50 = %.2fx",
+			rust, float64(shm.p50)/float64(rust))
+	}
+	fmt.Println()
 }
 
 // rustClientP50 runs `shmlink bench --connect addr` (64 B, spin wait, 1 s)
@@ -202,7 +254,7 @@ func rustClientP50(b *testing.B, addr string) time.Duration {
 	bin := filepath.Join(repo(b), "target/release/shmlink")
 	out := filepath.Join(shortDir(b), "rust.json")
 	cmd := exec.Command(bin, "bench", "--connect", addr, "--sizes", "64", "--waits", "spin",
-		"--no-baselines", "--duration", "1", "--reply-ratio", "1", "-q", "--json", out)
+		"--no-baselines", "--no-pin", "--duration", "1", "--reply-ratio", "1", "-q", "--json", out)
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		b.Logf("shmlink bench --connect: %v: %s", err, msg)
 		return 0

@@ -678,3 +678,65 @@ func TestAbandonedDrained(t *testing.T) {
 		return len(c.abandoned) == 0 && int(cInFlight(c)) == 0
 	})
 }
+
+// Responses larger than the client accepts, or than the server may send,
+// are remote errors; the session goes on.
+func TestOversizeResponses(t *testing.T) {
+	big := func(req []byte) ([]byte, error) {
+		n := 0
+		fmt.Sscan(string(req), &n)
+		return make([]byte, n), nil
+	}
+	srv := goServer(t, big)
+	c, err := Dial(addrOf(t, srv.Addrs(), "shm:"), &Options{MaxMessageSize: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, err = c.Call(context.Background(), []byte("100000"))
+	var re *RemoteError
+	if !errors.As(err, &re) || re.Code != CodeResponseTooLarge {
+		t.Fatalf("response over the client's limit: %v", err)
+	}
+	if resp, err := c.Call(context.Background(), []byte("10")); err != nil || len(resp) != 10 {
+		t.Fatalf("after it: %d B, %v", len(resp), err)
+	}
+
+}
+
+// A response over the server's own max_message_size should be a remote
+// error too (CodeResponseTooLarge) with the session going on. The core
+// (crates/core/src/server/session.rs answer(): callee::reply checks the
+// client's limit only, then Session::send refuses the frame over this
+// side's limit and the session ends) closes the session instead: the call
+// fails with ErrPeerGone. Skipped until the core checks both limits.
+func TestOversizeResponseServerLimit(t *testing.T) {
+	if os.Getenv("SHMLINK_GO_KNOWN_BUGS") == "" {
+		t.Skip("core closes the session on a response over the server's own max_message_size (see the comment); SHMLINK_GO_KNOWN_BUGS=1 runs it")
+	}
+	big := func(req []byte) ([]byte, error) {
+		n := 0
+		fmt.Sscan(string(req), &n)
+		return make([]byte, n), nil
+	}
+	var re *RemoteError
+	dir := shortDir(t)
+	small, err := Listen([]string{"unix:" + filepath.Join(dir, "s.sock")}, &ServerOptions{MaxMessageSize: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go small.Serve(big)
+	defer small.Close()
+	c2, err := Dial(small.Addrs()[0], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	_, err = c2.Call(context.Background(), []byte("100000"))
+	if !errors.As(err, &re) {
+		t.Fatalf("response over the server's limit: %v", err)
+	}
+	if resp, err := c2.Call(context.Background(), []byte("10")); err != nil || len(resp) != 10 {
+		t.Fatalf("after it: %d B, %v", len(resp), err)
+	}
+}

@@ -61,7 +61,10 @@ class Client(_shmlink.Client):
         """``await client.acall(data)``: ``call`` run in the event loop's
         default executor, so the loop keeps running while the call waits.
         Concurrent ``acall``s on one client are serialized (one session);
-        open one client per concurrent caller for parallel calls."""
+        open one client per concurrent caller for parallel calls. Cancelling
+        the awaiting task does not withdraw the call: it completes or times
+        out in its thread (the client's timeout bounds it) and its response
+        is dropped."""
         loop = _asyncio.get_running_loop()
         return await loop.run_in_executor(
             None, _functools.partial(self.call, data, timeout)

@@ -12,8 +12,11 @@ from ._errors import (
     RemoteError as RemoteError,
     TimeoutError as TimeoutError,
 )
-from ._shmlink import BytesLike
+from typing_extensions import Buffer as BytesLike
 
+__all__ = ['Client', 'Server', 'Worker', 'Error', 'ConnectError', 'TimeoutError', 'ClosedError', 'RemoteError', 'ProtocolError', 'MessageTooLargeError', 'InvalidArgumentError', 'BindError', 'CODE_HANDLER_EXCEPTION', 'CODE_HANDLER_PANICKED', 'CODE_RESPONSE_TOO_LARGE', 'CODE_NOT_ANSWERED', 'connect_async']
+
+__version__: str
 CODE_HANDLER_EXCEPTION: int
 CODE_HANDLER_PANICKED: int
 CODE_RESPONSE_TOO_LARGE: int

@@ -2,9 +2,9 @@
 
 from typing import Callable, Optional, Sequence, Tuple, Union
 
-from typing_extensions import Buffer
+from typing_extensions import Buffer as BytesLike
 
-BytesLike = Buffer
+__all__ = ['Client', 'Server', 'Worker', 'CODE_HANDLER_EXCEPTION', 'CODE_HANDLER_PANICKED', 'CODE_RESPONSE_TOO_LARGE', 'CODE_NOT_ANSWERED', 'DEFAULT_MAX_MESSAGE', 'DEFAULT_RING_SIZE']
 
 CODE_HANDLER_EXCEPTION: int
 CODE_HANDLER_PANICKED: int
@@ -14,15 +14,15 @@ DEFAULT_MAX_MESSAGE: int
 DEFAULT_RING_SIZE: int
 
 class Client:
-    def __init__(
-        self,
+    def __new__(
+        cls,
         address: str,
         *,
         timeout: float = 5.0,
         wait: str = "spin",
         ring_size: Optional[int] = None,
         max_message_size: Optional[int] = None,
-    ) -> None: ...
+    ) -> "Client": ...
     def call(self, data: BytesLike, timeout: Optional[float] = None) -> bytes: ...
     def send(self, data: BytesLike) -> int: ...
     def recv(self, timeout: Optional[float] = None) -> Tuple[int, bytes]: ...
@@ -40,8 +40,8 @@ class Client:
     def __exit__(self, *args: object) -> None: ...
 
 class Server:
-    def __init__(
-        self,
+    def __new__(
+        cls,
         addresses: Union[str, Sequence[str]],
         *,
         allowed_uids: Optional[Sequence[int]] = None,
@@ -53,7 +53,7 @@ class Server:
         socket_group: Optional[int] = None,
         handshake_timeout: Optional[float] = None,
         send_timeout: Optional[float] = None,
-    ) -> None: ...
+    ) -> "Server": ...
     @property
     def addresses(self) -> list[str]: ...
     @property
@@ -62,9 +62,9 @@ class Server:
     def stop(self) -> None: ...
 
 class Worker:
-    def __init__(
-        self, address: Optional[str] = None, *, timeout: float = 5.0, wait: str = "spin"
-    ) -> None: ...
+    def __new__(
+        cls, address: Optional[str] = None, *, timeout: float = 5.0, wait: str = "spin"
+    ) -> "Worker": ...
     @property
     def address(self) -> str: ...
     def accept(self) -> Optional[bytes]: ...

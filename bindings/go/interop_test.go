@@ -94,3 +94,57 @@ func TestInteropRustClientGoServer(t *testing.T) {
 		})
 	}
 }
+
+// C++ and C clients (the examples, when built) -> Go server answering, like
+// the example daemon, the first floor(len/8) bytes: calls checked by the
+// clients themselves, the C++ one also pipelined.
+func TestInteropExampleClientsGoServer(t *testing.T) {
+	srv := goServer(t, func(req []byte) ([]byte, error) { return floorEighth(req), nil })
+	for _, ex := range []string{"cpp-client/shmlink-cpp-client", "c-client/shmlink-c-client"} {
+		bin := filepath.Join(repo(t), "target/examples", ex)
+		if _, err := os.Stat(bin); err != nil {
+			t.Logf("%s not built (make examples PREFIX=$PWD/target/stage): skipped", bin)
+			continue
+		}
+		for _, scheme := range schemes {
+			out, err := exec.Command(bin, addrOf(t, srv.Addrs(), scheme), "2000").CombinedOutput()
+			if err != nil {
+				t.Fatalf("%s %s: %v: %s", filepath.Base(bin), scheme, err, out)
+			}
+			t.Logf("%s %s: %s", filepath.Base(bin), scheme, strings.TrimSpace(string(out)))
+		}
+	}
+}
+
+// PHP client (the extension, when built) -> Go server: a call, and a remote
+// error arriving as Shmlink\RemoteException with its code and message.
+func TestInteropPHPClientGoServer(t *testing.T) {
+	ext := filepath.Join(repo(t), "bindings/php/modules/shmlink.so")
+	php, err := exec.LookPath("php")
+	if err != nil {
+		t.Skip("php not installed")
+	}
+	if _, err := os.Stat(ext); err != nil {
+		t.Skipf("%s not built (ci/php-build.sh)", ext)
+	}
+	srv := goServer(t, prefixHandler)
+	const script = `
+$c = new Shmlink\Client($argv[1]);
+echo $c->call("hello from php"), "\n";
+try { $c->call("remote"); echo "no exception\n"; }
+catch (Shmlink\RemoteException $e) { echo $e->getCode(), " ", $e->getMessage(), "\n"; }
+`
+	for _, scheme := range schemes {
+		out, err := exec.Command(php, "-n", "-d", "extension="+ext, "-r", script, "--",
+			addrOf(t, srv.Addrs(), scheme)).CombinedOutput()
+		if err != nil {
+			t.Fatalf("php %s: %v: %s", scheme, err, out)
+		}
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		if len(lines) != 2 || lines[0] != "go:hello from php" || !strings.HasPrefix(lines[1], "42 ") ||
+			!strings.Contains(lines[1], "the answer") {
+			t.Fatalf("php %s: %q", scheme, out)
+		}
+		t.Logf("php %s: %q", scheme, lines)
+	}
+}

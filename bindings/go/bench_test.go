@@ -291,3 +291,60 @@ func BenchmarkGoServerShm64(b *testing.B) {
 		return err
 	})
 }
+
+// BenchmarkCallContexts: the price of the context kinds on a 64 B call over
+// shm to the Rust echo server, interleaved: context.Background() and a
+// deadline make one cgo crossing; a cancellable context without a deadline
+// is sent, then waited for in slices (two crossings and the in-flight
+// bookkeeping). p50 of each.
+func BenchmarkCallContexts(b *testing.B) {
+	req := pattern(64, 5)
+	echo := rustEcho(b, "--reply-ratio", "1")
+	c, err := Dial(echo.addr(b, "shm:"), &Options{Wait: WaitSpin})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	deadline, cancel1 := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel1()
+	cancellable, cancel2 := context.WithCancel(context.Background())
+	defer cancel2()
+	buf := make([]byte, 0, 64)
+	var ps []*pinger
+	for _, v := range []struct {
+		name string
+		ctx  context.Context
+	}{{"background", context.Background()}, {"deadline", deadline}, {"cancellable", cancellable}} {
+		ps = append(ps, &pinger{name: v.name, call: func() error {
+			var err error
+			buf, err = c.CallAppend(v.ctx, buf[:0], req)
+			return err
+		}})
+	}
+	for _, p := range ps {
+		for i := 0; i < 1000; i++ {
+			if err := p.call(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		p.lat = make([]time.Duration, 0, b.N)
+	}
+	b.ResetTimer()
+	for done := 0; done < b.N; done += 500 {
+		n := min(500, b.N-done)
+		for _, p := range ps {
+			for i := 0; i < n; i++ {
+				t0 := time.Now()
+				if err := p.call(); err != nil {
+					b.Fatal(err)
+				}
+				p.lat = append(p.lat, time.Since(t0))
+			}
+		}
+	}
+	b.StopTimer()
+	for _, p := range ps {
+		sort.Slice(p.lat, func(i, j int) bool { return p.lat[i] < p.lat[j] })
+		b.ReportMetric(float64(p.lat[len(p.lat)/2].Nanoseconds()), p.name+"-p50-ns")
+	}
+}

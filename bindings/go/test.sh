@@ -36,7 +36,7 @@ echo "== go test -race"
 go test -race -count=1 ./...
 if [ "${1:-}" = "--bench" ]; then
   echo "== benchmarks"
-  go test -run '^$' -bench . -benchtime 2s .
-  (cd bench/shmipc && go vet ./... && go test -run '^$' -bench . -benchtime 2s .)
+  go test -run '^$' -bench . -benchtime 100000x .
+  (cd bench/shmipc && go vet ./... && go test -run '^$' -bench . -benchtime 50000x .)
 fi
 echo "bindings/go/test.sh: ok"

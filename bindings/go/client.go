@@ -221,7 +221,7 @@ func (c *Client) CallAppend(ctx context.Context, dst, req []byte) ([]byte, error
 	st := C.gs_call(g, ptr(req), C.size_t(len(req)), C.uint64_t(us))
 	runtime.KeepAlive(req)
 	if st != C.SHMLINK_OK {
-		return dst, c.fail("call", st, bounded, ctx)
+		return dst, c.fail("call", st, bounded)
 	}
 	return appendBuf(dst, &g.buf), nil
 }
@@ -233,7 +233,7 @@ func (c *Client) callCancellable(ctx context.Context, dst, req []byte) ([]byte, 
 	st := C.gs_send(g, ptr(req), C.size_t(len(req)))
 	runtime.KeepAlive(req)
 	if st != C.SHMLINK_OK {
-		return dst, c.fail("call", st, false, nil)
+		return dst, c.fail("call", st, false)
 	}
 	id := CallID(g.id)
 	deadline := time.Now().Add(c.timeout)
@@ -249,7 +249,7 @@ func (c *Client) callCancellable(ctx context.Context, dst, req []byte) ([]byte, 
 		switch {
 		case (st == C.SHMLINK_OK || st == C.SHMLINK_E_REMOTE) && rid == id:
 			if st != C.SHMLINK_OK {
-				return dst, c.fail("call", st, false, nil)
+				return dst, c.fail("call", st, false)
 			}
 			return appendBuf(dst, &g.buf), nil
 		case st == C.SHMLINK_OK || st == C.SHMLINK_E_REMOTE:
@@ -261,7 +261,7 @@ func (c *Client) callCancellable(ctx context.Context, dst, req []byte) ([]byte, 
 				return dst, ctx.Err()
 			}
 		default:
-			return dst, c.fail("call", st, false, nil)
+			return dst, c.fail("call", st, false)
 		}
 	}
 }
@@ -295,16 +295,17 @@ func (c *Client) file(st C.int32_t, id CallID) {
 	if st == C.SHMLINK_OK {
 		r.data = appendBuf(nil, &c.c.buf)
 	} else {
-		r.err = c.fail("recv", st, false, nil)
+		r.err = c.fail("recv", st, false)
 	}
 	c.pending = append(c.pending, r)
 }
 
-func (c *Client) fail(op string, st C.int32_t, bounded bool, ctx context.Context) error {
+// fail turns a failed status into an error; bounded: the timeout came from
+// the context's deadline (the error then also matches DeadlineExceeded).
+func (c *Client) fail(op string, st C.int32_t, bounded bool) error {
 	err := statusError(op, st, &c.c.err)
 	if e, ok := err.(*Error); ok && bounded && e.Status == StatusTimeout {
 		e.ctx = context.DeadlineExceeded
-		_ = ctx
 	}
 	return err
 }
@@ -321,7 +322,7 @@ func (c *Client) Send(req []byte) (CallID, error) {
 	st := C.gs_send(g, ptr(req), C.size_t(len(req)))
 	runtime.KeepAlive(req)
 	if st != C.SHMLINK_OK {
-		return 0, c.fail("send", st, false, nil)
+		return 0, c.fail("send", st, false)
 	}
 	return CallID(g.id), nil
 }
@@ -381,7 +382,7 @@ func (c *Client) Recv(ctx context.Context) (CallID, []byte, error) {
 				continue
 			}
 			if st != C.SHMLINK_OK {
-				return id, nil, c.fail("recv", st, false, nil)
+				return id, nil, c.fail("recv", st, false)
 			}
 			return id, appendBuf(nil, &g.buf), nil
 		case st == C.SHMLINK_E_TIMEOUT:
@@ -391,7 +392,7 @@ func (c *Client) Recv(ctx context.Context) (CallID, []byte, error) {
 			}
 			// A deadline that passed is a timeout, reported at the loop's top.
 		default:
-			return 0, nil, c.fail("recv", st, false, nil)
+			return 0, nil, c.fail("recv", st, false)
 		}
 	}
 }
@@ -407,7 +408,7 @@ func (c *Client) Notify(msg []byte) error {
 	st := C.gs_notify(g, ptr(msg), C.size_t(len(msg)))
 	runtime.KeepAlive(msg)
 	if st != C.SHMLINK_OK {
-		return c.fail("notify", st, false, nil)
+		return c.fail("notify", st, false)
 	}
 	return nil
 }

@@ -740,3 +740,37 @@ func TestOversizeResponseServerLimit(t *testing.T) {
 		t.Fatalf("after it: %d B, %v", len(resp), err)
 	}
 }
+
+func TestServerOptionsAndCloseWithoutServe(t *testing.T) {
+	dir := shortDir(t)
+	sock := filepath.Join(dir, "o.sock")
+	srv, err := Listen([]string{"unix:" + sock}, &ServerOptions{
+		AllowedUIDs: []uint32{12345, 12346}, AllowedGIDs: []uint32{54321},
+		SocketMode: 0o640, MaxSessions: 2, Wait: WaitBusy,
+		HandshakeTimeout: time.Second, SendTimeout: time.Second, MaxMessageSize: 1 << 20,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o640 {
+		t.Fatalf("socket mode %v, want 0640", fi.Mode().Perm())
+	}
+	srv.Close()
+	srv.Close()
+	if err := srv.Serve(prefixHandler); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Serve after Close: %v", err)
+	}
+	if _, err := Listen([]string{"unix:" + sock}, &ServerOptions{Wait: 99}); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("bad wait strategy: %v", err)
+	}
+	if _, err := Listen(nil, nil); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("no address: %v", err)
+	}
+	if _, err := Dial("unix:"+sock, &Options{RingSize: 1000}); !errors.Is(err, ErrInvalidArgument) && !errors.Is(err, ErrConnect) {
+		t.Fatalf("bad ring size: %v", err)
+	}
+}

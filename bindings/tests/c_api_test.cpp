@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "c_api_fixture.hpp"
@@ -289,6 +290,25 @@ TEST_P(CApiTest, ClosedClientFailsWithClosed) {
   EXPECT_EQ(shmlink_client_notify(c.get(), bytes("x"), 1), SHMLINK_E_CLOSED);
   EXPECT_EQ(shmlink_client_close(c.get()), SHMLINK_OK) << "closing twice must be fine";
   EXPECT_TRUE(wait_until([&] { return stats().active_sessions == 0; }));
+}
+
+TEST_P(CApiTest, IsConnectedTellsABusySessionFromADeadOne) {
+  ClientPtr c = connect();
+  Buffer out;
+  std::thread caller([&] { EXPECT_EQ(call(c.get(), "gate", out), SHMLINK_OK) << last_error(); });
+  ASSERT_TRUE(wait_until([&] { return state_.gated.load() == 1; }));
+  // Another thread is inside a call: busy, not dead.
+  EXPECT_EQ(shmlink_client_is_connected(c.get()), 1);
+  state_.release();
+  caller.join();
+  EXPECT_EQ(out.str(), "gate done");
+  EXPECT_EQ(shmlink_client_is_connected(c.get()), 1);
+  // The server gone: dead, whether or not a call is running.
+  shmlink_server_stop(server_.get());
+  ASSERT_EQ(shmlink_server_wait(server_.get()), SHMLINK_OK) << last_error();
+  EXPECT_TRUE(wait_until([&] { return shmlink_client_is_connected(c.get()) == 0; }));
+  EXPECT_NE(call(c.get(), "x", out), SHMLINK_OK);
+  EXPECT_EQ(shmlink_client_is_connected(c.get()), 0);
 }
 
 // Forks; the child releases the inherited client `c` with `release` and

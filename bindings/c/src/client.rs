@@ -1,6 +1,7 @@
 //! The client handle and its entry points.
 
 use std::ffi::c_char;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::time::Duration;
 
@@ -18,6 +19,10 @@ use crate::status::{shmlink_status, Failure};
 pub struct shmlink_client {
     state: Mutex<Option<Client>>,
     address: String,
+    /// Whether the session was usable when the last call on it returned:
+    /// what `shmlink_client_is_connected` says while another thread is in
+    /// a call (the lock is held), so a busy session is not taken for dead.
+    usable: AtomicBool,
 }
 
 impl shmlink_client {
@@ -48,11 +53,18 @@ impl shmlink_client {
         Ok(g)
     }
 
-    /// Runs `f` on the open client.
+    /// Runs `f` on the open client; after a failure, notes whether the
+    /// session is still usable (a success changes nothing).
     fn with<R>(&self, f: impl FnOnce(&mut Client) -> Result<R, Failure>) -> Result<R, Failure> {
         let mut g = self.open()?;
         match g.as_mut() {
-            Some(c) => f(c),
+            Some(c) => {
+                let result = f(c);
+                if result.is_err() {
+                    self.usable.store(c.is_connected(), Ordering::Relaxed);
+                }
+                result
+            }
             None => Err(Failure::null("client")),
         }
     }
@@ -92,6 +104,7 @@ pub unsafe extern "C" fn shmlink_client_connect(
         *out = Box::into_raw(Box::new(shmlink_client {
             state: Mutex::new(Some(client)),
             address: address.to_string(),
+            usable: AtomicBool::new(true),
         }));
         Ok(())
     })
@@ -236,7 +249,10 @@ pub unsafe extern "C" fn shmlink_client_notify(
 }
 
 /// 1 when the session is usable and the server alive (a non-blocking check),
-/// else 0 (also for NULL, closed clients, or a client busy in another thread).
+/// else 0 (also for NULL and closed clients). While another thread is in a
+/// call on the client, 1 when the session was usable when its last call
+/// returned (a busy session is not a dead one; the running call reports a
+/// failure itself).
 ///
 /// # Safety
 /// `client` is NULL or a live client.
@@ -248,7 +264,10 @@ pub unsafe extern "C" fn shmlink_client_is_connected(client: *const shmlink_clie
     };
     match client.state.try_lock() {
         Ok(g) => i32::from(g.as_ref().is_some_and(Client::is_connected)),
-        Err(_) => 0,
+        Err(TryLockError::Poisoned(p)) => {
+            i32::from(p.get_ref().as_ref().is_some_and(Client::is_connected))
+        }
+        Err(TryLockError::WouldBlock) => i32::from(client.usable.load(Ordering::Relaxed)),
     }
 }
 
@@ -285,6 +304,7 @@ pub unsafe extern "C" fn shmlink_client_close(client: *mut shmlink_client) -> sh
             Err(p) => p.into_inner(),
         };
         drop(g.take());
+        client.usable.store(false, Ordering::Relaxed);
         Ok(())
     })
 }

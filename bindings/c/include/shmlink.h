@@ -287,7 +287,10 @@ enum shmlink_status shmlink_client_notify(struct shmlink_client *client,
                                           size_t message_len);
 
 // 1 when the session is usable and the server alive (a non-blocking check),
-// else 0 (also for NULL, closed clients, or a client busy in another thread).
+// else 0 (also for NULL and closed clients). While another thread is in a
+// call on the client, 1 when the session was usable when its last call
+// returned (a busy session is not a dead one; the running call reports a
+// failure itself).
 //
 // # Safety
 // `client` is NULL or a live client.

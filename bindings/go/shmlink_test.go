@@ -704,16 +704,10 @@ func TestOversizeResponses(t *testing.T) {
 
 }
 
-// A response over the server's own max_message_size should be a remote
-// error too (CodeResponseTooLarge) with the session going on. The core
-// (crates/core/src/server/session.rs answer(): callee::reply checks the
-// client's limit only, then Session::send refuses the frame over this
-// side's limit and the session ends) closes the session instead: the call
-// fails with ErrPeerGone. Skipped until the core checks both limits.
+// A response over the server's own max_message_size is a remote error too
+// (CodeResponseTooLarge) and the session goes on. (The core used to end the
+// session there: found by this test, fixed in callee::reply.)
 func TestOversizeResponseServerLimit(t *testing.T) {
-	if os.Getenv("SHMLINK_GO_KNOWN_BUGS") == "" {
-		t.Skip("core closes the session on a response over the server's own max_message_size (see the comment); SHMLINK_GO_KNOWN_BUGS=1 runs it")
-	}
 	big := func(req []byte) ([]byte, error) {
 		n := 0
 		fmt.Sscan(string(req), &n)

@@ -6,18 +6,19 @@ use crate::frame::{Kind, Message, CODE_RESPONSE_TOO_LARGE};
 
 /// The frame that answers a call: `Response` with the bytes, or `Error`
 /// with the handler's error — or [`CODE_RESPONSE_TOO_LARGE`] when the
-/// response exceeds `limit`, the largest message the caller takes — its text
+/// response exceeds what the caller takes or what this side sends (`limits`) — its text
 /// cut to fit. `scratch` holds an error body.
 #[inline(always)]
 pub(crate) fn reply<'a>(
     result: Result<&'a [u8], RemoteError>,
-    limit: usize,
+    limits: Limits<'_>,
     scratch: &'a mut Vec<u8>,
 ) -> (Kind, &'a [u8]) {
+    let limit = limits.peer.min(limits.own);
     match result {
         Ok(body) if body.len() <= limit => (Kind::Response, body),
         Ok(body) => {
-            *scratch = error_body(&too_large(body.len(), limit), limit);
+            *scratch = error_body(&limits.too_large(body.len()), limit);
             (Kind::Error, scratch)
         }
         Err(e) => {
@@ -27,17 +28,34 @@ pub(crate) fn reply<'a>(
     }
 }
 
-#[cold]
-fn error_body(e: &RemoteError, limit: usize) -> Vec<u8> {
-    Message::error_body_within(e.code, &e.message, limit)
+/// The largest response each side accepts: the peer's, and the answering
+/// side's own (it cannot send what it would not accept).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits<'a> {
+    pub(crate) peer: usize,
+    pub(crate) own: usize,
+    /// Who the answering side is, for the message: "this server".
+    pub(crate) who: &'a str,
+}
+
+impl Limits<'_> {
+    #[cold]
+    fn too_large(&self, len: usize) -> RemoteError {
+        let (whose, max) = if self.own < self.peer {
+            (format!("{}'s", self.who), self.own)
+        } else {
+            ("the client's".to_string(), self.peer)
+        };
+        RemoteError::new(
+            CODE_RESPONSE_TOO_LARGE,
+            format!("response of {len} bytes exceeds {whose} maximum message size of {max} bytes"),
+        )
+    }
 }
 
 #[cold]
-fn too_large(len: usize, max: usize) -> RemoteError {
-    RemoteError::new(
-        CODE_RESPONSE_TOO_LARGE,
-        format!("response of {len} bytes exceeds the client's maximum message size of {max} bytes"),
-    )
+fn error_body(e: &RemoteError, limit: usize) -> Vec<u8> {
+    Message::error_body_within(e.code, &e.message, limit)
 }
 
 /// The text of a caught panic.

@@ -81,6 +81,11 @@ impl Session {
         self.peer_max
     }
 
+    /// Largest message this side accepts (and sends).
+    pub(crate) fn local_max(&self) -> usize {
+        self.local_max
+    }
+
     /// The link (the server's monitor needs the segment).
     pub(crate) fn link(&self) -> &Link {
         &self.link

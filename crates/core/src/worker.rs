@@ -8,7 +8,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
 
 use crate::address::Address;
-use crate::callee::{panic_text, reply};
+use crate::callee::{panic_text, reply, Limits};
 use crate::connect::{self, Role};
 use crate::deadline::Deadline;
 use crate::error::{Error, RemoteError, Result};
@@ -145,7 +145,12 @@ impl Worker {
         let id = self.pending.take().ok_or_else(|| Error::NothingInFlight {
             address: self.address.to_string(),
         })?;
-        let (kind, body) = reply(result, self.session.peer_max(), &mut self.scratch);
+        let limits = Limits {
+            peer: self.session.peer_max(),
+            own: self.session.local_max(),
+            who: "this worker",
+        };
+        let (kind, body) = reply(result, limits, &mut self.scratch);
         let mut deadline = Deadline::In(self.send_timeout);
         self.session.send(kind, id, body, &mut deadline)
     }

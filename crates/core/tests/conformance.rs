@@ -25,6 +25,7 @@ crate::per_transport!(
     handler_panic_is_remote,
     oversize_request_refused_before_sending,
     response_too_large_for_client,
+    response_too_large_for_the_server,
     timeout_then_own_answer,
     back_pressure_times_out_without_loss,
     many_sessions,
@@ -368,6 +369,39 @@ fn response_too_large_for_client(t: T) {
         }
     }
     assert_eq!(c.call(b"len:2000").expect("at the limit"), vec![7u8; 2000]);
+    assert!(c.is_connected());
+}
+
+/// A handler's response over the server's own limit (smaller than the
+/// client's) is the same remote error, naming the server's limit; the session
+/// goes on. (It used to end the session: found by the Go binding.)
+fn response_too_large_for_the_server(t: T) {
+    let srv = start(
+        t,
+        ServerOptions {
+            max_message_size: 3000,
+            ..ServerOptions::default()
+        },
+        |req: &[u8], resp: &mut Vec<u8>| {
+            resp.resize(usize::from(req[0]) * 1000, 7);
+            Ok(())
+        },
+    );
+    let mut c = connect(&srv.addr, ClientOptions::default());
+    match c.call(&[4]) {
+        Err(Error::Remote(r)) => {
+            assert_eq!(r.code, CODE_RESPONSE_TOO_LARGE, "{t:?}: {r:?}");
+            assert!(
+                r.message.contains("4000")
+                    && r.message
+                        .contains("this server's maximum message size of 3000"),
+                "{t:?}: {:?}",
+                r.message
+            );
+        }
+        other => panic!("{t:?}: expected Remote(RESPONSE_TOO_LARGE), got {other:?}"),
+    }
+    assert_eq!(c.call(&[3]).expect("at the limit"), vec![7u8; 3000]);
     assert!(c.is_connected());
 }
 

@@ -10,7 +10,7 @@ use super::admit::Established;
 use super::handler::Handler;
 use super::registry::{Entry, Wake};
 use super::shared::Shared;
-use crate::callee::{panic_text, reply};
+use crate::callee::{panic_text, reply, Limits};
 use crate::deadline::Deadline;
 use crate::error::{Error, RemoteError};
 use crate::frame::{Kind, Message, CODE_HANDLER_PANICKED, CODE_SHUTTING_DOWN};
@@ -114,7 +114,12 @@ fn answer(
     };
     session.recycle(m.body);
     let mut scratch = Vec::new();
-    let (kind, body) = reply(result.map(|()| &resp[..]), session.peer_max(), &mut scratch);
+    let limits = Limits {
+        peer: session.peer_max(),
+        own: session.local_max(),
+        who: "this server",
+    };
+    let (kind, body) = reply(result.map(|()| &resp[..]), limits, &mut scratch);
     if kind == Kind::Error {
         shared.stats.errors.fetch_add(1, Ordering::Relaxed);
     }

@@ -44,6 +44,9 @@ ci/php-tests.sh
 step "PHP end to end: php-fpm behind nginx, 1,800 checked requests"
 ci/php-e2e.sh
 
+step "Go binding: gofmt, vet, go test and go test -race (interop with Rust, C, C++ and PHP peers)"
+SHMLINK_GO_STRICT=1 bindings/go/test.sh
+
 step "PHP benchmark smoke run (every response checked, figures not)"
 ci/php-bench.sh --quick
 

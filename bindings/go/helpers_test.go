@@ -185,7 +185,7 @@ func rustEcho(t testing.TB, extra ...string) *proc {
 	t.Helper()
 	bin := filepath.Join(repo(t), "target/release/shmlink")
 	if _, err := os.Stat(bin); err != nil {
-		t.Skipf("%s not built (cargo build --release -p shmlink-cli)", bin)
+		missingPeer(t, "%s not built (cargo build --release -p shmlink-cli)", bin)
 	}
 	dir := shortDir(t)
 	ready := filepath.Join(dir, "ready")
@@ -206,4 +206,15 @@ func pattern(n int, seed byte) []byte {
 		b[i] = byte(i*7) + seed
 	}
 	return b
+}
+
+// missingPeer skips a test whose peer program is not built, or fails it
+// when SHMLINK_GO_STRICT is set (ci/test.sh: every peer is built there, so
+// a missing one is a broken build, not a reason to skip).
+func missingPeer(t testing.TB, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("SHMLINK_GO_STRICT") != "" {
+		t.Fatalf("peer missing (SHMLINK_GO_STRICT): "+format, args...)
+	}
+	t.Skipf(format, args...)
 }

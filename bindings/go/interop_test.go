@@ -46,7 +46,7 @@ func TestInteropGoClientRustServer(t *testing.T) {
 func TestInteropGoClientCppDaemon(t *testing.T) {
 	bin := filepath.Join(repo(t), "target/examples/cpp-daemon/shmlink-daemon")
 	if _, err := os.Stat(bin); err != nil {
-		t.Skipf("%s not built (make examples PREFIX=$PWD/target/stage)", bin)
+		missingPeer(t, "%s not built (make examples PREFIX=$PWD/target/stage)", bin)
 	}
 	dir := shortDir(t)
 	ready := filepath.Join(dir, "ready")
@@ -74,7 +74,7 @@ func TestInteropGoClientCppDaemon(t *testing.T) {
 func TestInteropRustClientGoServer(t *testing.T) {
 	bin := filepath.Join(repo(t), "target/release/shmlink")
 	if _, err := os.Stat(bin); err != nil {
-		t.Skipf("%s not built", bin)
+		missingPeer(t, "%s not built", bin)
 	}
 	srv := goServer(t, prefixHandler)
 	for _, scheme := range schemes {
@@ -122,10 +122,10 @@ func TestInteropPHPClientGoServer(t *testing.T) {
 	ext := filepath.Join(repo(t), "bindings/php/modules/shmlink.so")
 	php, err := exec.LookPath("php")
 	if err != nil {
-		t.Skip("php not installed")
+		missingPeer(t, "php not installed")
 	}
 	if _, err := os.Stat(ext); err != nil {
-		t.Skipf("%s not built (ci/php-build.sh)", ext)
+		missingPeer(t, "%s not built (ci/php-build.sh)", ext)
 	}
 	srv := goServer(t, prefixHandler)
 	const script = `

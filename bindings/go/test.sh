@@ -13,6 +13,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 cd "$here"
 
+# The machine image keeps Go in /usr/local/go (Debian 12's golang-go is too old).
+if ! command -v go >/dev/null && [ -x /usr/local/go/bin/go ]; then
+  export PATH=$PATH:/usr/local/go/bin
+fi
 if ! command -v go >/dev/null; then
   echo "bindings/go/test.sh: go not found (Go >= 1.24 needed)" >&2
   exit 1

@@ -18,7 +18,7 @@ import (
 func TestWorkerBehindPool(t *testing.T) {
 	bin := filepath.Join(repo(t), "target/release/shmlink")
 	if _, err := os.Stat(bin); err != nil {
-		t.Skipf("%s not built", bin)
+		missingPeer(t, "%s not built", bin)
 	}
 	exe, err := os.Executable()
 	if err != nil {

@@ -14,8 +14,9 @@
 //!   thread, waking every 50 ms to run Python signal handlers, so
 //!   `signal.signal(SIGTERM, lambda *_: server.stop())` and Ctrl-C work.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
-use std::sync::Mutex;
+use std::sync::{Mutex, TryLockError};
 use std::time::Duration;
 
 use pyo3::buffer::PyBuffer;
@@ -197,6 +198,9 @@ fn wait_strategy(py: Python<'_>, wait: &str) -> PyResult<WaitStrategy> {
 #[pyclass(module = "shmlink._shmlink", name = "Client", subclass)]
 struct PyClient {
     inner: Mutex<Option<shmlink::Client>>,
+    /// Whether the session was usable when its last operation returned:
+    /// what `is_connected` says while another thread is in a call.
+    usable: AtomicBool,
     address: String,
 }
 
@@ -209,7 +213,11 @@ impl PyClient {
     ) -> PyResult<T> {
         let r = py.allow_threads(|| {
             let mut guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-            guard.as_mut().map(f)
+            guard.as_mut().map(|c| {
+                let r = f(c);
+                self.usable.store(c.is_connected(), Ordering::Relaxed);
+                r
+            })
         });
         match r {
             None => Err(closed_err(py, "client", &self.address)),
@@ -242,6 +250,7 @@ impl PyClient {
             .map_err(|e| py_err(py, e))?;
         Ok(PyClient {
             inner: Mutex::new(Some(client)),
+            usable: AtomicBool::new(true),
             address: address.to_string(),
         })
     }
@@ -326,13 +335,17 @@ impl PyClient {
     }
 
     /// Whether the session can still be used (not closed, peer alive as far
-    /// as this side knows).
+    /// as this side knows). Never waits: while another thread is in a call,
+    /// it says whether the session was usable when its last call returned.
     #[getter]
-    fn is_connected(&self, py: Python<'_>) -> bool {
-        py.allow_threads(|| {
-            let guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-            guard.as_ref().is_some_and(|c| c.is_connected())
-        })
+    fn is_connected(&self) -> bool {
+        match self.inner.try_lock() {
+            Ok(guard) => guard.as_ref().is_some_and(|c| c.is_connected()),
+            Err(TryLockError::Poisoned(p)) => {
+                p.into_inner().as_ref().is_some_and(|c| c.is_connected())
+            }
+            Err(TryLockError::WouldBlock) => self.usable.load(Ordering::Relaxed),
+        }
     }
 
     /// The address given to the constructor.
@@ -360,8 +373,8 @@ impl PyClient {
         false
     }
 
-    fn __repr__(&self, py: Python<'_>) -> String {
-        let state = if self.is_connected(py) {
+    fn __repr__(&self) -> String {
+        let state = if self.is_connected() {
             "connected"
         } else {
             "closed"

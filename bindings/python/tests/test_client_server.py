@@ -233,6 +233,10 @@ def test_server_killed_mid_call(procs, sockdir, transport, record_property):
         t.start()
         # The request is in the server's hands (its handler is blocked).
         assert "handling" in read_line(p.p.stdout, 10, "the handler's start")
+        # is_connected does not wait for the call in progress.
+        t0 = time.monotonic()
+        assert c.is_connected
+        assert time.monotonic() - t0 < 0.5
         killed_at = [0.0]
 
         def kill():
@@ -246,6 +250,7 @@ def test_server_killed_mid_call(procs, sockdir, transport, record_property):
         record_property("noticed_s", noticed)
         print(f"{transport}: ClosedError {noticed * 1000:.1f} ms after SIGKILL")
         assert isinstance(result.get("error"), shmlink.ClosedError), result
+        assert not c.is_connected
         # Issue 19: a ClosedError within 100 ms of the kill, no hang.
         assert noticed < 0.1, f"noticed after {noticed:.3f}s"
 

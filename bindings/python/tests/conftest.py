@@ -78,11 +78,15 @@ class Proc:
             env=env,
         )
         stream = self.p.stderr if ready_stream == "stderr" else self.p.stdout
-        while True:
-            line = read_line(stream, timeout, f"the ready line of {self.argv[0]}")
-            if ready_word in line:
-                self.ready_line = line
-                break
+        try:
+            while True:
+                line = read_line(stream, timeout, f"the ready line of {self.argv[0]}")
+                if ready_word in line:
+                    self.ready_line = line
+                    break
+        except BaseException:
+            self.close()  # never leave a child behind a failed start
+            raise
 
     @property
     def pid(self):

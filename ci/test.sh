@@ -47,6 +47,9 @@ ci/php-e2e.sh
 step "Go binding: gofmt, vet, go test and go test -race (interop with Rust, C, C++ and PHP peers)"
 SHMLINK_GO_STRICT=1 bindings/go/test.sh
 
+step "Python binding: pip install (maturin), lints, stubs, pytest (interop with C++, PHP, the pool)"
+bindings/python/run-tests.sh --strict --types
+
 step "PHP benchmark smoke run (every response checked, figures not)"
 ci/php-bench.sh --quick
 

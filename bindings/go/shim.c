@@ -1,5 +1,7 @@
-#include <string.h>
 #include "shim.h"
+
+#include <string.h>
+
 #include "_cgo_export.h"
 
 static int32_t gs_fail(int32_t st, gs_err *e) {

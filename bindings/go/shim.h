@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+
 #include "shmlink.h"
 
 /* A failure's detail: msg is malloc'd (free it), NULL on success. */

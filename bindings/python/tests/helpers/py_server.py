@@ -35,6 +35,10 @@ def on_term(signum, frame):
 
 
 signal.signal(signal.SIGTERM, on_term)
+# A process started in the background by a shell without job control (as a
+# CI runner may start the tests) inherits SIGINT ignored, and Python then
+# installs no KeyboardInterrupt handler: install it.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 try:
     print("ready", *server.addresses, flush=True)
     server.serve({"reverse": reverse, "hang": hang}[mode])

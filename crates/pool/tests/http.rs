@@ -6,17 +6,19 @@
 //! descriptors or threads, the counters and the access log. Every wait is on
 //! a condition with a deadline.
 
+mod support;
+
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use shmlink::Log;
 use shmlink_http::{FrontOptions, HttpStats};
 use shmlink_pool::{Pool, PoolOptions};
+
+use support::{wait_until, Dir, Lines};
 
 const WORKER: &str = env!("CARGO_BIN_EXE_shmlink-echo-worker");
 
@@ -35,61 +37,6 @@ static SERIAL: RwLock<()> = RwLock::new(());
 enum Serial {
     Shared(RwLockReadGuard<'static, ()>),
     Alone(RwLockWriteGuard<'static, ()>),
-}
-
-/// A temp dir removed on drop.
-struct Dir(PathBuf);
-
-impl Dir {
-    fn new(name: &str) -> Dir {
-        static N: AtomicU64 = AtomicU64::new(0);
-        let p = std::env::temp_dir().join(format!(
-            "shmlink-http-test-{}-{name}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir_all(&p).expect("mkdir the test dir");
-        Dir(p)
-    }
-    fn path(&self, f: &str) -> PathBuf {
-        self.0.join(f)
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// The pool's log lines, collected.
-#[derive(Clone, Default)]
-struct Lines(Arc<Mutex<Vec<String>>>);
-
-impl Lines {
-    fn log(&self) -> Log {
-        let me = self.clone();
-        Log::to(move |l| me.0.lock().expect("lines").push(l.to_string()))
-    }
-    fn any(&self, needle: &str) -> bool {
-        self.0
-            .lock()
-            .expect("lines")
-            .iter()
-            .any(|l| l.contains(needle))
-    }
-}
-
-fn wait_until(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) -> Duration {
-    let t0 = Instant::now();
-    while !cond() {
-        assert!(
-            t0.elapsed() < limit,
-            "timed out after {limit:?} waiting for: {what}"
-        );
-        thread::sleep(Duration::from_millis(5));
-    }
-    t0.elapsed()
 }
 
 /// A pool of echo workers behind an HTTP front on a free port of 127.0.0.1.

@@ -4,76 +4,25 @@
 //! memory, a reload under load, a full queue, the control socket (and
 //! another uid kept out of it), a clean stop. Every wait is on a condition with a deadline.
 
+mod support;
+
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use shmlink::{Client, ClientOptions, Error, Log};
+use shmlink::{Client, ClientOptions, Error};
 use shmlink_pool::{
     Pool, PoolOptions, Status, CODE_NO_WORKER, CODE_NO_WORKERS_START, CODE_QUEUE_FULL,
     CODE_WORKER_DIED, CODE_WORKER_TIMEOUT,
 };
 use shmlink_sys::process::{kill, Sig};
 
+use support::{wait_until, Dir, Lines};
+
 const WORKER: &str = env!("CARGO_BIN_EXE_shmlink-echo-worker");
-
-/// A temp dir removed on drop.
-struct Dir(PathBuf);
-
-impl Dir {
-    fn new(name: &str) -> Dir {
-        static N: AtomicU64 = AtomicU64::new(0);
-        let p = std::env::temp_dir().join(format!(
-            "shmlink-pool-test-{}-{name}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir_all(&p).expect("mkdir");
-        Dir(p)
-    }
-    fn path(&self, f: &str) -> PathBuf {
-        self.0.join(f)
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// Log lines, collected.
-#[derive(Clone, Default)]
-struct Lines(Arc<Mutex<Vec<String>>>);
-
-impl Lines {
-    fn log(&self) -> Log {
-        let me = self.clone();
-        Log::to(move |l| me.0.lock().expect("lines").push(l.to_string()))
-    }
-    fn any(&self, needle: &str) -> bool {
-        self.0
-            .lock()
-            .expect("lines")
-            .iter()
-            .any(|l| l.contains(needle))
-    }
-}
-
-fn wait_until(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) -> Duration {
-    let t0 = Instant::now();
-    while !cond() {
-        assert!(
-            t0.elapsed() < limit,
-            "timed out after {limit:?} waiting for: {what}"
-        );
-        thread::sleep(Duration::from_millis(5));
-    }
-    t0.elapsed()
-}
 
 fn opts(dir: &Dir, workers: usize) -> PoolOptions {
     let mut o = PoolOptions::new(

@@ -51,19 +51,10 @@ mkdir -p "$run" "$out"
 # shellcheck source=ci/lib/procs.sh
 source "$root/ci/lib/procs.sh"
 
-stop_pidfile() {
-  local file=$run/$1.pid pid
-  [ -f "$file" ] || return 0
-  pid=$(cat "$file")
-  if [ -n "$pid" ] && alive "$pid" && [[ "$(cmdline "$pid")" == *"$2"* ]]; then
-    stop_process "$pid" TERM 10 || echo "http bench: $1 (pid $pid) did not stop on SIGTERM: killed" >&2
-  fi
-  rm -f "$file"
-}
 stop_all() {
-  stop_pidfile nginx nginx
-  stop_pidfile fpm php-fpm
-  stop_pidfile pool "shmlink pool"
+  stop_pidfile "$run/nginx.pid" nginx
+  stop_pidfile "$run/fpm.pid" php-fpm
+  stop_pidfile "$run/pool.pid" "shmlink pool"
   rm -f "$run"/*.sock "$run"/*.ctl
 }
 for f in "$run"/*.pid; do

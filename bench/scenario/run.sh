@@ -44,23 +44,12 @@ mkdir -p "$run" "$out"
 # shellcheck source=ci/lib/procs.sh
 source "$root/ci/lib/procs.sh"
 
-# Stops the process of pid file $1 left by this or an earlier run, if it is
-# still the one started (its command line contains $2).
-stop_pidfile() {
-  local file=$run/$1.pid pid
-  [ -f "$file" ] || return 0
-  pid=$(cat "$file")
-  if [ -n "$pid" ] && alive "$pid" && [[ "$(cmdline "$pid")" == *"$2"* ]]; then
-    stop_process "$pid" TERM 10 || echo "scenario: $1 (pid $pid) did not stop on SIGTERM: killed" >&2
-  fi
-  rm -f "$file"
-}
 cleanup() {
-  stop_pidfile pool1 "shmlink pool"
-  stop_pidfile pool2 "shmlink pool"
-  stop_pidfile worker bench/redis/worker.php
-  stop_pidfile redis redis-server
-  stop_pidfile daemon shmlink-daemon
+  stop_pidfile "$run/pool1.pid" "shmlink pool"
+  stop_pidfile "$run/pool2.pid" "shmlink pool"
+  stop_pidfile "$run/worker.pid" bench/redis/worker.php
+  stop_pidfile "$run/redis.pid" redis-server
+  stop_pidfile "$run/daemon.pid" shmlink-daemon
   rm -f "$run"/*.sock "$run/ready"
 }
 for f in "$run"/*.pid; do
@@ -155,7 +144,7 @@ echo "scenario: bench/php/bench.php, $requests calls a point"
   --server "shmlink-daemon (examples/cpp-daemon)${server_pin:+, on CPU $((cpus - 1)), the client on CPU 0}" \
   --json "$out/scenario-latest.json" --markdown "$out/scenario-latest.md" ||
   fail "the benchmark failed (every response is checked: see above)"
-stop_pidfile daemon shmlink-daemon
-stop_pidfile pool1 "shmlink pool"
-stop_pidfile pool2 "shmlink pool"
+stop_pidfile "$run/daemon.pid" shmlink-daemon
+stop_pidfile "$run/pool1.pid" "shmlink pool"
+stop_pidfile "$run/pool2.pid" "shmlink pool"
 echo "scenario: results in $out/scenario-latest.md and $out/scenario-latest.json"

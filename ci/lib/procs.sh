@@ -8,6 +8,10 @@
 #                                  exit, then kills it and the children it had
 #                                  (workers a killed master leaves behind);
 #                                  status 1 when it had to be killed
+#   stop_pidfile FILE PATTERN      stops the process of pid file FILE (left by
+#                                  this run or an interrupted one) if it is
+#                                  still the one started (its command line
+#                                  contains PATTERN), and removes FILE
 
 alive() {
   local stat
@@ -48,4 +52,15 @@ stop_process() {
     return 1
   fi
   wait "$pid" 2>/dev/null || true
+}
+
+stop_pidfile() {
+  local file=$1 pattern=$2 pid
+  [ -f "$file" ] || return 0
+  pid=$(cat "$file")
+  if [ -n "$pid" ] && alive "$pid" && [[ "$(cmdline "$pid")" == *"$pattern"* ]]; then
+    stop_process "$pid" TERM 10 ||
+      echo "$(basename "$file" .pid) (pid $pid) did not stop on SIGTERM: killed" >&2
+  fi
+  rm -f "$file"
 }

@@ -2,6 +2,7 @@
 
 use std::collections::{HashSet, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
+use std::os::fd::BorrowedFd;
 use std::time::Duration;
 
 use crate::address::Address;
@@ -149,12 +150,39 @@ impl Client {
     /// # Errors
     /// As [`Client::call`].
     pub fn call_timeout(&mut self, request: &[u8], timeout: Duration) -> Result<Vec<u8>> {
+        self.call_with_fds_timeout(request, &[], timeout)
+    }
+
+    /// Calls with file descriptors that go with the request (over `shm:` and
+    /// `unix:`, to a server that accepts them: at most [`crate::MAX_FDS`]).
+    /// The handler receives duplicates; ours stay open.
+    ///
+    /// # Errors
+    /// As [`Client::call`]; also, with nothing sent and the session usable:
+    /// [`Error::Unsupported`] over `tcp:`, [`Error::NotAgreed`] when the
+    /// server does not accept descriptors, [`Error::BadFds`] for more than
+    /// [`crate::MAX_FDS`] or a descriptor that is not open.
+    pub fn call_with_fds(&mut self, request: &[u8], fds: &[BorrowedFd<'_>]) -> Result<Vec<u8>> {
+        self.call_with_fds_timeout(request, fds, self.options.timeout)
+    }
+
+    /// [`Client::call_with_fds`] with an explicit timeout.
+    ///
+    /// # Errors
+    /// As [`Client::call_with_fds`].
+    #[inline(always)]
+    pub fn call_with_fds_timeout(
+        &mut self,
+        request: &[u8],
+        fds: &[BorrowedFd<'_>],
+        timeout: Duration,
+    ) -> Result<Vec<u8>> {
         let mut deadline = Deadline::In(timeout);
         // A call's own id is not filed in `in_flight`: `wait_for` matches it
         // directly, so the common one-call-at-a-time case does no set work.
         let id = self.next_id;
         self.session
-            .send(Kind::Request, id, request, &mut deadline)?;
+            .send_with_fds(Kind::Request, id, request, fds, &mut deadline)?;
         self.next_id += 1;
         match self.wait_for(id, &mut deadline) {
             Err(e @ Error::Timeout { .. }) => {
@@ -170,12 +198,27 @@ impl Client {
     /// # Errors
     /// Size limit (nothing sent), timeout waiting for ring space, peer gone.
     pub fn send(&mut self, request: &[u8]) -> Result<CallId> {
-        self.send_deadline(request, &mut Deadline::In(self.options.timeout))
+        self.send_with_fds(request, &[])
     }
 
-    fn send_deadline(&mut self, request: &[u8], deadline: &mut Deadline) -> Result<CallId> {
+    /// Sends a request with file descriptors without waiting (pipelining);
+    /// returns its id.
+    ///
+    /// # Errors
+    /// As [`Client::send`] and [`Client::call_with_fds`].
+    pub fn send_with_fds(&mut self, request: &[u8], fds: &[BorrowedFd<'_>]) -> Result<CallId> {
+        self.send_deadline(request, fds, &mut Deadline::In(self.options.timeout))
+    }
+
+    fn send_deadline(
+        &mut self,
+        request: &[u8],
+        fds: &[BorrowedFd<'_>],
+        deadline: &mut Deadline,
+    ) -> Result<CallId> {
         let id = self.next_id;
-        self.session.send(Kind::Request, id, request, deadline)?;
+        self.session
+            .send_with_fds(Kind::Request, id, request, fds, deadline)?;
         self.next_id += 1;
         self.in_flight.insert(id);
         Ok(id)

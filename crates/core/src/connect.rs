@@ -32,9 +32,10 @@ pub(crate) enum Role {
 
 /// Connects to `address` and returns an established session.
 pub(crate) fn connect(address: &Address, opts: &ClientOptions, role: Role) -> Result<Session> {
-    let offered = match role {
-        Role::Caller => handshake::CAPS,
-        Role::Worker => handshake::CAPS | handshake::CAP_SERVE,
+    let offered = match (role, address) {
+        (Role::Caller, Address::Tcp(_)) => handshake::CAPS,
+        (Role::Caller, _) => handshake::CAPS | handshake::CAP_FDS,
+        (Role::Worker, _) => handshake::CAPS | handshake::CAP_SERVE,
     };
     let deadline = Instant::now() + opts.timeout;
     let name = address.to_string();
@@ -181,12 +182,24 @@ pub(crate) fn connect(address: &Address, opts: &ClientOptions, role: Role) -> Re
                 peer: name.clone(),
                 detail: e.to_string(),
             })?;
-            Link::Shm(ShmLink::new(
-                ends,
-                Spinner::new(opts.wait),
-                Watch::Socket(ctrl),
-                name.clone(),
-            ))
+            // Descriptors sent with messages travel on the control socket.
+            let fd_channel = if caps & handshake::CAP_FDS != 0 {
+                let dup = ctrl.try_clone().map_err(|e| {
+                    Error::io(format!("duplicating the control socket of {name}"), e)
+                })?;
+                Some(Arc::new(Stream::Unix(dup)))
+            } else {
+                None
+            };
+            Link::Shm(
+                ShmLink::new(
+                    ends,
+                    Spinner::new(opts.wait),
+                    Watch::Socket(ctrl),
+                    name.clone(),
+                )
+                .with_fds(fd_channel),
+            )
         }
         (_, stream) => {
             if !fds.is_empty() {
@@ -195,7 +208,10 @@ pub(crate) fn connect(address: &Address, opts: &ClientOptions, role: Role) -> Re
                     detail: "unexpected descriptors in welcome".into(),
                 });
             }
-            Link::Stream(StreamLink::new(Arc::new(stream), None, name.clone())?)
+            Link::Stream(
+                StreamLink::new(Arc::new(stream), None, name.clone())?
+                    .with_fds(caps & handshake::CAP_FDS != 0),
+            )
         }
     };
     let session = Session::new(link, local_max, server_max, caps, name);

@@ -189,6 +189,27 @@ pub enum Error {
         /// What is missing, with its capability bit.
         capability: &'static str,
     },
+    /// The session's transport cannot do what was asked (file descriptors
+    /// over `tcp:`); nothing was sent, the session stays usable.
+    #[error("{what} cannot travel on the session with {address} ({why}); nothing was sent")]
+    Unsupported {
+        /// Session address.
+        address: String,
+        /// What was asked.
+        what: &'static str,
+        /// Why the transport cannot.
+        why: &'static str,
+    },
+    /// The file descriptors given with a message cannot be sent (more than
+    /// [`crate::MAX_FDS`], or one is not open); nothing was sent, the
+    /// session stays usable.
+    #[error("cannot send file descriptors to {address}: {reason}; nothing was sent")]
+    BadFds {
+        /// Session address.
+        address: String,
+        /// What is wrong with them.
+        reason: String,
+    },
     /// The handler on the other side returned an error.
     #[error(transparent)]
     Remote(#[from] RemoteError),

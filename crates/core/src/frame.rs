@@ -5,21 +5,29 @@
 //!  0     4    len    payload bytes in this frame (u32 LE)
 //!  4     1    kind   Kind
 //!  5     1    flags  bit 0 MORE: further chunks of the same message follow
-//!  6     2    reserved, zero
+//!  6     2    fds    file descriptors sent with the message (u16 LE): 0, or
+//!                     1..=MAX_FDS on the first frame of a message when the
+//!                     session agreed on descriptor passing (capability bit 4)
 //!  8     8    id     call id (u64 LE)
 //! 16     8    total  length of the whole message (u64 LE), the same in every chunk
 //! ```
 //! A message larger than one frame is sent as consecutive chunks; a sender
 //! never interleaves two messages, so chunks of one message are contiguous.
 
+use std::os::fd::OwnedFd;
+
 use crate::error::RemoteError;
-use crate::le::{u32_at, u64_at};
+use crate::le::{u16_at, u32_at, u64_at};
 
 /// Encoded size of a frame header.
 pub const HEADER_LEN: usize = 24;
 
 /// Flag: more chunks of this message follow.
 pub const FLAG_MORE: u8 = 1;
+
+/// Most file descriptors one message may carry (the `fds` field's bound).
+pub const MAX_FDS: usize = 64;
+const _: () = assert!(MAX_FDS <= shmlink_sys::fdpass::MAX_FDS);
 
 /// Code of a `Goodbye` without a complaint: the sender is closing normally
 /// (an empty `Goodbye` body means the same).
@@ -88,6 +96,9 @@ pub struct FrameHeader {
     pub kind: Kind,
     /// Flag bits.
     pub flags: u8,
+    /// File descriptors sent with the message (non-zero only on its first
+    /// frame, at most [`MAX_FDS`]).
+    pub fds: u16,
     /// Call id.
     pub id: u64,
     /// Length of the whole message.
@@ -108,6 +119,7 @@ impl FrameHeader {
             len: len as u32,
             kind,
             flags: 0,
+            fds: 0,
             id,
             total: len as u64,
         }
@@ -119,6 +131,7 @@ impl FrameHeader {
         b[0..4].copy_from_slice(&self.len.to_le_bytes());
         b[4] = self.kind as u8;
         b[5] = self.flags;
+        b[6..8].copy_from_slice(&self.fds.to_le_bytes());
         b[8..16].copy_from_slice(&self.id.to_le_bytes());
         b[16..24].copy_from_slice(&self.total.to_le_bytes());
         b
@@ -136,16 +149,20 @@ impl FrameHeader {
         };
         let len = u32_at(b, 0);
         let flags = b[5];
+        let fds = u16_at(b, 6);
         let total = u64_at(b, 16);
         // One test on the hot path; the refusal explains which field failed.
         match Kind::from_u8(b[4]) {
             Some(kind)
-                if flags & !FLAG_MORE == 0 && b[6] == 0 && b[7] == 0 && u64::from(len) <= total =>
+                if flags & !FLAG_MORE == 0
+                    && usize::from(fds) <= MAX_FDS
+                    && u64::from(len) <= total =>
             {
                 Ok(FrameHeader {
                     len,
                     kind,
                     flags,
+                    fds,
                     id: u64_at(b, 8),
                     total,
                 })
@@ -168,8 +185,11 @@ impl FrameHeader {
             format!("unknown frame kind {}", b[4])
         } else if flags & !FLAG_MORE != 0 {
             format!("unknown frame flags {flags:#04x}")
-        } else if b[6] != 0 || b[7] != 0 {
-            "reserved frame header bytes are not zero".into()
+        } else if usize::from(u16_at(b, 6)) > MAX_FDS {
+            format!(
+                "frame announces {} file descriptors, more than the limit of {MAX_FDS}",
+                u16_at(b, 6)
+            )
         } else {
             format!("frame carries {len} bytes of a message of {total} bytes")
         })
@@ -182,7 +202,7 @@ impl FrameHeader {
 }
 
 /// A whole message, reassembled from its chunks.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct Message {
     /// What it is.
     pub kind: Kind,
@@ -190,6 +210,8 @@ pub struct Message {
     pub id: u64,
     /// The bytes.
     pub body: Vec<u8>,
+    /// The file descriptors that came with it (closed when dropped).
+    pub fds: Vec<OwnedFd>,
 }
 
 impl Message {
@@ -242,6 +264,8 @@ pub struct Assembler {
     /// Whether messages may come in several chunks (capability bit 0).
     chunked: bool,
     current: Option<(FrameHeader, Vec<u8>)>,
+    /// The descriptors of the message in progress.
+    fds: Vec<OwnedFd>,
     /// A buffer handed back with [`Assembler::recycle`], reused for the next message.
     spare: Vec<u8>,
 }
@@ -259,6 +283,7 @@ impl Assembler {
             max_message: max_message as u64,
             chunked,
             current: None,
+            fds: Vec::new(),
             spare: Vec::new(),
         }
     }
@@ -309,6 +334,12 @@ impl Assembler {
                     h.kind, h.id, h.total, first.kind, first.id, first.total
                 )));
             }
+            if h.fds != 0 {
+                return Err(FrameError(format!(
+                    "a later chunk of {:?} #{} announces {} file descriptors; only a message's first frame may",
+                    h.kind, h.id, h.fds
+                )));
+            }
         }
         if self.current.is_none() {
             let mut buf = std::mem::take(&mut self.spare);
@@ -327,6 +358,12 @@ impl Assembler {
             )));
         }
         Ok(buf)
+    }
+
+    /// Files the descriptors that came with the first frame of the message
+    /// in progress (after [`Assembler::begin_chunk`]); they go with it.
+    pub fn attach_fds(&mut self, fds: Vec<OwnedFd>) {
+        self.fds = fds;
     }
 
     /// Hands back a message body for reuse (bodies up to 1 MiB are kept), so a
@@ -363,6 +400,7 @@ impl Assembler {
             kind: first.kind,
             id: first.id,
             body,
+            fds: std::mem::take(&mut self.fds),
         }))
     }
 }
@@ -376,6 +414,7 @@ mod tests {
             len,
             kind: Kind::Request,
             flags,
+            fds: 0,
             id,
             total,
         }
@@ -404,7 +443,7 @@ mod tests {
         let mut a = Assembler::new(100, true);
         let h1 = hdr(3, FLAG_MORE, 7, 5);
         a.begin_chunk(&h1).expect("c1").extend_from_slice(b"abc");
-        assert_eq!(a.finish(&h1), Ok(None));
+        assert!(matches!(a.finish(&h1), Ok(None)));
         let h2 = hdr(2, 0, 7, 5);
         a.begin_chunk(&h2).expect("c2").extend_from_slice(b"de");
         let m = a.finish(&h2).expect("finish").expect("message");
@@ -417,6 +456,23 @@ mod tests {
             .extend_from_slice(b"abc");
         assert!(a.begin_chunk(&hdr(1, 0, 2, 5)).is_err(), "interleaved id");
         assert!(a.begin_chunk(&hdr(3, 0, 1, 5)).is_err(), "overflow");
+    }
+
+    #[test]
+    fn descriptors_only_on_a_first_frame_and_within_the_limit() {
+        let with_fds = |fds: u16, h: FrameHeader| FrameHeader { fds, ..h };
+        let h = with_fds(64, hdr(1, 0, 1, 1));
+        assert_eq!(FrameHeader::decode(&h.encode()), Ok(h));
+        let over = with_fds(65, hdr(1, 0, 1, 1)).encode();
+        let e = FrameHeader::decode(&over).expect_err("65 descriptors");
+        assert!(e.0.contains("more than the limit of 64"), "{e}");
+        let mut a = Assembler::new(100, true);
+        a.begin_chunk(&with_fds(2, hdr(3, FLAG_MORE, 7, 5)))
+            .expect("first chunk may announce descriptors");
+        let e = a
+            .begin_chunk(&with_fds(1, hdr(2, 0, 7, 5)))
+            .expect_err("a later chunk may not");
+        assert!(e.0.contains("only a message's first frame"), "{e}");
     }
 
     #[test]

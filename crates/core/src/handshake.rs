@@ -25,6 +25,12 @@ pub const CAP_DESCRIPTORS: u64 = 1 << 2;
 /// and the connecting side answers them. Offered only by workers, agreed
 /// only by a worker port ([`crate::WorkerPort`]).
 pub const CAP_SERVE: u64 = 1 << 3;
+/// Capability: messages may carry file descriptors (the frame header's
+/// `fds` field), passed with `SCM_RIGHTS` on the session's Unix socket.
+/// Offered by clients over `shm:` and `unix:`, agreed by servers that
+/// accept descriptors ([`crate::ServerOptions::accept_fds`]); never over
+/// `tcp:`.
+pub const CAP_FDS: u64 = 1 << 4;
 /// Capabilities this build offers (a worker adds [`CAP_SERVE`]).
 pub const CAPS: u64 = CAP_CHUNKED | CAP_ONE_WAY;
 

@@ -53,14 +53,14 @@ pub use deadline::Deadline;
 pub use error::{Error, RefusalCode, RemoteError, Result};
 pub use frame::{
     CODE_CLOSED, CODE_HANDLER_EXCEPTION, CODE_HANDLER_PANICKED, CODE_PROTOCOL_ERROR,
-    CODE_RESPONSE_TOO_LARGE, CODE_SHUTTING_DOWN, MIN_MESSAGE_LIMIT,
+    CODE_RESPONSE_TOO_LARGE, CODE_SHUTTING_DOWN, MAX_FDS, MIN_MESSAGE_LIMIT,
 };
 pub use options::{
     ClientOptions, Log, ServerOptions, WaitStrategy, DEFAULT_MAX_MESSAGE, DEFAULT_RING_SIZE,
     MAX_MESSAGE_SIZE, MAX_RING_SIZE, MIN_RING_SIZE,
 };
 pub use server::{
-    AcceptedWorker, Handler, RunningServer, Server, Stats, StopHandle, WorkerPort,
+    AcceptedWorker, Handler, RunningServer, Server, Stats, StopHandle, WithFds, WorkerPort,
     PREPARED_SEGMENTS,
 };
 pub use worker::{Worker, CODE_NOT_ANSWERED, WORKER_ENV};

@@ -224,6 +224,9 @@ pub struct ServerOptions {
     /// (ring space, or socket buffer space on `unix:`/`tcp:`); a client that
     /// stops reading loses its session then. Default 5 s.
     pub send_timeout: Duration,
+    /// Whether clients may send file descriptors with their calls (over
+    /// `shm:` and `unix:`; handlers receive them). Default true.
+    pub accept_fds: bool,
     /// Where sessions ended for a protocol error or a stalled client are
     /// reported. Default: standard error.
     pub log: Log,
@@ -241,6 +244,7 @@ impl Default for ServerOptions {
             max_message_size: DEFAULT_MAX_MESSAGE,
             handshake_timeout: Duration::from_secs(2),
             send_timeout: Duration::from_secs(5),
+            accept_fds: true,
             log: Log::default(),
         }
     }

@@ -2,13 +2,14 @@
 //! checked before anything is sent, and the broken state after a fatal error.
 
 use std::collections::VecDeque;
+use std::os::fd::BorrowedFd;
 
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::frame::{
-    Assembler, FrameHeader, Kind, Message, CODE_CLOSED, CODE_PROTOCOL_ERROR, FLAG_MORE,
+    Assembler, FrameHeader, Kind, Message, CODE_CLOSED, CODE_PROTOCOL_ERROR, FLAG_MORE, MAX_FDS,
 };
-use crate::handshake::{CAP_CHUNKED, CAP_ONE_WAY};
+use crate::handshake::{CAP_CHUNKED, CAP_FDS, CAP_ONE_WAY};
 use crate::link::{Inbox, Link};
 
 /// One side of an established session.
@@ -84,6 +85,11 @@ impl Session {
     /// Largest message this side accepts (and sends).
     pub(crate) fn local_max(&self) -> usize {
         self.local_max
+    }
+
+    /// Whether both sides agreed on capability `cap`.
+    pub(crate) fn agreed(&self, cap: u64) -> bool {
+        self.caps & cap != 0
     }
 
     /// The link (the server's monitor needs the segment).
@@ -166,8 +172,30 @@ impl Session {
         body: &[u8],
         deadline: &mut Deadline,
     ) -> Result<()> {
+        self.send_with_fds(kind, id, body, &[], deadline)
+    }
+
+    /// [`Session::send`] with file descriptors that go with the message's
+    /// first frame.
+    ///
+    /// # Errors
+    /// As [`Session::send`]; also, with nothing sent and the session usable:
+    /// [`Error::Unsupported`] (`tcp:`), [`Error::NotAgreed`] (the peer does
+    /// not accept descriptors), [`Error::BadFds`] (too many, or not open).
+    #[inline(always)]
+    pub(crate) fn send_with_fds(
+        &mut self,
+        kind: Kind,
+        id: u64,
+        body: &[u8],
+        fds: &[BorrowedFd<'_>],
+        deadline: &mut Deadline,
+    ) -> Result<()> {
         self.check_usable()?;
         self.check_size(body.len())?;
+        if !fds.is_empty() {
+            self.check_fds(fds.len())?;
+        }
         if kind == Kind::OneWay && self.caps & CAP_ONE_WAY == 0 {
             return Err(Error::NotAgreed {
                 address: self.address.clone(),
@@ -175,14 +203,40 @@ impl Session {
             });
         }
         if body.len() <= self.max_single {
-            let h = FrameHeader::whole(kind, id, body.len());
+            let mut h = FrameHeader::whole(kind, id, body.len());
+            h.fds = fds.len() as u16;
             let ib = inbox(&mut self.asm, &mut self.drained, self.drain_while_sending);
-            return match self.link.send_frame(&h, body, deadline, ib) {
+            return match self.link.send_frame(&h, body, fds, deadline, ib) {
                 Ok(()) => Ok(()),
                 Err(e) => Err(self.send_failed(e, false)),
             };
         }
-        self.send_chunks(kind, id, body, deadline)
+        self.send_chunks(kind, id, body, fds, deadline)
+    }
+
+    /// Whether `count` descriptors may go with a message on this session.
+    #[cold]
+    fn check_fds(&self, count: usize) -> Result<()> {
+        if !self.link.carries_fds() {
+            return Err(Error::Unsupported {
+                address: self.address.clone(),
+                what: "file descriptors",
+                why: "they pass only over Unix sockets: use shm: or unix:",
+            });
+        }
+        if self.caps & CAP_FDS == 0 {
+            return Err(Error::NotAgreed {
+                address: self.address.clone(),
+                capability: "file descriptors (capability bit 4): the server does not accept them",
+            });
+        }
+        if count > MAX_FDS {
+            return Err(Error::BadFds {
+                address: self.address.clone(),
+                reason: format!("{count} given, a message carries at most {MAX_FDS}"),
+            });
+        }
+        Ok(())
     }
 
     /// Sends a message larger than one frame as chunks of
@@ -193,21 +247,24 @@ impl Session {
         kind: Kind,
         id: u64,
         body: &[u8],
+        fds: &[BorrowedFd<'_>],
         deadline: &mut Deadline,
     ) -> Result<()> {
         let total = body.len() as u64;
         let mut sent = 0;
         for part in body.chunks(self.link.max_chunk()) {
             let last = sent + part.len() == body.len();
+            let with = if sent == 0 { fds } else { &[] };
             let h = FrameHeader {
                 len: part.len() as u32,
                 kind,
                 flags: if last { 0 } else { FLAG_MORE },
+                fds: with.len() as u16,
                 id,
                 total,
             };
             let ib = inbox(&mut self.asm, &mut self.drained, self.drain_while_sending);
-            if let Err(e) = self.link.send_frame(&h, part, deadline, ib) {
+            if let Err(e) = self.link.send_frame(&h, part, with, deadline, ib) {
                 return Err(self.send_failed(e, sent > 0));
             }
             sent += part.len();

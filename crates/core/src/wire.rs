@@ -29,8 +29,8 @@ pub use crate::frame::{
     FLAG_MORE, HEADER_LEN, MIN_MESSAGE_LIMIT,
 };
 pub use crate::handshake::{
-    negotiate_version, Hello, Welcome, Wire, CAPS, CAP_CHUNKED, CAP_DESCRIPTORS, CAP_ONE_WAY,
-    CAP_SERVE, HELLO_LEN, MAX_REFUSAL_TEXT, PROTOCOL_MAX, PROTOCOL_MIN, WELCOME_LEN,
+    negotiate_version, Hello, Welcome, Wire, CAPS, CAP_CHUNKED, CAP_DESCRIPTORS, CAP_FDS,
+    CAP_ONE_WAY, CAP_SERVE, HELLO_LEN, MAX_REFUSAL_TEXT, PROTOCOL_MAX, PROTOCOL_MIN, WELCOME_LEN,
 };
 pub use crate::layout::{
     SegmentHeader, DATA_AT, LAYOUT_VERSION, RING_HEADERS_AT, SEGMENT_HEADER_LEN, SEGMENT_MAGIC,

@@ -202,6 +202,7 @@ fn frame(kind: u8, flags: u8, id: u64, total: u64, len: u32) -> [u8; HEADER_LEN]
         len,
         kind: Kind::Request,
         flags: 0,
+        fds: 0,
         id,
         total: total.max(u64::from(len)),
     }
@@ -350,6 +351,7 @@ impl RawShm {
             len: body.len() as u32,
             kind,
             flags: 0,
+            fds: 0,
             id,
             total: body.len() as u64,
         }

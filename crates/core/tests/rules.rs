@@ -109,7 +109,7 @@ crate::per_transport!(
 fn broken_rules_are_told_and_logged(t: T) {
     let lines = Lines::default();
     let srv = logged_server(t, &lines);
-    let cases: [(&str, [u8; HEADER_LEN], &[u8], &str); 8] = [
+    let cases: [(&str, [u8; HEADER_LEN], &[u8], &str); 9] = [
         (
             "a response sent to the server",
             raw_header(Kind::Response as u8, 0, 1, 2, 2),
@@ -147,14 +147,24 @@ fn broken_rules_are_told_and_logged(t: T) {
             "unknown frame flags",
         ),
         (
-            "reserved header bytes set",
+            "descriptors announced, not agreed",
             {
                 let mut b = raw_header(Kind::Request as u8, 0, 1, 4, 4);
                 b[6] = 1;
                 b
             },
             b"ping",
-            "reserved",
+            "capability bit 4",
+        ),
+        (
+            "more descriptors than a message may carry",
+            {
+                let mut b = raw_header(Kind::Request as u8, 0, 1, 4, 4);
+                b[6] = 65;
+                b
+            },
+            b"ping",
+            "more than the limit of 64",
         ),
         (
             "an unknown frame kind",

@@ -224,7 +224,8 @@ fn segment_headers() -> Vec<Value> {
 }
 
 fn frame_fields(h: &FrameHeader) -> Value {
-    json!({"len": h.len, "kind": h.kind as u8, "flags": h.flags, "id": n(h.id), "total": n(h.total)})
+    json!({"len": h.len, "kind": h.kind as u8, "flags": h.flags, "fds": h.fds, "id": n(h.id),
+           "total": n(h.total)})
 }
 
 fn frame(name: &str, h: FrameHeader, payload: &[u8]) -> Value {
@@ -263,6 +264,14 @@ fn frames() -> Vec<Value> {
             &err,
         ),
         frame(
+            "request, id 4, with 2 file descriptors (capability bit 4)",
+            FrameHeader {
+                fds: 2,
+                ..FrameHeader::whole(Kind::Request, 4, 4)
+            },
+            b"file",
+        ),
+        frame(
             "one-way, id 0",
             FrameHeader::whole(Kind::OneWay, 0, 4),
             b"note",
@@ -290,6 +299,7 @@ fn frames() -> Vec<Value> {
             len: part.len() as u32,
             kind: Kind::Request,
             flags: if i < 2 { FLAG_MORE } else { 0 },
+            fds: 0,
             id: 9,
             total: body.len() as u64,
         };
@@ -313,9 +323,14 @@ fn frames() -> Vec<Value> {
         "unknown frame flags",
     ));
     out.push(invalid(
-        "reserved byte 6 set",
-        &with(6, 1),
-        "reserved frame header bytes",
+        "fds 65: over the limit of 64",
+        &with(6, 65),
+        "more than the limit of 64",
+    ));
+    out.push(invalid(
+        "fds 256 (byte 7 set)",
+        &with(7, 1),
+        "256 file descriptors",
     ));
     out.push(invalid(
         "len 5 > total 4",

@@ -191,8 +191,11 @@ impl Pool {
             "shmlink-pool-supervise",
             Box::new(move || supervise::run(&i)),
         )?);
+        // Descriptors are not relayed to workers: a client's call with
+        // descriptors gets `NotAgreed` before anything is sent.
         let server_opts = ServerOptions {
             wait: opts.wait,
+            accept_fds: false,
             log: (*log).clone(),
             ..ServerOptions::default()
         };

@@ -4,12 +4,15 @@
 //! [`StreamLink`](stream::StreamLink) moves the same frames over a Unix or TCP
 //! stream. The session layer above chunks messages into frames.
 
+mod fds;
 mod inbox;
 pub(crate) mod shm;
 pub(crate) mod stream;
 mod wait;
 
 pub(crate) use inbox::Inbox;
+
+use std::os::fd::BorrowedFd;
 
 use crate::deadline::Deadline;
 use crate::error::Result;
@@ -41,21 +44,34 @@ impl Link {
         }
     }
 
-    /// Sends one frame, waiting for room until `deadline`.
+    /// Whether the link can pass file descriptors (a Unix socket under it).
+    pub(crate) fn carries_fds(&self) -> bool {
+        match self {
+            Link::Shm(_) => true,
+            Link::Stream(l) => l.is_unix(),
+        }
+    }
+
+    /// Sends one frame, with `fds` (as many as `h.fds` says; the session
+    /// agreed on descriptors), waiting for room until `deadline`.
     ///
     /// # Errors
-    /// Timeout, peer gone, corrupted ring, socket errors.
+    /// Timeout, peer gone, corrupted ring, socket errors; [`Error::BadFds`]
+    /// (nothing sent) when a descriptor is not open.
+    ///
+    /// [`Error::BadFds`]: crate::Error::BadFds
     #[inline(always)]
     pub(crate) fn send_frame(
         &mut self,
         h: &FrameHeader,
         payload: &[u8],
+        fds: &[BorrowedFd<'_>],
         deadline: &mut Deadline,
         inbox: Option<Inbox<'_>>,
     ) -> Result<()> {
         match self {
-            Link::Shm(l) => l.send_frame(h, payload, deadline, inbox),
-            Link::Stream(l) => l.send_frame(h, payload, deadline, inbox),
+            Link::Shm(l) => l.send_frame(h, payload, fds, deadline, inbox),
+            Link::Stream(l) => l.send_frame(h, payload, fds, deadline, inbox),
         }
     }
 

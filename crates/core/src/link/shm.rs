@@ -1,13 +1,17 @@
 //! Frames through the shared-memory rings, with the futex doorbell. Waits
 //! (for data, for room) go through the one wait loop in [`super::wait`].
 
+use std::os::fd::BorrowedFd;
 use std::sync::atomic::AtomicU32;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use shmlink_ring::{Pop, Push, Record, RingError};
 use shmlink_sys::futex;
 
+use super::fds;
 use super::inbox::Inbox;
+use super::stream::Stream;
 use super::wait::{self, spin_briefly, Terms, Waiter};
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
@@ -22,6 +26,9 @@ pub(crate) struct ShmLink {
     spinner: Spinner,
     watch: Watch,
     address: String,
+    /// The control socket, when the session agreed on file descriptors:
+    /// they travel there, each message's in a record (see [`super::fds`]).
+    fd_channel: Option<Arc<Stream>>,
 }
 
 impl ShmLink {
@@ -32,7 +39,15 @@ impl ShmLink {
             spinner,
             watch,
             address,
+            fd_channel: None,
         }
+    }
+
+    /// The same link, passing file descriptors on `channel` (the control
+    /// socket) when the session agreed on them.
+    pub(crate) fn with_fds(mut self, channel: Option<Arc<Stream>>) -> Self {
+        self.fd_channel = channel;
+        self
     }
 
     /// Largest payload of a chunk of a streamed message: a quarter of the ring,
@@ -63,16 +78,21 @@ impl ShmLink {
         self.watch.check() == Verdict::Alive
     }
 
-    /// Sends one frame, waiting for room until `deadline`; a sender with an
-    /// inbox drains its incoming ring while it waits.
+    /// Sends one frame (with `fds`: see [`ShmLink::send_frame_with_fds`]),
+    /// waiting for room until `deadline`; a sender with an inbox drains its
+    /// incoming ring while it waits.
     #[inline(always)]
     pub(crate) fn send_frame(
         &mut self,
         h: &FrameHeader,
         payload: &[u8],
+        fds: &[BorrowedFd<'_>],
         deadline: &mut Deadline,
         mut inbox: Option<Inbox<'_>>,
     ) -> Result<()> {
+        if !fds.is_empty() {
+            return self.send_frame_with_fds(h, payload, fds, deadline, inbox);
+        }
         let head = h.encode();
         loop {
             match self.ends.producer.try_push(&[&head, payload]) {
@@ -88,6 +108,38 @@ impl ShmLink {
                 }
                 Err(e) => return Err(corrupt(&self.address, &e)),
             }
+        }
+    }
+
+    /// Sends a frame whose descriptors go first, in a record on the control
+    /// socket: once the ring has room for the frame (so that the push
+    /// cannot fail after the record went out), the record, then the frame.
+    #[cold]
+    fn send_frame_with_fds(
+        &mut self,
+        h: &FrameHeader,
+        payload: &[u8],
+        fds: &[BorrowedFd<'_>],
+        deadline: &mut Deadline,
+        mut inbox: Option<Inbox<'_>>,
+    ) -> Result<()> {
+        let Some(channel) = self.fd_channel.clone() else {
+            return Err(fds::not_agreed(h, &self.address));
+        };
+        let need = HEADER_LEN + payload.len();
+        loop {
+            if self
+                .ends
+                .producer
+                .has_space(need)
+                .map_err(|e| corrupt(&self.address, &e))?
+            {
+                let at = deadline.at_from(Instant::now());
+                fds::send_record(&channel, h, fds, at, &self.address)?;
+                return self.send_frame(h, payload, &[], deadline, inbox);
+            }
+            let streaming = h.total > u64::from(h.len);
+            self.wait_space(need, deadline, streaming, &mut inbox)?;
         }
     }
 
@@ -116,6 +168,7 @@ impl ShmLink {
             cons: &mut self.ends.consumer,
             need,
             inbox: inbox.as_mut(),
+            fds: self.fd_channel.as_deref(),
             address: &self.address,
         };
         wait::wait(&mut w, &terms)
@@ -131,7 +184,10 @@ impl ShmLink {
 
     /// Files every frame already in the incoming ring, without waiting.
     pub(crate) fn drain_now(&mut self, inbox: &mut Inbox<'_>) {
-        while let Ok(Some(frame)) = pop_frame(&mut self.ends.consumer, inbox.asm, &self.address) {
+        let chan = self.fd_channel.as_deref();
+        while let Ok(Some(frame)) =
+            pop_frame(&mut self.ends.consumer, inbox.asm, chan, &self.address)
+        {
             if let Some(m) = frame {
                 inbox.out.push_back(m);
             }
@@ -148,7 +204,8 @@ impl ShmLink {
         loop {
             // Wait before popping: an empty pop costs more than the check.
             self.wait_frame(deadline, asm.in_progress())?;
-            if let Some(Some(m)) = pop_frame(&mut self.ends.consumer, asm, &self.address)? {
+            let chan = self.fd_channel.as_deref();
+            if let Some(Some(m)) = pop_frame(&mut self.ends.consumer, asm, chan, &self.address)? {
                 return Ok(m);
             }
         }
@@ -242,6 +299,7 @@ struct Outgoing<'a, 'i> {
     cons: &'a mut RingConsumer,
     need: usize,
     inbox: Option<&'a mut Inbox<'i>>,
+    fds: Option<&'a Stream>,
     address: &'a str,
 }
 
@@ -270,7 +328,7 @@ impl Waiter for Outgoing<'_, '_> {
             return Ok(false);
         };
         let mut any = false;
-        while let Some(frame) = pop_frame(self.cons, inbox.asm, self.address)? {
+        while let Some(frame) = pop_frame(self.cons, inbox.asm, self.fds, self.address)? {
             any = true;
             if let Some(m) = frame {
                 inbox.out.push_back(m);
@@ -289,9 +347,10 @@ impl Waiter for Outgoing<'_, '_> {
 fn pop_frame(
     cons: &mut RingConsumer,
     asm: &mut Assembler,
+    fd_channel: Option<&Stream>,
     addr: &str,
 ) -> Result<Option<Option<Message>>> {
-    match cons.try_pop(|rec| take_record(&rec, asm, addr)) {
+    match cons.try_pop(|rec| take_record(&rec, asm, fd_channel, addr)) {
         Ok(Pop::Done { value, wake }) => {
             if wake {
                 futex::wake(&cons.header().space_bell, 1);
@@ -303,11 +362,13 @@ fn pop_frame(
     }
 }
 
-/// Takes one popped record: a whole message, or a chunk into `asm`.
+/// Takes one popped record: a whole message, or a chunk into `asm`; the
+/// descriptors a first frame announces come from `fd_channel`.
 #[inline(always)]
 fn take_record<M: shmlink_ring::Memory>(
     rec: &Record<'_, M>,
     asm: &mut Assembler,
+    fd_channel: Option<&Stream>,
     addr: &str,
 ) -> Result<Option<Message>> {
     let mut hb = [0u8; HEADER_LEN];
@@ -316,18 +377,25 @@ fn take_record<M: shmlink_ring::Memory>(
     if rec.len() != HEADER_LEN + h.len as usize {
         return Err(record_mismatch(addr, rec.len(), h.len));
     }
-    if let Some(mut body) = asm.take_whole(&h) {
-        rec.append_from(HEADER_LEN, &mut body)
-            .map_err(|e| corrupt(addr, &e))?;
-        return Ok(Some(Message {
-            kind: h.kind,
-            id: h.id,
-            body,
-        }));
+    if h.fds == 0 {
+        if let Some(mut body) = asm.take_whole(&h) {
+            rec.append_from(HEADER_LEN, &mut body)
+                .map_err(|e| corrupt(addr, &e))?;
+            return Ok(Some(Message {
+                kind: h.kind,
+                id: h.id,
+                body,
+                fds: Vec::new(),
+            }));
+        }
     }
     let buf = asm.begin_chunk(&h).map_err(|e| protocol(addr, e.0))?;
     rec.append_from(HEADER_LEN, buf)
         .map_err(|e| corrupt(addr, &e))?;
+    if h.fds != 0 {
+        let channel = fd_channel.ok_or_else(|| fds::not_agreed(&h, addr))?;
+        asm.attach_fds(fds::recv_record(channel, &h, addr)?);
+    }
     asm.finish(&h).map_err(|e| protocol(addr, e.0))
 }
 

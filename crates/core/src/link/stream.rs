@@ -4,17 +4,18 @@
 
 use std::io::{self, IoSlice, Read};
 use std::net::TcpStream;
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use shmlink_sys::poll::{self, Ready};
 
+use super::fds;
 use super::inbox::Inbox;
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
-use crate::frame::{Assembler, FrameHeader, Message, HEADER_LEN};
+use crate::frame::{Assembler, FrameHeader, Message, HEADER_LEN, MAX_FDS};
 use crate::watch::{verdict_error, Verdict, Watch};
 
 /// Largest payload of one frame on a stream.
@@ -162,6 +163,55 @@ pub(crate) struct StreamLink {
     /// committed (its first bytes are on the wire): this goes out before
     /// anything else, during later sends and while waiting to receive.
     pending: Vec<u8>,
+    /// Descriptors received (`SCM_RIGHTS`) and not yet claimed by a frame,
+    /// in order; `Some` when the session agreed on descriptors.
+    fd_queue: Option<Vec<OwnedFd>>,
+}
+
+/// Reads some bytes, collecting the descriptors that come with them when
+/// `fd_queue` is `Some`.
+///
+/// # Errors
+/// Socket errors; `InvalidData` when descriptors pile up with no frame
+/// claiming them.
+fn read_from(
+    sock: &Stream,
+    fd_queue: &mut Option<Vec<OwnedFd>>,
+    buf: &mut [u8],
+) -> io::Result<usize> {
+    let Some(queue) = fd_queue else {
+        return sock.read_some(buf);
+    };
+    let n = shmlink_sys::fdpass::recv_fds_into(sock, buf, queue, false)?;
+    if queue.len() > 2 * MAX_FDS {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "{} file descriptors arrived that no frame announced",
+                queue.len()
+            ),
+        ));
+    }
+    Ok(n)
+}
+
+/// Hands the descriptors frame `h` announces (received with its first
+/// bytes) to `asm`, for the message it begins.
+#[inline(always)]
+fn claim_fds(
+    fd_queue: &mut Option<Vec<OwnedFd>>,
+    addr: &str,
+    h: &FrameHeader,
+    asm: &mut Assembler,
+) -> Result<()> {
+    if h.fds == 0 {
+        return Ok(());
+    }
+    let Some(queue) = fd_queue.as_mut() else {
+        return Err(fds::not_agreed(h, addr));
+    };
+    asm.attach_fds(fds::take(queue, h, addr)?);
+    Ok(())
 }
 
 impl StreamLink {
@@ -181,7 +231,22 @@ impl StreamLink {
             flags,
             address,
             pending: Vec::new(),
+            fd_queue: None,
         })
+    }
+
+    /// The same link, receiving file descriptors with frames when `on` (the
+    /// session agreed on them; Unix sockets only).
+    pub(crate) fn with_fds(mut self, on: bool) -> Self {
+        if on && self.is_unix() {
+            self.fd_queue = Some(Vec::new());
+        }
+        self
+    }
+
+    /// Whether the socket is a Unix one (which can pass descriptors).
+    pub(crate) fn is_unix(&self) -> bool {
+        matches!(*self.sock, Stream::Unix(_))
     }
 
     /// Whether the peer still looks alive.
@@ -235,11 +300,12 @@ impl StreamLink {
             .write_some(&[IoSlice::new(&head), IoSlice::new(payload)]);
     }
 
-    /// Sends one frame.
+    /// Sends one frame; `fds` go with its first byte.
     pub(crate) fn send_frame(
         &mut self,
         h: &FrameHeader,
         payload: &[u8],
+        mut fds: &[BorrowedFd<'_>],
         deadline: &mut Deadline,
         mut inbox: Option<Inbox<'_>>,
     ) -> Result<()> {
@@ -265,9 +331,15 @@ impl StreamLink {
         }
         let mut written = 0usize;
         while !slices.is_empty() {
-            match self.sock.write_some(slices) {
+            let wrote = if fds.is_empty() {
+                self.sock.write_some(slices)
+            } else {
+                shmlink_sys::fdpass::send_vectored_with_fds(&*self.sock, slices, fds, true)
+            };
+            match wrote {
                 Ok(0) => return Err(self.gone("socket accepted no bytes")),
                 Ok(n) => {
+                    fds = &[];
                     written += n;
                     IoSlice::advance_slices(&mut slices, n)
                 }
@@ -297,6 +369,9 @@ impl StreamLink {
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if !fds.is_empty() && shmlink_sys::fdpass::fd_refusal(&e).is_some() => {
+                    return Err(fds::send_error(&self.address, e))
+                }
                 Err(e) => return Err(self.io_error(e)),
             }
         }
@@ -341,7 +416,7 @@ impl StreamLink {
             if self.rend == self.rbuf.len() {
                 return Ok(());
             }
-            match self.sock.read_some(&mut self.rbuf[self.rend..]) {
+            match read_from(&self.sock, &mut self.fd_queue, &mut self.rbuf[self.rend..]) {
                 Ok(0) => return Err(self.gone("connection closed by peer")),
                 Ok(n) => self.rend += n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
@@ -387,6 +462,7 @@ impl StreamLink {
             return Ok(None);
         }
         let body = self.rpos + HEADER_LEN;
+        claim_fds(&mut self.fd_queue, &self.address, &h, asm)?;
         let buf = asm.begin_chunk(&h).map_err(|e| proto(e.0))?;
         buf.extend_from_slice(&self.rbuf[body..body + len]);
         self.rpos = body + len;
@@ -404,7 +480,7 @@ impl StreamLink {
             self.rpos = 0;
         }
         loop {
-            match self.sock.read_some(&mut self.rbuf[self.rend..]) {
+            match read_from(&self.sock, &mut self.fd_queue, &mut self.rbuf[self.rend..]) {
                 Ok(0) => return Err(self.eof(mid_message)),
                 Ok(n) => {
                     self.rend += n;
@@ -503,6 +579,7 @@ impl StreamLink {
                 )));
             }
             self.rpos += HEADER_LEN;
+            claim_fds(&mut self.fd_queue, &self.address, &h, asm)?;
             let buf = asm.begin_chunk(&h).map_err(|e| proto(e.0))?;
             let mut want = h.len as usize;
             let start = buf.len();
@@ -515,7 +592,7 @@ impl StreamLink {
             at += have;
             want -= have;
             while want > 0 {
-                match self.sock.read_some(&mut buf[at..at + want]) {
+                match read_from(&self.sock, &mut self.fd_queue, &mut buf[at..at + want]) {
                     Ok(0) => return Err(self.gone("connection closed in the middle of a frame")),
                     Ok(n) => {
                         at += n;

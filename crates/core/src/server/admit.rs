@@ -238,8 +238,11 @@ fn agree(
 
 /// The capabilities of a session: those both sides offer (a worker port
 /// also agrees that the connecting side serves).
-fn agreed_caps(mode: Mode, hello: &Hello) -> u64 {
-    let ours = match mode {
+fn agreed_caps(shared: &Shared, hello: &Hello, conn: &Stream) -> u64 {
+    let ours = match shared.mode {
+        Mode::Serve if shared.opts.accept_fds && matches!(conn, Stream::Unix(_)) => {
+            handshake::CAPS | handshake::CAP_FDS
+        }
         Mode::Serve => handshake::CAPS,
         Mode::TakeWorkers => handshake::CAPS | handshake::CAP_SERVE,
     };
@@ -247,10 +250,10 @@ fn agreed_caps(mode: Mode, hello: &Hello) -> u64 {
 }
 
 /// The welcome of an accepted session.
-fn welcome(shared: &Shared, a: &Agreed, id: u64) -> Welcome {
+fn welcome(shared: &Shared, a: &Agreed, id: u64, caps: u64) -> Welcome {
     Welcome::Accepted {
         version: a.version,
-        caps: agreed_caps(shared.mode, &a.hello),
+        caps,
         session_id: id,
         ring_c2s: a.hello.ring_c2s,
         ring_s2c: a.hello.ring_s2c,
@@ -276,12 +279,12 @@ fn open(
         (Mode::Serve, _) | (_, Stream::Tcp(_)) => Some(Watch::Flags(Arc::clone(&flags))),
         (Mode::TakeWorkers, Stream::Unix(s)) => s.try_clone().ok().map(Watch::Socket),
     };
+    let caps = agreed_caps(shared, &a.hello, &conn);
     let (link, sock) = match a.wire {
-        Wire::Shm => open_shm(shared, conn, a, id, watch?, &name)?,
-        Wire::Stream => open_stream(shared, conn, a, id, watch, &name)?,
+        Wire::Shm => open_shm(shared, conn, a, (id, caps), watch?, &name)?,
+        Wire::Stream => open_stream(shared, conn, a, (id, caps), watch, &name)?,
     };
     let peer_max = usize::try_from(a.hello.max_message).unwrap_or(usize::MAX);
-    let caps = agreed_caps(shared.mode, &a.hello);
     let session = Session::new(link, shared.opts.max_message_size, peer_max, caps, name);
     Some(Established {
         // The port's side of a worker session makes the calls, and drains
@@ -299,12 +302,13 @@ fn open(
 }
 
 /// An `shm:` session: a segment (prepared ahead, or made now) whose memfd
-/// goes with the welcome; the socket stays as the control channel.
+/// goes with the welcome; the socket stays as the control channel (and
+/// carries the descriptors sent with messages, when agreed).
 fn open_shm(
     shared: &Shared,
     conn: Stream,
     a: &Agreed,
-    id: u64,
+    (id, caps): (u64, u64),
     watch: Watch,
     peer: &str,
 ) -> Option<(Link, Arc<Stream>)> {
@@ -325,10 +329,12 @@ fn open_shm(
             return None;
         }
     };
-    send_welcome(&conn, &welcome(shared, a, id), Some(fd.as_fd())).ok()?;
+    send_welcome(&conn, &welcome(shared, a, id, caps), Some(fd.as_fd())).ok()?;
     let spinner = Spinner::new(shared.opts.wait);
-    let link = ShmLink::new(ends, spinner, watch, peer.to_string());
-    Some((Link::Shm(link), Arc::new(conn)))
+    let conn = Arc::new(conn);
+    let fds = (caps & handshake::CAP_FDS != 0).then(|| Arc::clone(&conn));
+    let link = ShmLink::new(ends, spinner, watch, peer.to_string()).with_fds(fds);
+    Some((Link::Shm(link), conn))
 }
 
 /// A `unix:` or `tcp:` session: frames on the socket itself.
@@ -336,14 +342,16 @@ fn open_stream(
     shared: &Shared,
     conn: Stream,
     a: &Agreed,
-    id: u64,
+    (id, caps): (u64, u64),
     watch: Option<Watch>,
     peer: &str,
 ) -> Option<(Link, Arc<Stream>)> {
-    send_welcome(&conn, &welcome(shared, a, id), None).ok()?;
+    send_welcome(&conn, &welcome(shared, a, id, caps), None).ok()?;
     let sock = Arc::new(conn);
     // A worker port's stream session is a client-like link: no flags.
     let watch = watch.filter(|_| shared.mode == Mode::Serve);
-    let link = StreamLink::new(Arc::clone(&sock), watch, peer.to_string()).ok()?;
+    let link = StreamLink::new(Arc::clone(&sock), watch, peer.to_string())
+        .ok()?
+        .with_fds(caps & handshake::CAP_FDS != 0);
     Some((Link::Stream(link), sock))
 }

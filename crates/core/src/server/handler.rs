@@ -1,5 +1,7 @@
 //! What serves requests.
 
+use std::os::fd::OwnedFd;
+
 use crate::error::RemoteError;
 
 /// What serves requests: a function from request bytes to response bytes (or
@@ -15,6 +17,24 @@ pub trait Handler: Send + Sync + 'static {
         request: &[u8],
         response: &mut Vec<u8>,
     ) -> std::result::Result<(), RemoteError>;
+
+    /// Handles a request that came with file descriptors (see
+    /// [`crate::Client::call_with_fds`]); they are the handler's: those it
+    /// does not keep are closed when `fds` is dropped. The default closes
+    /// them all and calls [`Handler::handle`]. Called instead of
+    /// [`Handler::handle`] for each request that came with descriptors.
+    ///
+    /// # Errors
+    /// As [`Handler::handle`].
+    fn handle_with_fds(
+        &self,
+        request: &[u8],
+        fds: Vec<OwnedFd>,
+        response: &mut Vec<u8>,
+    ) -> std::result::Result<(), RemoteError> {
+        drop(fds);
+        self.handle(request, response)
+    }
 
     /// Handles a one-way message (default: `handle`, response discarded).
     fn notify(&self, message: &[u8]) {
@@ -33,5 +53,34 @@ where
         response: &mut Vec<u8>,
     ) -> std::result::Result<(), RemoteError> {
         self(request, response)
+    }
+}
+
+/// A handler from a function that also takes the request's file
+/// descriptors: `Server::bind(addr, opts, WithFds(|req, fds, resp| ...))`.
+pub struct WithFds<F>(pub F);
+
+impl<F> Handler for WithFds<F>
+where
+    F: Fn(&[u8], Vec<OwnedFd>, &mut Vec<u8>) -> std::result::Result<(), RemoteError>
+        + Send
+        + Sync
+        + 'static,
+{
+    fn handle(
+        &self,
+        request: &[u8],
+        response: &mut Vec<u8>,
+    ) -> std::result::Result<(), RemoteError> {
+        (self.0)(request, Vec::new(), response)
+    }
+
+    fn handle_with_fds(
+        &self,
+        request: &[u8],
+        fds: Vec<OwnedFd>,
+        response: &mut Vec<u8>,
+    ) -> std::result::Result<(), RemoteError> {
+        (self.0)(request, fds, response)
     }
 }

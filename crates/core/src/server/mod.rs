@@ -32,7 +32,7 @@ use crate::address::Address;
 use crate::error::{Error, Result};
 use crate::options::ServerOptions;
 
-pub use handler::Handler;
+pub use handler::{Handler, WithFds};
 pub use port::{AcceptedWorker, WorkerPort};
 pub use shared::StopHandle;
 pub use stats::Stats;

@@ -24,6 +24,9 @@ pub(crate) struct Entry {
     wake: Wake,
     /// The control socket of an `shm:` session.
     ctrl: Option<Arc<Stream>>,
+    /// Whether the session agreed on file descriptors: its control socket
+    /// then carries their records, and only a hang-up there counts.
+    fds: bool,
 }
 
 /// How a session thread is woken.
@@ -37,9 +40,19 @@ pub(crate) enum Wake {
 
 impl Entry {
     /// An entry for a session with these flags (and its control socket,
-    /// for an `shm:` session).
-    pub(crate) fn new(flags: Arc<SessionFlags>, wake: Wake, ctrl: Option<Arc<Stream>>) -> Entry {
-        Entry { flags, wake, ctrl }
+    /// for an `shm:` session, which carries descriptor records when `fds`).
+    pub(crate) fn new(
+        flags: Arc<SessionFlags>,
+        wake: Wake,
+        ctrl: Option<Arc<Stream>>,
+        fds: bool,
+    ) -> Entry {
+        Entry {
+            flags,
+            wake,
+            ctrl,
+            fds,
+        }
     }
 
     fn wake(&self) {
@@ -60,8 +73,21 @@ impl Entry {
     }
 
     /// The client's control socket hung up, or carries bytes: after the
-    /// handshake nothing may be written there (a protocol error).
+    /// handshake nothing but descriptor records (when agreed) may be written
+    /// there; anything else is a protocol error.
     pub(crate) fn control_event(&self) {
+        if self.fds {
+            // A record came (the session thread reads it), or a hang-up.
+            if self
+                .ctrl
+                .as_ref()
+                .is_some_and(|c| shmlink_sys::poll::peer_gone(&**c))
+            {
+                self.flags.gone.store(true, Ordering::Release);
+                self.wake();
+            }
+            return;
+        }
         let mut byte = [0u8; 1];
         let wrote = self
             .ctrl

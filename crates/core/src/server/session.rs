@@ -14,6 +14,7 @@ use crate::callee::{panic_text, reply, Limits};
 use crate::deadline::Deadline;
 use crate::error::{Error, RemoteError};
 use crate::frame::{Kind, Message, CODE_HANDLER_PANICKED, CODE_SHUTTING_DOWN};
+use crate::handshake::CAP_FDS;
 use crate::link::Link;
 use crate::session::Session;
 
@@ -33,7 +34,8 @@ pub(crate) fn serve(shared: &Shared, est: Established, handler: &dyn Handler) {
         Link::Shm(l) => (Wake::Shm(Arc::clone(l.segment())), Some(sock)),
         Link::Stream(_) => (Wake::Stream(sock), None),
     };
-    let entry = Arc::new(Entry::new(flags, wake, ctrl.clone()));
+    let fds = session.agreed(CAP_FDS);
+    let entry = Arc::new(Entry::new(flags, wake, ctrl.clone(), fds));
     shared.registry.add(id, &entry, ctrl.as_deref());
     // After filing: a stop that went through the registry before this
     // session was in it is seen here.
@@ -101,11 +103,19 @@ fn answer(
     shared: &Shared,
     session: &mut Session,
     handler: &dyn Handler,
-    m: Message,
+    mut m: Message,
     resp: &mut Vec<u8>,
 ) -> Result<(), Error> {
     resp.clear();
-    let result = match catch_unwind(AssertUnwindSafe(|| handler.handle(&m.body, resp))) {
+    let fds = std::mem::take(&mut m.fds);
+    let call = || {
+        if fds.is_empty() {
+            handler.handle(&m.body, resp)
+        } else {
+            handler.handle_with_fds(&m.body, fds, resp)
+        }
+    };
+    let result = match catch_unwind(AssertUnwindSafe(call)) {
         Ok(r) => r,
         Err(p) => Err(RemoteError::new(
             CODE_HANDLER_PANICKED,

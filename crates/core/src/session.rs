@@ -371,7 +371,8 @@ impl Session {
                 .map_err(|e| self.recv_failed(e))?,
         };
         match m.kind {
-            Kind::Request | Kind::Response | Kind::Error if m.id != 0 => Ok(m),
+            Kind::Request if m.id != 0 => Ok(m),
+            Kind::Response | Kind::Error if m.id != 0 && m.fds.is_empty() => Ok(m),
             _ => self.screen(m),
         }
     }
@@ -382,6 +383,13 @@ impl Session {
     /// errors need a non-zero id.
     #[cold]
     fn screen(&mut self, m: Message) -> Result<Message> {
+        if !m.fds.is_empty() && m.kind != Kind::Request {
+            return Err(self.violation(format!(
+                "{:?} frame with {} file descriptors; only requests carry descriptors",
+                m.kind,
+                m.fds.len()
+            )));
+        }
         match m.kind {
             Kind::OneWay if m.id == 0 && self.caps & CAP_ONE_WAY != 0 => Ok(m),
             Kind::OneWay if m.id == 0 => Err(self.violation(

@@ -171,3 +171,16 @@ pub(crate) fn not_agreed(h: &FrameHeader, addr: &str) -> Error {
         ),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_record_is_the_one_in_the_protocol() {
+        // docs/protocol.md, "File descriptors": 2 descriptors with call 4.
+        let want = "534c4644020000000400000000000000";
+        let got: String = record(4, 2).iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(got, want);
+    }
+}

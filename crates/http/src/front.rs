@@ -306,7 +306,7 @@ async fn answer(
     // threads: the thread that woke for the request was the one polling
     // the sockets, and a parked thread is not woken to take over
     // (tests/http.rs, a_slow_request_holds_up_no_other); one made wholly in
-    // block_in_place cost ~40 % of the requests per second (docs/design.md).
+    // block_in_place served fewer requests per second (docs/design.md).
     let wait = shared.backend.queue_timeout();
     let Ok(Ok(_turn)) = tokio::time::timeout(wait, shared.turns.acquire()).await else {
         let why = format!("no worker became free within the queue timeout of {wait:?}");

@@ -39,8 +39,8 @@ pub(crate) type Park<'a> = &'a mut dyn FnMut(&mut dyn FnMut());
 /// How long a call waits inline for the first bytes of its answer before
 /// the rest of the wait goes through the park: most answers come within it
 /// (a PHP hello world in tens of microseconds, more when the CPUs are
-/// oversubscribed: 500 µs parked often enough to cost ~10 % of the HTTP
-/// front's requests/s on 2 CPUs), so most calls never park; and a slow call
+/// oversubscribed, where a shorter first wait parked often enough to lower
+/// the HTTP front's requests/s), so most calls never park; and a slow call
 /// holds the caller's thread no longer than this.
 pub(crate) const FIRST_WAIT: Duration = Duration::from_millis(2);
 
@@ -168,6 +168,9 @@ const MAX_ATTEMPTS: u32 = 3;
 fn parked<T>(park: Park<'_>, mut wait: impl FnMut() -> T) -> T {
     let mut out = None;
     park(&mut || out = Some(wait()));
+    // Every park runs what it is given; one that did not would be a bug in
+    // this crate, and the wait runs here then rather than the call failing.
+    debug_assert!(out.is_some(), "a park must run its wait");
     out.unwrap_or_else(wait)
 }
 

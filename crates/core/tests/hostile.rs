@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use shmlink::wire::SegmentHeader;
 use shmlink::wire::{FrameHeader, Kind, HEADER_LEN};
 use shmlink::wire::{
-    Hello, Welcome, Wire, CAPS, HELLO_LEN, PROTOCOL_MAX, PROTOCOL_MIN, WELCOME_LEN,
+    Hello, Welcome, Wire, CAPS, CAP_FDS, HELLO_LEN, PROTOCOL_MAX, PROTOCOL_MIN, WELCOME_LEN,
 };
 use shmlink::{Client, ClientOptions, Error, RemoteError, ServerOptions};
 use shmlink_sys::{fdpass, futex, memfd, Mapping};
@@ -856,7 +856,7 @@ fn make_segment(c2s: usize, s2c: usize) -> (OwnedFd, Seg) {
 fn accepted(h: &Hello) -> Welcome {
     Welcome::Accepted {
         version: 1,
-        caps: h.caps & CAPS,
+        caps: h.caps & (CAPS | CAP_FDS),
         session_id: 7,
         ring_c2s: h.ring_c2s,
         ring_s2c: h.ring_s2c,
@@ -906,9 +906,10 @@ enum Want {
     Timeout,
 }
 
-/// What the fake server writes into the response ring once the client's
-/// request has arrived.
-fn garbage_s2c(seg: &Seg, k: usize, rng: &mut Rng) -> (&'static str, Want) {
+/// What the fake server writes into the response ring (and, for
+/// descriptors, its control socket `ctl`) once the client's request has
+/// arrived.
+fn garbage_s2c(seg: &Seg, ctl: &UnixStream, k: usize, rng: &mut Rng) -> (&'static str, Want) {
     let d = Dir::S2c;
     let cap = seg.lay.s2c_len;
     let rec = |fh: [u8; HEADER_LEN], body: &[u8]| {
@@ -1046,6 +1047,33 @@ fn garbage_s2c(seg: &Seg, k: usize, rng: &mut Rng) -> (&'static str, Want) {
             seg.publish(d, t);
             ("a response with id 0", Want::Protocol("non-zero id"))
         }
+        18 => {
+            // Descriptors announced, none on the control socket.
+            let mut fh = frame(resp, 0, 1, 4, 4);
+            fh[6] = 1;
+            let t = rec(fh, b"fds?");
+            seg.publish(d, t);
+            (
+                "a response announcing descriptors never sent",
+                Want::Protocol("no descriptor record"),
+            )
+        }
+        19 => {
+            // A well-formed record and frame, but responses carry none.
+            let fd = memfd::create_sealed("shmlink-fake-fd", 4096).expect("memfd");
+            let mut record = b"SLFD".to_vec();
+            record.extend_from_slice(&1u32.to_le_bytes());
+            record.extend_from_slice(&1u64.to_le_bytes());
+            send_welcome(ctl, &record, &[fd.as_fd()]);
+            let mut fh = frame(resp, 0, 1, 4, 4);
+            fh[6] = 1;
+            let t = rec(fh, b"fds!");
+            seg.publish(d, t);
+            (
+                "a response carrying a descriptor",
+                Want::Protocol("only requests carry descriptors"),
+            )
+        }
         _ => unreachable!(),
     }
 }
@@ -1077,7 +1105,7 @@ fn run_garbage_kind(k: usize, seed: u64) -> GarbageOutcome {
             thread::yield_now();
         }
         let mut r = Rng::new(seed);
-        let what = garbage_s2c(&seg, k, &mut r);
+        let what = garbage_s2c(&seg, &s, k, &mut r);
         name_tx.send(what).expect("report");
         let _ = done.recv_timeout(Duration::from_secs(20));
         drop(s);
@@ -1097,7 +1125,7 @@ fn run_garbage_kind(k: usize, seed: u64) -> GarbageOutcome {
     (name, want, r, took, connected, again)
 }
 
-const GARBAGE_KINDS: usize = 18;
+const GARBAGE_KINDS: usize = 20;
 
 #[test]
 fn hostile_server_garbage_responses() {

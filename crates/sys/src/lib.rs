@@ -28,4 +28,4 @@ pub mod poll;
 pub mod process;
 
 pub use cred::{peer_cred, PeerCred};
-pub use mapping::Mapping;
+pub use mapping::{Mapping, ReadOnlyMapping};

@@ -33,30 +33,11 @@ impl Mapping {
     /// # Errors
     /// Fails when `len` is zero or the kernel refuses the mapping.
     pub fn map_shared(fd: impl AsFd, len: usize, populate: bool) -> io::Result<Mapping> {
-        if len == 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "cannot map an empty segment",
-            ));
-        }
         let mut flags = MapFlags::SHARED;
         if populate {
             flags |= MapFlags::POPULATE;
         }
-        // SAFETY: a fresh mapping at an address chosen by the kernel (null hint)
-        // aliases no Rust object; the result is checked before use.
-        let raw = unsafe {
-            mm::mmap(
-                std::ptr::null_mut(),
-                len,
-                ProtFlags::READ | ProtFlags::WRITE,
-                flags,
-                fd,
-                0,
-            )?
-        };
-        let ptr = NonNull::new(raw.cast::<u8>())
-            .ok_or_else(|| io::Error::other("mmap returned a null mapping"))?;
+        let ptr = mmap_shared(fd, len, ProtFlags::READ | ProtFlags::WRITE, flags)?;
         Ok(Mapping { ptr, len })
     }
 
@@ -145,6 +126,72 @@ impl Mapping {
     }
 }
 
+/// `mmap(2)` of `len` bytes of `fd`, shared, at an address the kernel picks.
+fn mmap_shared(
+    fd: impl AsFd,
+    len: usize,
+    prot: ProtFlags,
+    flags: MapFlags,
+) -> io::Result<NonNull<u8>> {
+    if len == 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "cannot map an empty segment",
+        ));
+    }
+    // SAFETY: a fresh mapping at an address chosen by the kernel (null hint)
+    // aliases no Rust object; the result is checked before use.
+    let raw = unsafe { mm::mmap(std::ptr::null_mut(), len, prot, flags, fd, 0)? };
+    NonNull::new(raw.cast::<u8>()).ok_or_else(|| io::Error::other("mmap returned a null mapping"))
+}
+
+/// A `MAP_SHARED`, read-only mapping of a peer's arena segment, unmapped on
+/// drop. Its owner may write the bytes at any time (see [`Mapping`]).
+#[derive(Debug)]
+pub struct ReadOnlyMapping {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: as for `Mapping`: plain memory owned by this value, only read.
+unsafe impl Send for ReadOnlyMapping {}
+// SAFETY: `&ReadOnlyMapping` exposes only the pointer and length.
+unsafe impl Sync for ReadOnlyMapping {}
+
+impl ReadOnlyMapping {
+    /// Maps `len` bytes of `fd` shared and read-only.
+    ///
+    /// # Errors
+    /// Fails when `len` is zero or the kernel refuses the mapping.
+    pub fn map(fd: impl AsFd, len: usize) -> io::Result<ReadOnlyMapping> {
+        let ptr = mmap_shared(fd, len, ProtFlags::READ, MapFlags::SHARED)?;
+        Ok(ReadOnlyMapping { ptr, len })
+    }
+
+    /// Start of the mapping.
+    pub fn as_ptr(&self) -> *const u8 {
+        self.ptr.as_ptr()
+    }
+
+    /// Length of the mapping in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Always false: empty mappings cannot be created.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl Drop for ReadOnlyMapping {
+    fn drop(&mut self) {
+        // SAFETY: ptr/len describe exactly the mapping created in `map`,
+        // unmapped only here, once.
+        let _ = unsafe { mm::munmap(self.ptr.as_ptr().cast(), self.len) };
+    }
+}
+
 impl Drop for Mapping {
     fn drop(&mut self) {
         // SAFETY: ptr/len describe exactly the mapping created in `map_shared`,
@@ -168,5 +215,15 @@ mod tests {
             assert_eq!(b.as_ptr().add(100).read_volatile(), 42);
         }
         b.prefault();
+    }
+
+    #[test]
+    fn a_read_only_mapping_sees_the_owners_writes() {
+        let (fd, owner) = crate::memfd::create_arena("map-ro-test", 8192).expect("arena");
+        let ro = ReadOnlyMapping::map(&fd, 8192).expect("read-only");
+        owner.write_at(4000, b"lent");
+        // SAFETY: 4000..4004 is inside the 8192-byte mapping; single-threaded.
+        let got = unsafe { std::slice::from_raw_parts(ro.as_ptr().add(4000), 4) };
+        assert_eq!(got, b"lent");
     }
 }

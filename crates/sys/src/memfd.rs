@@ -28,6 +28,28 @@ pub fn create_sealed(name: &str, len: u64) -> io::Result<OwnedFd> {
     Ok(fd)
 }
 
+/// Seals of an arena segment once its owner has mapped it: those of
+/// [`REQUIRED_SEALS`], and no new writable mapping or `write` (its peer can
+/// map it read-only only, so what the owner lends cannot change under it
+/// but by the owner's hand).
+pub const ARENA_SEALS: SealFlags = REQUIRED_SEALS.union(SealFlags::FUTURE_WRITE);
+
+/// Creates an arena segment of `len` bytes: a memfd mapped read-write here,
+/// then sealed with [`ARENA_SEALS`] (the mapping made before the seal stays
+/// writable).
+///
+/// # Errors
+/// Fails when the kernel refuses the memfd, its size, the mapping or the
+/// seals (`F_SEAL_FUTURE_WRITE` needs Linux 5.1).
+pub fn create_arena(name: &str, len: u64) -> io::Result<(OwnedFd, crate::Mapping)> {
+    let fd = fs::memfd_create(name, MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING)?;
+    fs::ftruncate(&fd, len)?;
+    let size = usize::try_from(len).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    let map = crate::Mapping::map_shared(&fd, size, false)?;
+    fs::fcntl_add_seals(&fd, ARENA_SEALS)?;
+    Ok((fd, map))
+}
+
 /// What a received segment descriptor looks like, as checked before mapping it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SegmentFacts {
@@ -35,6 +57,9 @@ pub struct SegmentFacts {
     pub len: u64,
     /// Whether it carries every seal of [`REQUIRED_SEALS`].
     pub sealed: bool,
+    /// Whether it also carries [`ARENA_SEALS`] (no writable mapping can be
+    /// made any more).
+    pub arena_sealed: bool,
 }
 
 /// Reads the size and seals of a descriptor received from a peer.
@@ -50,12 +75,27 @@ pub fn inspect(fd: impl AsFd) -> io::Result<SegmentFacts> {
     Ok(SegmentFacts {
         len,
         sealed: seals.contains(REQUIRED_SEALS),
+        arena_sealed: seals.contains(ARENA_SEALS),
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_arena_segment_is_writable_here_and_read_only_elsewhere() {
+        let (fd, map) = create_arena("shmlink-arena-test", 8192).expect("arena");
+        map.write_at(100, b"lent");
+        let facts = inspect(&fd).expect("inspect");
+        assert!(facts.sealed && facts.arena_sealed);
+        assert!(
+            crate::Mapping::map_shared(&fd, 8192, false).is_err(),
+            "no new writable mapping"
+        );
+        let ro = crate::ReadOnlyMapping::map(&fd, 8192).expect("read-only map");
+        assert_eq!(ro.len(), 8192);
+    }
 
     #[test]
     fn created_segment_is_sealed_and_sized() {
@@ -65,7 +105,8 @@ mod tests {
             facts,
             SegmentFacts {
                 len: 8192,
-                sealed: true
+                sealed: true,
+                arena_sealed: false,
             }
         );
         assert!(

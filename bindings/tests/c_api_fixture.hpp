@@ -15,8 +15,10 @@ class CApiTest : public ::testing::TestWithParam<Transport> {
     server_.reset();
   }
 
-  // (Re)binds a server with `options` on this test's transport and starts it.
-  void serve(const shmlink_server_options* options) {
+  // (Re)binds a server with `options` on this test's transport and starts it,
+  // with `fd_handler` (and its `fd_user_data`) for requests with descriptors.
+  void serve(const shmlink_server_options* options, shmlink_fd_handler fd_handler = nullptr,
+             void* fd_user_data = nullptr) {
     state_.release();
     server_.reset();
     state_.reset();
@@ -29,6 +31,8 @@ class CApiTest : public ::testing::TestWithParam<Transport> {
     const char* real = shmlink_server_address(s, 0);
     ASSERT_NE(real, nullptr);
     address_ = real;
+    ASSERT_EQ(shmlink_server_set_fd_handler(s, fd_handler, fd_user_data), SHMLINK_OK)
+        << last_error();
     ASSERT_EQ(shmlink_server_start(s, scripted_handler, &state_), SHMLINK_OK) << last_error();
   }
 

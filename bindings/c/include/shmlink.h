@@ -9,6 +9,10 @@
 /** Initialiser of an empty shmlink_buffer. */
 #define SHMLINK_BUFFER_INIT {NULL, 0, 0}
 
+// Most file descriptors one request carries (`shmlink_client_call_fds`,
+// `shmlink_client_send_fds`); more fail with `SHMLINK_E_INVALID_ARGUMENT`.
+#define SHMLINK_MAX_FDS 64
+
 // Smallest ring size of an `shm:` session, in bytes (a power of two).
 #define SHMLINK_MIN_RING_SIZE 4096
 
@@ -64,8 +68,10 @@
 typedef enum shmlink_status {
   // Success.
   SHMLINK_OK = 0,
-  // A NULL pointer, text that is not UTF-8, an option out of range, or a
-  // client used from two threads at once.
+  // A NULL pointer, text that is not UTF-8, an option out of range, a
+  // client used from two threads at once, a call the session did not agree
+  // on, or file descriptors that cannot be sent (more than
+  // `SHMLINK_MAX_FDS`, or one not open); nothing was sent.
   SHMLINK_E_INVALID_ARGUMENT = 1,
   // Not `shm:PATH`, `unix:PATH` or `tcp:HOST:PORT`.
   SHMLINK_E_INVALID_ADDRESS = 2,
@@ -95,6 +101,9 @@ typedef enum shmlink_status {
   SHMLINK_E_INTERNAL = 14,
   // The server is in the wrong state for this call (already serving, not started).
   SHMLINK_E_STATE = 15,
+  // The session's transport cannot do this (file descriptors over `tcp:`);
+  // nothing was sent and the session goes on.
+  SHMLINK_E_UNSUPPORTED = 16,
 } shmlink_status;
 
 // A client session (opaque). One thread at a time: a call made while another
@@ -171,6 +180,9 @@ typedef struct shmlink_server_options {
   uint64_t handshake_timeout_us;
   // Time writing a response may wait for ring space, in microseconds (0: 5 s).
   uint64_t send_timeout_us;
+  // 1: refuse requests with file descriptors (the caller gets
+  // `SHMLINK_E_INVALID_ARGUMENT`, nothing sent); 0: accept them (default).
+  uint32_t refuse_fds;
 } shmlink_server_options;
 
 // Serves one request: reads `request[0..request_len]`, fills `response`
@@ -184,6 +196,22 @@ typedef uint32_t (*shmlink_handler)(void *user_data,
                                     const uint8_t *request,
                                     size_t request_len,
                                     struct shmlink_response *response);
+
+// Serves one request that came with file descriptors (registered with
+// `shmlink_server_set_fd_handler`); otherwise as `shmlink_handler`.
+//
+// Ownership: `fds[0..nfds]` are open descriptors of this process, the
+// handler's during the call. To keep one beyond the call, the handler sets
+// its entry to -1 (it then closes it itself, when it likes); the library
+// closes every descriptor whose entry still holds its number when the
+// handler returns, also when it returns an error. Entries must not be set to
+// anything but -1.
+typedef uint32_t (*shmlink_fd_handler)(void *user_data,
+                                       const uint8_t *request,
+                                       size_t request_len,
+                                       int *fds,
+                                       size_t nfds,
+                                       struct shmlink_response *response);
 
 // Counters of a server.
 typedef struct shmlink_server_stats {
@@ -255,6 +283,39 @@ enum shmlink_status shmlink_client_call_timeout(struct shmlink_client *client,
                                                 uint64_t timeout_us,
                                                 struct shmlink_buffer *response);
 
+// Calls with file descriptors that go with the request (`shm:` and `unix:`
+// sessions, at most `SHMLINK_MAX_FDS`), with the client's default timeout.
+// The handler receives duplicates: the caller's descriptors stay the
+// caller's, open, and are only read during the call.
+//
+// Fails with nothing sent and the session usable: `SHMLINK_E_UNSUPPORTED`
+// over `tcp:`; `SHMLINK_E_INVALID_ARGUMENT` for more than `SHMLINK_MAX_FDS`,
+// a descriptor that is not open (the message names its index and number),
+// `fds` NULL with `nfds` > 0, or a server that refuses descriptors.
+//
+// # Safety
+// As `shmlink_client_call`; `fds` is NULL (when `nfds` is 0) or points to
+// `nfds` ints, and descriptors open at the call stay open until it returns.
+enum shmlink_status shmlink_client_call_fds(struct shmlink_client *client,
+                                            const uint8_t *request,
+                                            size_t request_len,
+                                            const int *fds,
+                                            size_t nfds,
+                                            struct shmlink_buffer *response);
+
+// `shmlink_client_call_fds` with a timeout in microseconds (0: the client's
+// default), as in `shmlink_client_call_timeout`.
+//
+// # Safety
+// As `shmlink_client_call_fds`.
+enum shmlink_status shmlink_client_call_fds_timeout(struct shmlink_client *client,
+                                                    const uint8_t *request,
+                                                    size_t request_len,
+                                                    const int *fds,
+                                                    size_t nfds,
+                                                    uint64_t timeout_us,
+                                                    struct shmlink_buffer *response);
+
 // Sends a request without waiting for its response (pipelining); `*out_id`
 // (if not NULL) receives the call id that `shmlink_client_recv` reports.
 //
@@ -265,6 +326,20 @@ enum shmlink_status shmlink_client_send(struct shmlink_client *client,
                                         const uint8_t *request,
                                         size_t request_len,
                                         uint64_t *out_id);
+
+// Sends a request with file descriptors without waiting (pipelining), as
+// `shmlink_client_send`; the descriptors as in `shmlink_client_call_fds`
+// (read during this call only, the caller's afterwards too). The response
+// comes with `shmlink_client_recv`.
+//
+// # Safety
+// As `shmlink_client_send`; `fds` as in `shmlink_client_call_fds`.
+enum shmlink_status shmlink_client_send_fds(struct shmlink_client *client,
+                                            const uint8_t *request,
+                                            size_t request_len,
+                                            const int *fds,
+                                            size_t nfds,
+                                            uint64_t *out_id);
 
 // Receives the next response of a pipelined call, in arrival order; waits
 // up to `timeout_us` microseconds (0: the client's default). `*out_id` gets
@@ -434,6 +509,23 @@ enum shmlink_status shmlink_server_serve(struct shmlink_server *server,
 enum shmlink_status shmlink_server_start(struct shmlink_server *server,
                                          shmlink_handler handler,
                                          void *user_data);
+
+// Sets the handler of requests that come with file descriptors
+// (`shmlink_client_call_fds`), before `shmlink_server_serve` or
+// `shmlink_server_start`; requests without descriptors keep going to the
+// handler given there. Without one (or after setting NULL), a request with
+// descriptors goes to the plain handler and its descriptors are closed.
+// `SHMLINK_E_STATE` once the server is serving or stopped. To refuse
+// descriptors altogether (the caller gets `SHMLINK_E_INVALID_ARGUMENT`,
+// nothing sent), bind with `refuse_fds` set in the options.
+//
+// # Safety
+// `server` is NULL or a live server; `handler` is NULL or a function that
+// follows `shmlink_fd_handler`'s rules, and with `user_data` stays valid
+// until the server has stopped (as the handler of serve/start).
+enum shmlink_status shmlink_server_set_fd_handler(struct shmlink_server *server,
+                                                  shmlink_fd_handler handler,
+                                                  void *user_data);
 
 // Asks the server to stop; returns at once. Thread-safe and async-signal-safe
 // (it stores a flag and writes to an eventfd), so a SIGTERM handler may call

@@ -1,6 +1,7 @@
 //! The client handle and its entry points.
 
-use std::ffi::c_char;
+use std::ffi::{c_char, c_int};
+use std::os::fd::BorrowedFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::time::Duration;
@@ -68,6 +69,114 @@ impl shmlink_client {
             None => Err(Failure::null("client")),
         }
     }
+}
+
+/// Most file descriptors one request carries (`shmlink_client_call_fds`,
+/// `shmlink_client_send_fds`); more fail with `SHMLINK_E_INVALID_ARGUMENT`.
+pub const SHMLINK_MAX_FDS: usize = 64;
+
+// The header's copy of the core's limit, checked at compile time.
+const _: () = assert!(SHMLINK_MAX_FDS == shmlink::MAX_FDS);
+
+/// The caller's descriptor numbers as borrowed descriptors, each checked to
+/// be open first (a closed number must not become a `BorrowedFd`).
+///
+/// # Safety
+/// A non-NULL `fds` points to `nfds` readable ints; the open ones stay open
+/// for `'a` (the caller's contract: during the call).
+unsafe fn borrow_fds<'a>(fds: *const c_int, nfds: usize) -> Result<Vec<BorrowedFd<'a>>, Failure> {
+    // SAFETY: valid for `nfds` ints when non-NULL, per this function's contract.
+    let numbers = unsafe { slice(fds, nfds, "fds") }?;
+    let mut borrowed = Vec::with_capacity(numbers.len());
+    for (i, &fd) in numbers.iter().enumerate() {
+        if !shmlink_sys::fdpass::is_open(fd) {
+            return Err(Failure::new(
+                shmlink_status::SHMLINK_E_INVALID_ARGUMENT,
+                format!("fds[{i}] = {fd} is not an open file descriptor; nothing was sent"),
+            ));
+        }
+        // SAFETY: `fd` is open (checked just above) and stays open for `'a`,
+        // per this function's contract.
+        borrowed.push(unsafe { BorrowedFd::borrow_raw(fd) });
+    }
+    Ok(borrowed)
+}
+
+/// The arguments every call and send takes: the client, the request bytes
+/// and the descriptors (checked open, borrowed).
+///
+/// # Safety
+/// `client` is NULL or a live client; `request` is valid for `request_len`
+/// bytes; `fds` as in `borrow_fds`.
+unsafe fn request_args<'a>(
+    client: *mut shmlink_client,
+    request: *const u8,
+    request_len: usize,
+    fds: *const c_int,
+    nfds: usize,
+) -> Result<(&'a shmlink_client, &'a [u8], Vec<BorrowedFd<'a>>), Failure> {
+    // SAFETY: the pointers are NULL or valid, per this function's contract.
+    let (client, request) = unsafe { (client.as_ref(), slice(request, request_len, "request")) };
+    let (client, request) = (required(client, "client")?, request?);
+    // SAFETY: as above; the descriptors stay open during the call.
+    let fds = unsafe { borrow_fds(fds, nfds) }?;
+    Ok((client, request, fds))
+}
+
+/// The body of every `shmlink_client_call*`: a call with descriptors (none
+/// for the plain calls) and a timeout in microseconds (0: the default).
+///
+/// # Safety
+/// As `shmlink_client_call_fds_timeout`.
+unsafe fn call(
+    client: *mut shmlink_client,
+    request: *const u8,
+    request_len: usize,
+    fds: *const c_int,
+    nfds: usize,
+    timeout_us: u64,
+    response: *mut shmlink_buffer,
+) -> shmlink_status {
+    guard(|| {
+        // SAFETY: the pointers are NULL or valid, per the contract.
+        let (client, request, fds) =
+            unsafe { request_args(client, request, request_len, fds, nfds) }?;
+        // SAFETY: as above.
+        let response = required(unsafe { response.as_mut() }, "response")?;
+        client.with(|c| {
+            // SAFETY: the buffer is all zero or was filled by the library.
+            c.recycle(unsafe { response.take() });
+            let t = timeout(c, timeout_us);
+            response.put(c.call_with_fds_timeout(request, &fds, t)?);
+            Ok(())
+        })
+    })
+}
+
+/// The body of `shmlink_client_send` and `shmlink_client_send_fds`.
+///
+/// # Safety
+/// As `shmlink_client_send_fds`.
+unsafe fn send(
+    client: *mut shmlink_client,
+    request: *const u8,
+    request_len: usize,
+    fds: *const c_int,
+    nfds: usize,
+    out_id: *mut u64,
+) -> shmlink_status {
+    guard(|| {
+        // SAFETY: the pointers are NULL or valid, per the contract.
+        let (client, request, fds) =
+            unsafe { request_args(client, request, request_len, fds, nfds) }?;
+        // SAFETY: as above.
+        let out_id = unsafe { out_id.as_mut() };
+        let id = client.with(|c| Ok(c.send_with_fds(request, &fds)?))?;
+        if let Some(out) = out_id {
+            *out = id;
+        }
+        Ok(())
+    })
 }
 
 fn timeout(c: &Client, us: u64) -> Duration {
@@ -143,25 +252,73 @@ pub unsafe extern "C" fn shmlink_client_call_timeout(
     timeout_us: u64,
     response: *mut shmlink_buffer,
 ) -> shmlink_status {
-    guard(|| {
-        // SAFETY: the pointers are NULL or valid, per the contract.
-        let (client, request, response) = unsafe {
-            (
-                client.as_ref(),
-                slice(request, request_len, "request"),
-                response.as_mut(),
-            )
-        };
-        let (client, request) = (required(client, "client")?, request?);
-        let response = required(response, "response")?;
-        client.with(|c| {
-            // SAFETY: the buffer is all zero or was filled by the library.
-            c.recycle(unsafe { response.take() });
-            let t = timeout(c, timeout_us);
-            response.put(c.call_timeout(request, t)?);
-            Ok(())
-        })
-    })
+    // SAFETY: forwarded under the same contract (no descriptors).
+    unsafe {
+        call(
+            client,
+            request,
+            request_len,
+            std::ptr::null(),
+            0,
+            timeout_us,
+            response,
+        )
+    }
+}
+
+/// Calls with file descriptors that go with the request (`shm:` and `unix:`
+/// sessions, at most `SHMLINK_MAX_FDS`), with the client's default timeout.
+/// The handler receives duplicates: the caller's descriptors stay the
+/// caller's, open, and are only read during the call.
+///
+/// Fails with nothing sent and the session usable: `SHMLINK_E_UNSUPPORTED`
+/// over `tcp:`; `SHMLINK_E_INVALID_ARGUMENT` for more than `SHMLINK_MAX_FDS`,
+/// a descriptor that is not open (the message names its index and number),
+/// `fds` NULL with `nfds` > 0, or a server that refuses descriptors.
+///
+/// # Safety
+/// As `shmlink_client_call`; `fds` is NULL (when `nfds` is 0) or points to
+/// `nfds` ints, and descriptors open at the call stay open until it returns.
+#[no_mangle]
+pub unsafe extern "C" fn shmlink_client_call_fds(
+    client: *mut shmlink_client,
+    request: *const u8,
+    request_len: usize,
+    fds: *const c_int,
+    nfds: usize,
+    response: *mut shmlink_buffer,
+) -> shmlink_status {
+    // SAFETY: forwarded under the same contract.
+    unsafe { call(client, request, request_len, fds, nfds, 0, response) }
+}
+
+/// `shmlink_client_call_fds` with a timeout in microseconds (0: the client's
+/// default), as in `shmlink_client_call_timeout`.
+///
+/// # Safety
+/// As `shmlink_client_call_fds`.
+#[no_mangle]
+pub unsafe extern "C" fn shmlink_client_call_fds_timeout(
+    client: *mut shmlink_client,
+    request: *const u8,
+    request_len: usize,
+    fds: *const c_int,
+    nfds: usize,
+    timeout_us: u64,
+    response: *mut shmlink_buffer,
+) -> shmlink_status {
+    // SAFETY: forwarded under the same contract.
+    unsafe {
+        call(
+            client,
+            request,
+            request_len,
+            fds,
+            nfds,
+            timeout_us,
+            response,
+        )
+    }
 }
 
 /// Sends a request without waiting for its response (pipelining); `*out_id`
@@ -177,22 +334,28 @@ pub unsafe extern "C" fn shmlink_client_send(
     request_len: usize,
     out_id: *mut u64,
 ) -> shmlink_status {
-    guard(|| {
-        // SAFETY: the pointers are NULL or valid, per the contract.
-        let (client, request, out_id) = unsafe {
-            (
-                client.as_ref(),
-                slice(request, request_len, "request"),
-                out_id.as_mut(),
-            )
-        };
-        let (client, request) = (required(client, "client")?, request?);
-        let id = client.with(|c| Ok(c.send(request)?))?;
-        if let Some(out) = out_id {
-            *out = id;
-        }
-        Ok(())
-    })
+    // SAFETY: forwarded under the same contract (no descriptors).
+    unsafe { send(client, request, request_len, std::ptr::null(), 0, out_id) }
+}
+
+/// Sends a request with file descriptors without waiting (pipelining), as
+/// `shmlink_client_send`; the descriptors as in `shmlink_client_call_fds`
+/// (read during this call only, the caller's afterwards too). The response
+/// comes with `shmlink_client_recv`.
+///
+/// # Safety
+/// As `shmlink_client_send`; `fds` as in `shmlink_client_call_fds`.
+#[no_mangle]
+pub unsafe extern "C" fn shmlink_client_send_fds(
+    client: *mut shmlink_client,
+    request: *const u8,
+    request_len: usize,
+    fds: *const c_int,
+    nfds: usize,
+    out_id: *mut u64,
+) -> shmlink_status {
+    // SAFETY: forwarded under the same contract.
+    unsafe { send(client, request, request_len, fds, nfds, out_id) }
 }
 
 /// Receives the next response of a pipelined call, in arrival order; waits

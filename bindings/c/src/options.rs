@@ -86,6 +86,9 @@ pub struct shmlink_server_options {
     pub handshake_timeout_us: u64,
     /// Time writing a response may wait for ring space, in microseconds (0: 5 s).
     pub send_timeout_us: u64,
+    /// 1: refuse requests with file descriptors (the caller gets
+    /// `SHMLINK_E_INVALID_ARGUMENT`, nothing sent); 0: accept them (default).
+    pub refuse_fds: u32,
 }
 
 impl Default for shmlink_server_options {
@@ -104,6 +107,7 @@ impl Default for shmlink_server_options {
             max_message_size: 0,
             handshake_timeout_us: 0,
             send_timeout_us: 0,
+            refuse_fds: 0,
         }
     }
 }
@@ -143,6 +147,7 @@ pub unsafe extern "C" fn shmlink_server_options_init(options: *mut shmlink_serve
         max_message_size: d.max_message_size as u64,
         handshake_timeout_us: micros(d.handshake_timeout),
         send_timeout_us: micros(d.send_timeout),
+        refuse_fds: u32::from(!d.accept_fds),
         ..shmlink_server_options::default()
     };
     if !options.is_null() {
@@ -240,6 +245,11 @@ pub(crate) unsafe fn server_options(
         max_message_size: size("max_message_size", o.max_message_size, d.max_message_size)?,
         handshake_timeout: duration(o.handshake_timeout_us, d.handshake_timeout),
         send_timeout: duration(o.send_timeout_us, d.send_timeout),
+        accept_fds: match o.refuse_fds {
+            0 => d.accept_fds,
+            1 => false,
+            n => return Err(invalid("refuse_fds", format!("{n} is not 0 or 1"))),
+        },
         // Sessions ended for a protocol error or a stalled client are
         // reported on standard error (the C host's log).
         ..d

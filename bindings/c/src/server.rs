@@ -1,6 +1,7 @@
 //! The server handle, the handler trampoline and the server entry points.
 
-use std::ffi::{c_char, c_void, CString};
+use std::ffi::{c_char, c_int, c_void, CString};
+use std::os::fd::{AsRawFd, IntoRawFd, OwnedFd};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -23,6 +24,26 @@ pub type shmlink_handler = Option<
         user_data: *mut c_void,
         request: *const u8,
         request_len: usize,
+        response: *mut shmlink_response<'_>,
+    ) -> u32,
+>;
+
+/// Serves one request that came with file descriptors (registered with
+/// `shmlink_server_set_fd_handler`); otherwise as `shmlink_handler`.
+///
+/// Ownership: `fds[0..nfds]` are open descriptors of this process, the
+/// handler's during the call. To keep one beyond the call, the handler sets
+/// its entry to -1 (it then closes it itself, when it likes); the library
+/// closes every descriptor whose entry still holds its number when the
+/// handler returns, also when it returns an error. Entries must not be set to
+/// anything but -1.
+pub type shmlink_fd_handler = Option<
+    unsafe extern "C" fn(
+        user_data: *mut c_void,
+        request: *const u8,
+        request_len: usize,
+        fds: *mut c_int,
+        nfds: usize,
         response: *mut shmlink_response<'_>,
     ) -> u32,
 >;
@@ -57,6 +78,9 @@ struct Inner {
     stats: Arc<Stats>,
     addresses: Vec<CString>,
     state: Mutex<State>,
+    /// The handler of requests with descriptors, set while bound; read (and
+    /// written) with `state` locked.
+    fd_handler: Mutex<Option<CFdHandler>>,
 }
 
 #[derive(Debug)]
@@ -72,10 +96,11 @@ impl Inner {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn take_bound(&self, op: &str) -> Result<Server, Failure> {
+    /// The bound server and its descriptor handler, for serve/start.
+    fn take_bound(&self, op: &str) -> Result<(Server, Option<CFdHandler>), Failure> {
         let mut g = self.lock();
         match std::mem::replace(&mut *g, State::Serving) {
-            State::Bound(s) => Ok(s),
+            State::Bound(s) => Ok((s, *self.fd_handler())),
             other => {
                 let why = match &other {
                     State::Serving => "the server is already serving",
@@ -90,11 +115,31 @@ impl Inner {
             }
         }
     }
+
+    fn fd_handler(&self) -> MutexGuard<'_, Option<CFdHandler>> {
+        self.fd_handler.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
-/// A C handler made callable from session threads.
+/// A C handler made callable from session threads, with the handler of
+/// requests that came with descriptors, if one was set.
 struct CHandler {
     f: unsafe extern "C" fn(*mut c_void, *const u8, usize, *mut shmlink_response<'_>) -> u32,
+    user_data: *mut c_void,
+    fds: Option<CFdHandler>,
+}
+
+/// What `shmlink_server_set_fd_handler` registered.
+#[derive(Debug, Clone, Copy)]
+struct CFdHandler {
+    f: unsafe extern "C" fn(
+        *mut c_void,
+        *const u8,
+        usize,
+        *mut c_int,
+        usize,
+        *mut shmlink_response<'_>,
+    ) -> u32,
     user_data: *mut c_void,
 }
 
@@ -103,32 +148,88 @@ struct CHandler {
 unsafe impl Send for CHandler {}
 // SAFETY: as above.
 unsafe impl Sync for CHandler {}
+// SAFETY: as above.
+unsafe impl Send for CFdHandler {}
 
-impl Handler for CHandler {
-    fn handle(&self, request: &[u8], response: &mut Vec<u8>) -> Result<(), RemoteError> {
-        let mut r = shmlink_response {
-            body: response,
-            error_message: None,
-        };
-        // SAFETY: `f` is the handler function given to serve/start and
-        // `user_data` its argument, valid while the server runs, per the
-        // contract; `request` and `r` outlive the call.
-        let code = unsafe { (self.f)(self.user_data, request.as_ptr(), request.len(), &mut r) };
-        match code {
-            0 => Ok(()),
-            code => Err(RemoteError::new(
-                code,
-                r.error_message
-                    .unwrap_or_else(|| format!("handler returned error code {code}")),
-            )),
-        }
+/// Runs a C handler on a fresh `shmlink_response` over `response`: its code
+/// 0 is success, another the remote error (with the message it set).
+fn answer(
+    response: &mut Vec<u8>,
+    run: impl FnOnce(*mut shmlink_response<'_>) -> u32,
+) -> Result<(), RemoteError> {
+    let mut r = shmlink_response {
+        body: response,
+        error_message: None,
+    };
+    match run(&mut r) {
+        0 => Ok(()),
+        code => Err(RemoteError::new(
+            code,
+            r.error_message
+                .unwrap_or_else(|| format!("handler returned error code {code}")),
+        )),
     }
 }
 
-fn c_handler(f: shmlink_handler, user_data: *mut c_void) -> Result<CHandler, Failure> {
+impl Handler for CHandler {
+    fn handle(&self, request: &[u8], response: &mut Vec<u8>) -> Result<(), RemoteError> {
+        answer(response, |r| {
+            // SAFETY: `f` is the handler function given to serve/start and
+            // `user_data` its argument, valid while the server runs, per the
+            // contract; `request` and `r` outlive the call.
+            unsafe { (self.f)(self.user_data, request.as_ptr(), request.len(), r) }
+        })
+    }
+
+    fn handle_with_fds(
+        &self,
+        request: &[u8],
+        fds: Vec<OwnedFd>,
+        response: &mut Vec<u8>,
+    ) -> Result<(), RemoteError> {
+        let Some(h) = self.fds else {
+            // No descriptor handler: the plain one answers, the descriptors
+            // are closed.
+            drop(fds);
+            return self.handle(request, response);
+        };
+        let mut numbers: Vec<c_int> = fds.iter().map(AsRawFd::as_raw_fd).collect();
+        let result = answer(response, |r| {
+            // SAFETY: `f` and `user_data` were registered with
+            // shmlink_server_set_fd_handler and stay valid while the server
+            // runs, per the contract; `request`, `numbers` and `r` outlive
+            // the call.
+            unsafe {
+                (h.f)(
+                    h.user_data,
+                    request.as_ptr(),
+                    request.len(),
+                    numbers.as_mut_ptr(),
+                    numbers.len(),
+                    r,
+                )
+            }
+        });
+        for (fd, entry) in fds.into_iter().zip(numbers) {
+            if entry == fd.as_raw_fd() {
+                drop(fd); // not taken: closed
+            } else {
+                let _ = fd.into_raw_fd(); // taken: the handler closes it
+            }
+        }
+        result
+    }
+}
+
+fn c_handler(
+    f: shmlink_handler,
+    user_data: *mut c_void,
+    fds: Option<CFdHandler>,
+) -> Result<CHandler, Failure> {
     Ok(CHandler {
         f: required(f, "handler")?,
         user_data,
+        fds,
     })
 }
 
@@ -179,6 +280,7 @@ pub unsafe extern "C" fn shmlink_server_bind(
                 stats: server.stats(),
                 addresses,
                 state: Mutex::new(State::Bound(server)),
+                fd_handler: Mutex::new(None),
             }),
         }));
         Ok(())
@@ -228,10 +330,11 @@ pub unsafe extern "C" fn shmlink_server_serve(
     guard(|| {
         // SAFETY: NULL or a live server, per the contract.
         let server = required(unsafe { server.as_ref() }, "server")?;
-        let h = c_handler(handler, user_data)?;
+        required(handler, "handler")?;
         // Hold the state alive even if the handle is freed meanwhile.
         let inner = Arc::clone(&server.inner);
-        let s = inner.take_bound("shmlink_server_serve")?;
+        let (s, fds) = inner.take_bound("shmlink_server_serve")?;
+        let h = c_handler(handler, user_data, fds)?;
         let result = s.serve(h);
         *inner.lock() = State::Stopped;
         Ok(result?)
@@ -253,8 +356,9 @@ pub unsafe extern "C" fn shmlink_server_start(
     guard(|| {
         // SAFETY: NULL or a live server, per the contract.
         let server = required(unsafe { server.as_ref() }, "server")?;
-        let h = c_handler(handler, user_data)?;
-        let s = server.inner.take_bound("shmlink_server_start")?;
+        required(handler, "handler")?;
+        let (s, fds) = server.inner.take_bound("shmlink_server_start")?;
+        let h = c_handler(handler, user_data, fds)?;
         match s.spawn(h) {
             Ok(running) => {
                 *server.inner.lock() = State::Started(running);
@@ -265,6 +369,41 @@ pub unsafe extern "C" fn shmlink_server_start(
                 Err(e.into())
             }
         }
+    })
+}
+
+/// Sets the handler of requests that come with file descriptors
+/// (`shmlink_client_call_fds`), before `shmlink_server_serve` or
+/// `shmlink_server_start`; requests without descriptors keep going to the
+/// handler given there. Without one (or after setting NULL), a request with
+/// descriptors goes to the plain handler and its descriptors are closed.
+/// `SHMLINK_E_STATE` once the server is serving or stopped. To refuse
+/// descriptors altogether (the caller gets `SHMLINK_E_INVALID_ARGUMENT`,
+/// nothing sent), bind with `refuse_fds` set in the options.
+///
+/// # Safety
+/// `server` is NULL or a live server; `handler` is NULL or a function that
+/// follows `shmlink_fd_handler`'s rules, and with `user_data` stays valid
+/// until the server has stopped (as the handler of serve/start).
+#[no_mangle]
+pub unsafe extern "C" fn shmlink_server_set_fd_handler(
+    server: *mut shmlink_server,
+    handler: shmlink_fd_handler,
+    user_data: *mut c_void,
+) -> shmlink_status {
+    guard(|| {
+        // SAFETY: NULL or a live server, per the contract.
+        let server = required(unsafe { server.as_ref() }, "server")?;
+        let g = server.inner.lock();
+        if !matches!(*g, State::Bound(_)) {
+            return Err(Failure::new(
+                shmlink_status::SHMLINK_E_STATE,
+                "shmlink_server_set_fd_handler: the server is already serving or has stopped",
+            ));
+        }
+        *server.inner.fd_handler() = handler.map(|f| CFdHandler { f, user_data });
+        drop(g);
+        Ok(())
     })
 }
 

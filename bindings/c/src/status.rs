@@ -12,8 +12,10 @@ use shmlink::Error;
 pub enum shmlink_status {
     /// Success.
     SHMLINK_OK = 0,
-    /// A NULL pointer, text that is not UTF-8, an option out of range, or a
-    /// client used from two threads at once.
+    /// A NULL pointer, text that is not UTF-8, an option out of range, a
+    /// client used from two threads at once, a call the session did not agree
+    /// on, or file descriptors that cannot be sent (more than
+    /// `SHMLINK_MAX_FDS`, or one not open); nothing was sent.
     SHMLINK_E_INVALID_ARGUMENT = 1,
     /// Not `shm:PATH`, `unix:PATH` or `tcp:HOST:PORT`.
     SHMLINK_E_INVALID_ADDRESS = 2,
@@ -43,6 +45,9 @@ pub enum shmlink_status {
     SHMLINK_E_INTERNAL = 14,
     /// The server is in the wrong state for this call (already serving, not started).
     SHMLINK_E_STATE = 15,
+    /// The session's transport cannot do this (file descriptors over `tcp:`);
+    /// nothing was sent and the session goes on.
+    SHMLINK_E_UNSUPPORTED = 16,
 }
 
 use shmlink_status::*;
@@ -67,6 +72,7 @@ impl shmlink_status {
             SHMLINK_E_NOTHING_IN_FLIGHT => c"no call in flight",
             SHMLINK_E_INTERNAL => c"internal error",
             SHMLINK_E_STATE => c"wrong state",
+            SHMLINK_E_UNSUPPORTED => c"not supported by the transport",
         }
     }
 
@@ -87,6 +93,9 @@ impl shmlink_status {
             Error::Bind { .. } => SHMLINK_E_BIND,
             // The call cannot be made on this session: nothing was sent.
             Error::NotAgreed { .. } => SHMLINK_E_INVALID_ARGUMENT,
+            // Too many descriptors, or one not open: nothing was sent.
+            Error::BadFds { .. } => SHMLINK_E_INVALID_ARGUMENT,
+            Error::Unsupported { .. } => SHMLINK_E_UNSUPPORTED,
             _ => SHMLINK_E_IO,
         }
     }

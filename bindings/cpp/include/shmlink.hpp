@@ -6,6 +6,10 @@
 //   shmlink::Server s = shmlink::Server::bind({"shm:/run/app.sock"});
 //   s.serve([](std::string_view request, std::string& response) { response = request; });
 //
+// File descriptors travel with a request over shm: and unix: (Client::call
+// and send with a list of descriptors; Server::serve and start with a
+// handler of such requests).
+//
 // Errors are reported as shmlink::Error exceptions (code, remote code and the
 // library's detail message), or as shmlink::Status values by the try_* and
 // Status& variants, which never throw.
@@ -73,6 +77,7 @@ struct ServerOptions {
   std::size_t max_message_size = 0;                // (0: 64 MiB)
   std::chrono::microseconds handshake_timeout{0};  // time a client has for its hello (0: 2 s)
   std::chrono::microseconds send_timeout{0};  // time a response may wait for ring space (0: 5 s)
+  bool accept_fds = true;  // false: requests with descriptors are refused, nothing sent
 };
 
 // Outcome of a non-throwing operation; true when it succeeded.
@@ -204,19 +209,18 @@ inline const char* const kNoServer =
     "shmlink::Server has no server: it was moved from, or its bind failed";
 inline const char* const kNegativeTimeout = "shmlink: a timeout must not be negative";
 
-// The handler trampoline: runs the C++ handler, never lets an exception
-// unwind into the library.
-inline uint32_t handle(void* user_data, const uint8_t* request, size_t request_len,
-                       shmlink_response* response) noexcept {
+// Runs `fill`, which fills a response string, for a handler trampoline:
+// writes the response, or turns an exception into an error code and
+// message. Never lets an exception unwind into the library.
+template <typename Fill>
+uint32_t respond(shmlink_response* response, Fill&& fill) noexcept {
   const char* message = "unknown exception";
   try {
     // One reusable response string per session thread: no allocation per
     // call once it has grown to the usual response size.
     thread_local std::string out;
     out.clear();
-    const auto& handler =
-        *static_cast<const std::function<void(std::string_view, std::string&)>*>(user_data);
-    handler(std::string_view(reinterpret_cast<const char*>(request), request_len), out);
+    fill(out);
     shmlink_status st = shmlink_response_write(response, bytes(out), out.size());
     // Do not keep a huge buffer per thread after an unusually large response.
     if (out.capacity() > (std::size_t{1} << 20)) std::string().swap(out);
@@ -232,6 +236,44 @@ inline uint32_t handle(void* user_data, const uint8_t* request, size_t request_l
   }
   shmlink_response_set_error_message(response, message);
   return kHandlerException;
+}
+
+inline std::string_view text(const uint8_t* data, size_t len) noexcept {
+  return std::string_view(reinterpret_cast<const char*>(data), len);
+}
+
+// The handler trampoline: runs the C++ handler.
+inline uint32_t handle(void* user_data, const uint8_t* request, size_t request_len,
+                       shmlink_response* response) noexcept {
+  return respond(response, [&](std::string& out) {
+    const auto& handler =
+        *static_cast<const std::function<void(std::string_view, std::string&)>*>(user_data);
+    handler(text(request, request_len), out);
+  });
+}
+
+// The trampoline of requests with descriptors. The handler gets them as a
+// vector; the entries it changes (to -1) or removes are the ones it keeps,
+// marked -1 in the library's array whether it returns or throws; the library
+// closes the others.
+inline uint32_t handle_fds(void* user_data, const uint8_t* request, size_t request_len, int* fds,
+                           size_t nfds, shmlink_response* response) noexcept {
+  return respond(response, [&](std::string& out) {
+    const auto& handler =
+        *static_cast<const std::function<void(std::string_view, std::vector<int>&, std::string&)>*>(
+            user_data);
+    std::vector<int> list(fds, fds + nfds);
+    struct Kept {
+      const std::vector<int>& list;
+      int* fds;
+      size_t nfds;
+      ~Kept() {
+        for (size_t i = 0; i < nfds; ++i)
+          if (i >= list.size() || list[i] != fds[i]) fds[i] = -1;
+      }
+    } kept{list, fds, nfds};
+    handler(text(request, request_len), list, out);
+  });
 }
 
 }  // namespace detail
@@ -316,41 +358,45 @@ class Client {
     return std::string(call_view(request, timeout));
   }
 
+  // Calls with file descriptors that go with the request (shm: and unix:
+  // sessions, at most SHMLINK_MAX_FDS). The handler receives duplicates:
+  // `fds` stay the caller's, open. Throws Error: SHMLINK_E_UNSUPPORTED over
+  // tcp:, SHMLINK_E_INVALID_ARGUMENT for too many descriptors, one that is
+  // not open, or a server that refuses them (nothing sent, session usable).
+  std::string call(std::string_view request, const std::vector<int>& fds,
+                   std::chrono::microseconds timeout = std::chrono::microseconds{0}) {
+    return std::string(call_view(request, fds.data(), fds.size(), timeout));
+  }
+
   // Calls without allocating once warmed up: the view points into a buffer
   // owned by this client and stays valid until the next call, send, recv,
   // close, move or destruction of this client.
   std::string_view call_view(std::string_view request,
                              std::chrono::microseconds timeout = std::chrono::microseconds{0}) {
-    uint64_t us = 0;
-    if (!detail::micros(timeout, us)) raise_negative_timeout();
-    require();
-    detail::check(
-        shmlink_client_call_timeout(handle_, detail::bytes(request), request.size(), us, &buffer_));
-    return detail::view(buffer_);
+    return call_view(request, nullptr, 0, timeout);
   }
 
   // Non-throwing call: on success `response` holds the response (its
   // capacity is reused); on failure it is left empty.
   Status try_call(std::string_view request, std::string& response,
                   std::chrono::microseconds timeout = std::chrono::microseconds{0}) noexcept {
-    response.clear();
-    uint64_t us = 0;
-    if (!detail::micros(timeout, us))
-      return detail::make_status(SHMLINK_E_INVALID_ARGUMENT, detail::kNegativeTimeout);
-    if (handle_ == nullptr) return detail::make_status(SHMLINK_E_CLOSED, detail::kNoClient);
-    Status s = detail::capture(
-        shmlink_client_call_timeout(handle_, detail::bytes(request), request.size(), us, &buffer_));
-    if (s) return copy_out(response);
-    return s;
+    return try_call(request, nullptr, 0, response, timeout);
+  }
+
+  // Non-throwing call with file descriptors (as call with `fds`).
+  Status try_call(std::string_view request, const std::vector<int>& fds, std::string& response,
+                  std::chrono::microseconds timeout = std::chrono::microseconds{0}) noexcept {
+    return try_call(request, fds.data(), fds.size(), response, timeout);
   }
 
   // Sends a request without waiting (pipelining); returns its call id, which
   // recv reports with the response. Throws Error.
-  uint64_t send(std::string_view request) {
-    require();
-    uint64_t id = 0;
-    detail::check(shmlink_client_send(handle_, detail::bytes(request), request.size(), &id));
-    return id;
+  uint64_t send(std::string_view request) { return send(request, nullptr, 0); }
+
+  // Sends a request with file descriptors without waiting (as call with
+  // `fds`); returns its call id. Throws Error.
+  uint64_t send(std::string_view request, const std::vector<int>& fds) {
+    return send(request, fds.data(), fds.size());
   }
 
   // Non-throwing send; `id` receives the call id on success.
@@ -439,6 +485,37 @@ class Client {
 
   void require() const {
     if (handle_ == nullptr) throw DisconnectedError(SHMLINK_E_CLOSED, 0, detail::kNoClient);
+  }
+
+  std::string_view call_view(std::string_view request, const int* fds, std::size_t nfds,
+                             std::chrono::microseconds timeout) {
+    uint64_t us = 0;
+    if (!detail::micros(timeout, us)) raise_negative_timeout();
+    require();
+    detail::check(shmlink_client_call_fds_timeout(handle_, detail::bytes(request), request.size(),
+                                                  fds, nfds, us, &buffer_));
+    return detail::view(buffer_);
+  }
+
+  Status try_call(std::string_view request, const int* fds, std::size_t nfds, std::string& response,
+                  std::chrono::microseconds timeout) noexcept {
+    response.clear();
+    uint64_t us = 0;
+    if (!detail::micros(timeout, us))
+      return detail::make_status(SHMLINK_E_INVALID_ARGUMENT, detail::kNegativeTimeout);
+    if (handle_ == nullptr) return detail::make_status(SHMLINK_E_CLOSED, detail::kNoClient);
+    Status s = detail::capture(shmlink_client_call_fds_timeout(
+        handle_, detail::bytes(request), request.size(), fds, nfds, us, &buffer_));
+    if (s) return copy_out(response);
+    return s;
+  }
+
+  uint64_t send(std::string_view request, const int* fds, std::size_t nfds) {
+    require();
+    uint64_t id = 0;
+    detail::check(
+        shmlink_client_send_fds(handle_, detail::bytes(request), request.size(), fds, nfds, &id));
+    return id;
   }
 
   [[noreturn]] static void raise_negative_timeout() {
@@ -568,17 +645,28 @@ class Server {
   // error. Called from many session threads at once: must be thread-safe.
   using Handler = std::function<void(std::string_view request, std::string& response)>;
 
+  // Fills `response` for a request that came with file descriptors (open in
+  // this process, in the order sent). The handler keeps a descriptor by
+  // setting its entry to -1 (or removing it) and closes it itself later;
+  // the library closes the others after the handler returns or throws.
+  // Thread-safe, as Handler.
+  using FdHandler =
+      std::function<void(std::string_view request, std::vector<int>& fds, std::string& response)>;
+
   // An empty server: operations throw Error(SHMLINK_E_INVALID_ARGUMENT).
   Server() noexcept = default;
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
   Server(Server&& other) noexcept
-      : handle_(std::exchange(other.handle_, nullptr)), handler_(std::move(other.handler_)) {}
+      : handle_(std::exchange(other.handle_, nullptr)),
+        handler_(std::move(other.handler_)),
+        fd_handler_(std::move(other.fd_handler_)) {}
   Server& operator=(Server&& other) noexcept {
     if (this != &other) {
       reset();
       handle_ = std::exchange(other.handle_, nullptr);
       handler_ = std::move(other.handler_);
+      fd_handler_ = std::move(other.fd_handler_);
     }
     return *this;
   }
@@ -613,6 +701,7 @@ class Server {
     o.wait = static_cast<uint32_t>(options.wait);
     o.spin_us = options.spin_us;
     o.max_message_size = options.max_message_size;
+    o.refuse_fds = options.accept_fds ? 0 : 1;
     if (!detail::micros(options.handshake_timeout, o.handshake_timeout_us) ||
         !detail::micros(options.send_timeout, o.send_timeout_us)) {
       status = detail::make_status(SHMLINK_E_INVALID_ARGUMENT, detail::kNegativeTimeout);
@@ -655,6 +744,19 @@ class Server {
   // keeps the handler until it is destroyed. Throws Error.
   void start(Handler handler) {
     detail::check(shmlink_server_start(handle_, &detail::handle, install(std::move(handler))));
+  }
+
+  // serve with `fd_handler` answering the requests that come with file
+  // descriptors (without one they go to `handler`, their descriptors closed).
+  void serve(Handler handler, FdHandler fd_handler) {
+    void* h = install(std::move(handler), std::move(fd_handler));
+    detail::check(shmlink_server_serve(handle_, &detail::handle, h));
+  }
+
+  // start with `fd_handler`, as serve with it.
+  void start(Handler handler, FdHandler fd_handler) {
+    void* h = install(std::move(handler), std::move(fd_handler));
+    detail::check(shmlink_server_start(handle_, &detail::handle, h));
   }
 
   // Asks the server to stop and returns at once. Thread-safe and
@@ -702,6 +804,7 @@ class Server {
     shmlink_server_free(handle_);
     handle_ = nullptr;
     handler_.reset();
+    fd_handler_.reset();
   }
 
   void require() const {
@@ -719,8 +822,21 @@ class Server {
     return handler_.get();
   }
 
+  // install, with the handler of requests with descriptors registered too.
+  void* install(Handler handler, FdHandler fd_handler) {
+    require();
+    if (!handler || !fd_handler)
+      throw Error(SHMLINK_E_INVALID_ARGUMENT, 0, "shmlink::Server: empty handler");
+    if (handler_ == nullptr) {
+      fd_handler_ = std::make_unique<FdHandler>(std::move(fd_handler));
+      detail::check(shmlink_server_set_fd_handler(handle_, &detail::handle_fds, fd_handler_.get()));
+    }
+    return install(std::move(handler));
+  }
+
   shmlink_server* handle_ = nullptr;
   std::unique_ptr<Handler> handler_;
+  std::unique_ptr<FdHandler> fd_handler_;
 };
 
 }  // namespace shmlink

@@ -2,7 +2,7 @@
 
 use std::io::{self, IoSlice, IoSliceMut};
 use std::mem::MaybeUninit;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd, RawFd};
 
 use rustix::net::{
     recvmsg, sendmsg, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, ReturnFlags,
@@ -67,6 +67,25 @@ pub fn fd_refusal(e: &io::Error) -> Option<&'static str> {
     }
 }
 
+/// Whether `fd` is an open descriptor of this process (`fcntl(F_GETFD)`
+/// succeeds), for callers holding plain descriptor numbers (the C ABI) that
+/// must check them before borrowing them as [`BorrowedFd`]. Negative numbers
+/// are never open. The answer can be stale once another thread closes or
+/// opens descriptors.
+#[must_use]
+pub fn is_open(fd: RawFd) -> bool {
+    if fd < 0 {
+        return false;
+    }
+    #[allow(unsafe_code)]
+    // SAFETY: the borrowed number only reaches `fcntl(F_GETFD)`, which reads
+    // the descriptor table and fails with EBADF for a number that is not
+    // open; the borrow ends with the call and nothing is read or closed
+    // through it.
+    let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+    rustix::io::fcntl_getfd(fd).is_ok()
+}
+
 /// Receives into `buf`, collecting any descriptors sent with the message.
 ///
 /// Returns the number of bytes read (0 at end of stream) and the descriptors.
@@ -123,6 +142,19 @@ pub fn recv_fds_into(
 mod tests {
     use super::*;
     use std::os::unix::net::UnixStream;
+
+    #[test]
+    fn is_open_tells_open_from_closed_and_negative() {
+        use std::os::fd::AsRawFd;
+        let fd = crate::memfd::create_sealed("open", 4096).expect("memfd");
+        let raw = fd.as_raw_fd();
+        assert!(is_open(raw));
+        assert!(!is_open(-1));
+        assert!(!is_open(i32::MIN));
+        // Above any descriptor limit, so never open (a number just closed
+        // could be reused at once by a test on another thread).
+        assert!(!is_open(1 << 30));
+    }
 
     #[test]
     fn passes_a_memfd() {

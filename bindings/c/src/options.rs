@@ -209,6 +209,9 @@ pub(crate) fn client_options(o: Option<&shmlink_client_options>) -> Result<Clien
         wait: wait(o.wait, o.spin_us)?,
         ring_size: size("ring_size", o.ring_size, d.ring_size)?,
         max_message_size: size("max_message_size", o.max_message_size, d.max_message_size)?,
+        // The arena's limit and threshold keep the core's defaults (not in
+        // the C struct yet).
+        ..d
     })
 }
 

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::ops::Deref;
 use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use shmlink_sys::ReadOnlyMapping;
@@ -28,9 +29,17 @@ struct Live {
     released: Vec<Key>,
 }
 
-fn lock(m: &Mutex<Live>) -> MutexGuard<'_, Live> {
+/// [`Live`], and whether releases are waiting (read without the lock on
+/// every send of the session).
+#[derive(Debug, Default)]
+struct Shared {
+    live: Mutex<Live>,
+    pending: AtomicBool,
+}
+
+fn lock(s: &Shared) -> MutexGuard<'_, Live> {
     // Every update leaves `Live` consistent.
-    m.lock().unwrap_or_else(|p| p.into_inner())
+    s.live.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// The receiving side's table of its peer's segments (at most `max_bytes`
@@ -40,7 +49,7 @@ pub struct Peer {
     max: u64,
     mapped: u64,
     slots: Vec<Option<PeerSeg>>,
-    live: Arc<Mutex<Live>>,
+    live: Arc<Shared>,
 }
 
 /// A buffer released by its reader: a synonym of [`Key`] for readability.
@@ -53,7 +62,7 @@ impl Peer {
             max: max_bytes,
             mapped: 0,
             slots: Vec::new(),
-            live: Arc::new(Mutex::new(Live::default())),
+            live: Arc::new(Shared::default()),
         }
     }
 
@@ -178,7 +187,17 @@ impl Peer {
     /// Buffers whose views were dropped since the last call: their releases
     /// are due to the owner.
     pub fn take_releases(&self) -> Vec<Release> {
+        if !self.live.pending.swap(false, Ordering::AcqRel) {
+            return Vec::new();
+        }
         std::mem::take(&mut lock(&self.live).released)
+    }
+
+    /// Whether views were dropped since releases were last taken (one
+    /// atomic load).
+    #[inline]
+    pub fn releases_due(&self) -> bool {
+        self.live.pending.load(Ordering::Acquire)
     }
 
     /// Bytes of the peer's segments mapped now.
@@ -205,7 +224,7 @@ pub struct View {
     pub(crate) map: Arc<ReadOnlyMapping>,
     pub(crate) key: Key,
     pub(crate) len: usize,
-    live: Arc<Mutex<Live>>,
+    live: Arc<Shared>,
 }
 
 impl View {
@@ -225,5 +244,6 @@ impl Drop for View {
         let mut live = lock(&self.live);
         live.held.remove(&(self.key.slot, self.key.offset));
         live.released.push(self.key);
+        self.live.pending.store(true, Ordering::Release);
     }
 }

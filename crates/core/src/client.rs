@@ -12,6 +12,7 @@ use crate::error::{Error, RemoteError, Result};
 use crate::frame::{Kind, Message};
 use crate::options::ClientOptions;
 use crate::session::Session;
+use shmlink_arena::Loan;
 
 /// Identifies a call sent with [`Client::send`].
 pub type CallId = u64;
@@ -177,6 +178,14 @@ impl Client {
         fds: &[BorrowedFd<'_>],
         timeout: Duration,
     ) -> Result<Vec<u8>> {
+        if request.len() >= self.options.arena_threshold && fds.is_empty() && self.session.lends() {
+            // Copied once into the arena, read in place by the server; a
+            // full arena streams instead.
+            if let Ok(mut loan) = self.session.loan(request.len()) {
+                loan.copy_from_slice(request);
+                return self.call_loan_timeout(loan, timeout);
+            }
+        }
         let mut deadline = Deadline::In(timeout);
         // A call's own id is not filed in `in_flight`: `wait_for` matches it
         // directly, so the common one-call-at-a-time case does no set work.
@@ -184,7 +193,52 @@ impl Client {
         self.session
             .send_with_fds(Kind::Request, id, request, fds, &mut deadline)?;
         self.next_id += 1;
-        match self.wait_for(id, &mut deadline) {
+        self.finish_call(id, &mut deadline)
+    }
+
+    /// A buffer of `len` bytes of this client's arena to fill in place, then
+    /// send with [`Client::call_loan`]: the server reads it where it lies
+    /// (over `shm:` and `unix:`, to a server that takes lent requests).
+    /// Dropped unsent, it goes back to the arena.
+    ///
+    /// # Errors
+    /// [`Error::ArenaFull`] with the sizes when the arena (at most
+    /// [`ClientOptions::max_arena_bytes`]) cannot hold it now;
+    /// [`Error::NotAgreed`] when the server takes no lent requests,
+    /// [`Error::Unsupported`] over `tcp:`.
+    pub fn loan(&mut self, len: usize) -> Result<Loan> {
+        self.session.loan(len)
+    }
+
+    /// Calls with a request lent from the arena (see [`Client::loan`]).
+    ///
+    /// # Errors
+    /// As [`Client::call`].
+    pub fn call_loan(&mut self, loan: Loan) -> Result<Vec<u8>> {
+        self.call_loan_timeout(loan, self.options.timeout)
+    }
+
+    /// [`Client::call_loan`] with an explicit timeout.
+    ///
+    /// # Errors
+    /// As [`Client::call`].
+    pub fn call_loan_timeout(&mut self, loan: Loan, timeout: Duration) -> Result<Vec<u8>> {
+        let mut deadline = Deadline::In(timeout);
+        let id = self.next_id;
+        self.session.send_loan(id, loan, &mut deadline)?;
+        self.next_id += 1;
+        self.finish_call(id, &mut deadline)
+    }
+
+    /// Bytes of arena this client maps for its loans.
+    pub fn arena_bytes(&self) -> u64 {
+        self.session.arena_bytes().0
+    }
+
+    /// Waits for the response to call `id`, just sent.
+    #[inline(always)]
+    fn finish_call(&mut self, id: CallId, deadline: &mut Deadline) -> Result<Vec<u8>> {
+        match self.wait_for(id, deadline) {
             Err(e @ Error::Timeout { .. }) => {
                 self.abandoned.insert(id);
                 Err(e)

@@ -34,6 +34,9 @@ pub(crate) enum Role {
 pub(crate) fn connect(address: &Address, opts: &ClientOptions, role: Role) -> Result<Session> {
     let offered = match (role, address) {
         (Role::Caller, Address::Tcp(_)) => handshake::CAPS,
+        (Role::Caller, _) if opts.max_arena_bytes > 0 => {
+            handshake::CAPS | handshake::CAP_FDS | handshake::CAP_DESCRIPTORS
+        }
         (Role::Caller, _) => handshake::CAPS | handshake::CAP_FDS,
         (Role::Worker, _) => handshake::CAPS | handshake::CAP_SERVE,
     };
@@ -131,6 +134,11 @@ pub(crate) fn connect(address: &Address, opts: &ClientOptions, role: Role) -> Re
                     "server enabled capabilities {caps:#x} this client did not offer"
                 )));
             }
+            if caps & handshake::CAP_DESCRIPTORS != 0 && caps & handshake::CAP_FDS == 0 {
+                return Err(proto(
+                    "server agreed to the arena (capability bit 2) without descriptors (bit 4), which its segments need".into(),
+                ));
+            }
             if role == Role::Worker && caps & handshake::CAP_SERVE == 0 {
                 return Err(proto(
                     "the server does not take workers (it did not agree to capability bit 3)"
@@ -214,7 +222,10 @@ pub(crate) fn connect(address: &Address, opts: &ClientOptions, role: Role) -> Re
             )
         }
     };
-    let session = Session::new(link, local_max, server_max, caps, name);
+    let mut session = Session::new(link, local_max, server_max, caps, name);
+    if caps & handshake::CAP_DESCRIPTORS != 0 {
+        session = session.with_arena(shmlink_arena::Owner::new(opts.max_arena_bytes));
+    }
     // A caller drains responses while it waits to send requests (the server
     // may be blocked writing to it); a worker sends one answer at a time.
     Ok(match role {

@@ -200,6 +200,16 @@ pub enum Error {
         /// Why the transport cannot.
         why: &'static str,
     },
+    /// No arena buffer can be had (the arena is at its `max_arena_bytes`
+    /// with buffers lent, or the kernel refused a segment); the session
+    /// stays usable.
+    #[error("arena of the session with {address}: {detail}")]
+    ArenaFull {
+        /// Session address.
+        address: String,
+        /// Sizes: asked, mapped, lent, the limit.
+        detail: String,
+    },
     /// The file descriptors given with a message cannot be sent (more than
     /// [`crate::MAX_FDS`], or one is not open); nothing was sent, the
     /// session stays usable.

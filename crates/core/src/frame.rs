@@ -61,16 +61,22 @@ pub enum Kind {
     Error = 3,
     /// A one-way message: no response.
     OneWay = 4,
-    /// Reserved for zero-copy descriptors: the payload is a body in the
-    /// [`crate::descriptor`] format (slot, generation, offset, length).
-    /// Refused until negotiated.
+    /// A request whose body lies in the sender's arena (capability bit 2):
+    /// the payload is a body in the [`crate::descriptor`] format (slot,
+    /// generation, offset, length).
     Descriptor = 5,
     /// The sender is closing the session cleanly.
     Goodbye = 6,
+    /// An arena segment registered (with its memfd) or retired by its owner
+    /// (capability bit 2; [`crate::arena_wire`]).
+    Segment = 7,
+    /// Lent arena buffers given back to their owner (capability bit 2;
+    /// [`crate::arena_wire`]).
+    Release = 8,
 }
 
 /// Kinds by wire value (a table: every frame header is decoded).
-const KINDS: [Option<Kind>; 7] = [
+const KINDS: [Option<Kind>; 9] = [
     None,
     Some(Kind::Request),
     Some(Kind::Response),
@@ -78,6 +84,8 @@ const KINDS: [Option<Kind>; 7] = [
     Some(Kind::OneWay),
     Some(Kind::Descriptor),
     Some(Kind::Goodbye),
+    Some(Kind::Segment),
+    Some(Kind::Release),
 ];
 
 impl Kind {
@@ -212,9 +220,21 @@ pub struct Message {
     pub body: Vec<u8>,
     /// The file descriptors that came with it (closed when dropped).
     pub fds: Vec<OwnedFd>,
+    /// For a request lent from the peer's arena: the bytes where they lie
+    /// (`body` is then empty); dropping it files the release.
+    pub lent: Option<shmlink_arena::View>,
 }
 
 impl Message {
+    /// The message's bytes: the lent buffer, or the body.
+    #[inline]
+    pub fn payload(&self) -> &[u8] {
+        match &self.lent {
+            Some(v) => v,
+            None => &self.body,
+        }
+    }
+
     /// Encodes the body of an error response or a `Goodbye`: the code, then
     /// the message as UTF-8.
     pub fn error_body(e: &RemoteError) -> Vec<u8> {
@@ -401,6 +421,7 @@ impl Assembler {
             id: first.id,
             body,
             fds: std::mem::take(&mut self.fds),
+            lent: None,
         }))
     }
 }

@@ -25,6 +25,7 @@
 //! ```
 
 mod address;
+mod arena_wire;
 mod callee;
 mod client;
 mod connect;
@@ -56,11 +57,12 @@ pub use frame::{
     CODE_RESPONSE_TOO_LARGE, CODE_SHUTTING_DOWN, MAX_FDS, MIN_MESSAGE_LIMIT,
 };
 pub use options::{
-    ClientOptions, Log, ServerOptions, WaitStrategy, DEFAULT_MAX_MESSAGE, DEFAULT_RING_SIZE,
-    MAX_MESSAGE_SIZE, MAX_RING_SIZE, MIN_RING_SIZE,
+    ClientOptions, Log, ServerOptions, WaitStrategy, DEFAULT_ARENA_BYTES, DEFAULT_MAX_MESSAGE,
+    DEFAULT_RING_SIZE, MAX_MESSAGE_SIZE, MAX_RING_SIZE, MIN_RING_SIZE,
 };
 pub use server::{
     AcceptedWorker, Handler, RunningServer, Server, Stats, StopHandle, WithFds, WorkerPort,
     PREPARED_SEGMENTS,
 };
+pub use shmlink_arena::Loan;
 pub use worker::{Worker, CODE_NOT_ANSWERED, WORKER_ENV};

@@ -121,7 +121,20 @@ pub struct ClientOptions {
     pub ring_size: usize,
     /// Largest message this client sends or accepts. Default 64 MiB.
     pub max_message_size: usize,
+    /// Most bytes of arena this client maps to lend requests from (over
+    /// `shm:` and `unix:`, to a server that takes them; capability bit 2).
+    /// 0: never lend. Default [`DEFAULT_ARENA_BYTES`].
+    pub max_arena_bytes: u64,
+    /// Requests of at least this many bytes go through the arena (copied
+    /// once into it, read in place by the server) instead of streaming
+    /// through the ring or socket; they stream when the arena is full.
+    /// Default 64 KiB.
+    pub arena_threshold: usize,
 }
+
+/// Default arena limit, each side of a session: 2 GiB of address space
+/// (memory is used only as buffers are filled, and reused).
+pub const DEFAULT_ARENA_BYTES: u64 = 2 << 30;
 
 impl Default for ClientOptions {
     fn default() -> Self {
@@ -130,6 +143,8 @@ impl Default for ClientOptions {
             wait: WaitStrategy::default(),
             ring_size: DEFAULT_RING_SIZE,
             max_message_size: DEFAULT_MAX_MESSAGE,
+            max_arena_bytes: DEFAULT_ARENA_BYTES,
+            arena_threshold: 64 << 10,
         }
     }
 }
@@ -227,6 +242,10 @@ pub struct ServerOptions {
     /// Whether clients may send file descriptors with their calls (over
     /// `shm:` and `unix:`; handlers receive them). Default true.
     pub accept_fds: bool,
+    /// Most bytes of a client's arena a session maps to read lent requests
+    /// in place (capability bit 2, which needs `accept_fds`). 0: clients
+    /// stream every request. Default [`DEFAULT_ARENA_BYTES`].
+    pub max_arena_bytes: u64,
     /// Where sessions ended for a protocol error or a stalled client are
     /// reported. Default: standard error.
     pub log: Log,
@@ -245,6 +264,7 @@ impl Default for ServerOptions {
             handshake_timeout: Duration::from_secs(2),
             send_timeout: Duration::from_secs(5),
             accept_fds: true,
+            max_arena_bytes: DEFAULT_ARENA_BYTES,
             log: Log::default(),
         }
     }

@@ -12,6 +12,8 @@ use crate::frame::{
 use crate::handshake::{CAP_CHUNKED, CAP_FDS, CAP_ONE_WAY};
 use crate::link::{Inbox, Link};
 
+mod lend;
+
 /// One side of an established session.
 #[derive(Debug)]
 pub(crate) struct Session {
@@ -34,6 +36,10 @@ pub(crate) struct Session {
     drain_while_sending: bool,
     /// Messages received while sending, handed out by `recv` first.
     drained: VecDeque<Message>,
+    /// The arena this side lends requests from (capability bit 2, clients).
+    arena: Option<shmlink_arena::Owner>,
+    /// The peer's arena, read in place (capability bit 2, servers).
+    peer_arena: Option<shmlink_arena::Peer>,
 }
 
 impl Session {
@@ -62,6 +68,8 @@ impl Session {
             address,
             drain_while_sending: false,
             drained: VecDeque::new(),
+            arena: None,
+            peer_arena: None,
         }
     }
 
@@ -195,6 +203,13 @@ impl Session {
         self.check_size(body.len())?;
         if !fds.is_empty() {
             self.check_fds(fds.len())?;
+        }
+        if self
+            .peer_arena
+            .as_ref()
+            .is_some_and(shmlink_arena::Peer::releases_due)
+        {
+            self.send_releases(deadline)?;
         }
         if kind == Kind::OneWay && self.caps & CAP_ONE_WAY == 0 {
             return Err(Error::NotAgreed {
@@ -363,42 +378,49 @@ impl Session {
 
     pub(crate) fn recv(&mut self, deadline: &mut Deadline) -> Result<Message> {
         self.check_usable()?;
-        let m = match self.drained.pop_front() {
-            Some(m) => m,
-            None => self
-                .link
-                .recv_message(&mut self.asm, deadline)
-                .map_err(|e| self.recv_failed(e))?,
-        };
-        match m.kind {
-            Kind::Request if m.id != 0 => Ok(m),
-            Kind::Response | Kind::Error if m.id != 0 && m.fds.is_empty() => Ok(m),
-            _ => self.screen(m),
+        loop {
+            let m = match self.drained.pop_front() {
+                Some(m) => m,
+                None => self
+                    .link
+                    .recv_message(&mut self.asm, deadline)
+                    .map_err(|e| self.recv_failed(e))?,
+            };
+            match m.kind {
+                Kind::Request if m.id != 0 => return Ok(m),
+                Kind::Response | Kind::Error if m.id != 0 && m.fds.is_empty() => return Ok(m),
+                _ => {
+                    if let Some(m) = self.screen(m)? {
+                        return Ok(m);
+                    }
+                }
+            }
         }
     }
 
     /// The rules for the other kinds and ids: a one-way message needs its
     /// capability and id 0; a `Goodbye` (id 0) ends the session with the
-    /// peer's reason; descriptors are never agreed yet; calls, responses and
+    /// peer's reason; the arena's frames need capability bit 2 and go to
+    /// the arena (`None`: nothing for the caller); calls, responses and
     /// errors need a non-zero id.
     #[cold]
-    fn screen(&mut self, m: Message) -> Result<Message> {
-        if !m.fds.is_empty() && m.kind != Kind::Request {
+    fn screen(&mut self, m: Message) -> Result<Option<Message>> {
+        if !m.fds.is_empty() && !matches!(m.kind, Kind::Request | Kind::Segment) {
             return Err(self.violation(format!(
-                "{:?} frame with {} file descriptors; only requests carry descriptors",
+                "{:?} frame with {} file descriptors; only requests and segment notices carry descriptors",
                 m.kind,
                 m.fds.len()
             )));
         }
+        if matches!(m.kind, Kind::Descriptor | Kind::Segment | Kind::Release) {
+            return self.arena_frame(m);
+        }
         match m.kind {
-            Kind::OneWay if m.id == 0 && self.caps & CAP_ONE_WAY != 0 => Ok(m),
+            Kind::OneWay if m.id == 0 && self.caps & CAP_ONE_WAY != 0 => Ok(Some(m)),
             Kind::OneWay if m.id == 0 => Err(self.violation(
                 "one-way message, but one-way messages (capability bit 1) were not agreed".into(),
             )),
             Kind::Goodbye if m.id == 0 => Err(self.peer_said_goodbye(&m.body)),
-            Kind::Descriptor => Err(self.violation(
-                "descriptor frame, but descriptors (capability bit 2) were not agreed".into(),
-            )),
             k => Err(self.violation(format!(
                 "{k:?} frame with call id {}: {}",
                 m.id,

@@ -9,7 +9,8 @@
 //!   offsets ([`RingHeader::SIZE`]);
 //! - frames: [`FrameHeader`], [`Kind`], the error-response body, and the
 //!   [`Assembler`] that checks chunked messages;
-//! - descriptor bodies: [`Descriptor`].
+//! - arena bodies: [`Descriptor`], [`SegmentNotice`], release records
+//!   ([`encode_release`], [`decode_release`]).
 //!
 //! # Examples
 //! ```
@@ -20,6 +21,10 @@
 //! assert_eq!(FrameHeader::decode(&bytes), Ok(h));
 //! ```
 
+pub use crate::arena_wire::{
+    decode_release, encode_release, ArenaWireError, SegmentNotice, NOTICE_LEN, NOTICE_RETIRE,
+    RELEASE_LEN,
+};
 pub use crate::descriptor::{
     Descriptor, DescriptorError, SegmentEntry, DESCRIPTOR_LEN, DESCRIPTOR_VERSION,
 };

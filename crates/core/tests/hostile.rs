@@ -1071,7 +1071,7 @@ fn garbage_s2c(seg: &Seg, ctl: &UnixStream, k: usize, rng: &mut Rng) -> (&'stati
             seg.publish(d, t);
             (
                 "a response carrying a descriptor",
-                Want::Protocol("only requests carry descriptors"),
+                Want::Protocol("only requests and segment notices carry descriptors"),
             )
         }
         _ => unreachable!(),

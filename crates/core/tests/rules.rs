@@ -120,7 +120,7 @@ fn broken_rules_are_told_and_logged(t: T) {
             "a descriptor frame",
             raw_header(Kind::Descriptor as u8, 0, 1, 32, 32),
             &[0; 32],
-            "descriptors (capability bit 2) were not agreed",
+            "capability bit 2 not agreed",
         ),
         (
             "a request with id 0",

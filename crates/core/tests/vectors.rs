@@ -17,8 +17,8 @@ use std::path::PathBuf;
 
 use serde_json::{json, Map, Value};
 use shmlink::wire::{
-    Descriptor, FrameHeader, Hello, Kind, Message, RingHeader, SegmentHeader, Welcome, Wire, CAPS,
-    CAP_SERVE, FLAG_MORE, HEADER_LEN, WELCOME_LEN,
+    encode_release, Descriptor, FrameHeader, Hello, Kind, Message, RingHeader, SegmentHeader,
+    SegmentNotice, Welcome, Wire, CAPS, CAP_SERVE, FLAG_MORE, HEADER_LEN, WELCOME_LEN,
 };
 use shmlink::{RefusalCode, RemoteError, CODE_PROTOCOL_ERROR};
 use shmlink_ring::{Consumer, Memory, Pop, Producer, Push};
@@ -247,6 +247,13 @@ fn frames() -> Vec<Value> {
         length: 100,
     }
     .encode();
+    let notice = SegmentNotice {
+        slot: 0,
+        retire: false,
+        generation: 1,
+    }
+    .encode();
+    let release = encode_release(&[(0, 1, 0), (0, 1, 131072)]);
     let mut out = vec![
         frame(
             "request, id 1",
@@ -277,9 +284,22 @@ fn frames() -> Vec<Value> {
             b"note",
         ),
         frame(
-            "descriptor (reserved kind 5)",
+            "descriptor: request 3 lent from slot 1 (kind 5)",
             FrameHeader::whole(Kind::Descriptor, 3, desc.len()),
             &desc,
+        ),
+        frame(
+            "segment notice: slot 0, generation 1, with its memfd (kind 7)",
+            FrameHeader {
+                fds: 1,
+                ..FrameHeader::whole(Kind::Segment, 0, notice.len())
+            },
+            &notice,
+        ),
+        frame(
+            "release of two lent buffers (kind 8)",
+            FrameHeader::whole(Kind::Release, 0, release.len()),
+            &release,
         ),
         frame(
             "goodbye, normal close",
@@ -316,7 +336,7 @@ fn frames() -> Vec<Value> {
         x
     };
     out.push(invalid("kind 0", &with(4, 0), "unknown frame kind 0"));
-    out.push(invalid("kind 7", &with(4, 7), "unknown frame kind 7"));
+    out.push(invalid("kind 9", &with(4, 9), "unknown frame kind 9"));
     out.push(invalid(
         "unknown flag bit 1",
         &with(5, 2),

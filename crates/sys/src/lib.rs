@@ -11,8 +11,9 @@
 //! Each wrapper is small, names its man page and the errors it passes on,
 //! and is tested in its module.
 //!
-//! The only `unsafe` code is in [`mapping`] (mmap/munmap and raw access to the
-//! mapped bytes); `grep -rn 'allow(unsafe_code)'` lists it.
+//! `unsafe` code lives in [`mapping`] (mmap/munmap and raw access to the
+//! mapped bytes) and in [`fdpass::is_open`] (an `fcntl` on a descriptor
+//! number a C caller handed in); `grep -rn 'allow(unsafe_code)'` lists it.
 
 pub mod affinity;
 pub mod cred;

@@ -386,6 +386,7 @@ fn take_record<M: shmlink_ring::Memory>(
                 id: h.id,
                 body,
                 fds: Vec::new(),
+                lent: None,
             }));
         }
     }

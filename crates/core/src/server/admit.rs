@@ -240,8 +240,14 @@ fn agree(
 /// also agrees that the connecting side serves).
 fn agreed_caps(shared: &Shared, hello: &Hello, conn: &Stream) -> u64 {
     let ours = match shared.mode {
+        // The arena's segments travel as descriptors: bit 2 needs bit 4.
         Mode::Serve if shared.opts.accept_fds && matches!(conn, Stream::Unix(_)) => {
-            handshake::CAPS | handshake::CAP_FDS
+            let arena = if shared.opts.max_arena_bytes > 0 {
+                handshake::CAP_DESCRIPTORS
+            } else {
+                0
+            };
+            handshake::CAPS | handshake::CAP_FDS | arena
         }
         Mode::Serve => handshake::CAPS,
         Mode::TakeWorkers => handshake::CAPS | handshake::CAP_SERVE,
@@ -285,7 +291,10 @@ fn open(
         Wire::Stream => open_stream(shared, conn, a, (id, caps), watch, &name)?,
     };
     let peer_max = usize::try_from(a.hello.max_message).unwrap_or(usize::MAX);
-    let session = Session::new(link, shared.opts.max_message_size, peer_max, caps, name);
+    let mut session = Session::new(link, shared.opts.max_message_size, peer_max, caps, name);
+    if caps & handshake::CAP_DESCRIPTORS != 0 {
+        session = session.with_peer_arena(shmlink_arena::Peer::new(shared.opts.max_arena_bytes));
+    }
     Some(Established {
         // The port's side of a worker session makes the calls, and drains
         // answers while it waits to send, as a client does.

@@ -108,11 +108,12 @@ fn answer(
 ) -> Result<(), Error> {
     resp.clear();
     let fds = std::mem::take(&mut m.fds);
+    let payload = m.payload();
     let call = || {
         if fds.is_empty() {
-            handler.handle(&m.body, resp)
+            handler.handle(payload, resp)
         } else {
-            handler.handle_with_fds(&m.body, fds, resp)
+            handler.handle_with_fds(payload, fds, resp)
         }
     };
     let result = match catch_unwind(AssertUnwindSafe(call)) {
@@ -122,6 +123,8 @@ fn answer(
             format!("handler panicked: {}", panic_text(&*p)),
         )),
     };
+    // A lent request goes back (its release precedes the response).
+    drop(m.lent.take());
     session.recycle(m.body);
     let mut scratch = Vec::new();
     let limits = Limits {

@@ -23,6 +23,7 @@ sock=$work/s.sock
 server=""
 cleanup() { [ -n "$server" ] && kill -INT "$server" 2>/dev/null; rm -rf "$work"; }
 trap cleanup EXIT
+[ -n "${KEEP_CG:-}" ] && trap '[ -n "$server" ] && kill -INT "$server" 2>/dev/null; cp "$work"/*.cg "$KEEP_CG"/ 2>/dev/null; rm -rf "$work"' EXIT
 vg=(valgrind --tool=callgrind --dump-instr=yes)
 taskset -c 1 "${vg[@]}" --callgrind-out-file="$work/server.cg" \
   "$bin/shmlink" echo --listen "shm:$sock" --wait busy >/dev/null 2>&1 &

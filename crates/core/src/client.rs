@@ -179,11 +179,8 @@ impl Client {
         timeout: Duration,
     ) -> Result<Vec<u8>> {
         if request.len() >= self.options.arena_threshold && fds.is_empty() && self.session.lends() {
-            // Copied once into the arena, read in place by the server; a
-            // full arena streams instead.
-            if let Ok(mut loan) = self.session.loan(request.len()) {
-                loan.copy_from_slice(request);
-                return self.call_loan_timeout(loan, timeout);
+            if let Some(r) = self.call_copied_into_arena(request, timeout) {
+                return r;
             }
         }
         let mut deadline = Deadline::In(timeout);
@@ -194,6 +191,21 @@ impl Client {
             .send_with_fds(Kind::Request, id, request, fds, &mut deadline)?;
         self.next_id += 1;
         self.finish_call(id, &mut deadline)
+    }
+
+    /// The transparent path of a large call: the request copied once into
+    /// the arena and read in place by the server. `None` when the arena has
+    /// no room (the call streams instead).
+    #[cold]
+    #[inline(never)]
+    fn call_copied_into_arena(
+        &mut self,
+        request: &[u8],
+        timeout: Duration,
+    ) -> Option<Result<Vec<u8>>> {
+        let mut loan = self.session.loan(request.len()).ok()?;
+        loan.copy_from_slice(request);
+        Some(self.call_loan_timeout(loan, timeout))
     }
 
     /// A buffer of `len` bytes of this client's arena to fill in place, then

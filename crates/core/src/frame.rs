@@ -216,23 +216,70 @@ pub struct Message {
     pub kind: Kind,
     /// Call id.
     pub id: u64,
-    /// The bytes.
+    /// The bytes (empty for a request lent from the peer's arena).
     pub body: Vec<u8>,
-    /// The file descriptors that came with it (closed when dropped).
-    pub fds: Vec<OwnedFd>,
-    /// For a request lent from the peer's arena: the bytes where they lie
-    /// (`body` is then empty); dropping it files the release.
-    pub lent: Option<shmlink_arena::View>,
+    /// What few messages carry, boxed so that every other message stays
+    /// small to move.
+    extra: Option<Box<Extra>>,
+}
+
+/// The file descriptors that came with a message, and the arena buffer a
+/// lent request lies in.
+#[derive(Debug, Default)]
+pub(crate) struct Extra {
+    pub(crate) fds: Vec<OwnedFd>,
+    pub(crate) lent: Option<shmlink_arena::View>,
 }
 
 impl Message {
+    /// A message with nothing attached.
+    #[inline]
+    pub(crate) fn new(kind: Kind, id: u64, body: Vec<u8>) -> Message {
+        Message {
+            kind,
+            id,
+            body,
+            extra: None,
+        }
+    }
+
+    /// A request lent from the peer's arena, read where it lies.
+    pub(crate) fn lent_request(id: u64, body: Vec<u8>, view: shmlink_arena::View) -> Message {
+        Message {
+            kind: Kind::Request,
+            id,
+            body,
+            extra: Some(Box::new(Extra {
+                fds: Vec::new(),
+                lent: Some(view),
+            })),
+        }
+    }
+
     /// The message's bytes: the lent buffer, or the body.
     #[inline]
     pub fn payload(&self) -> &[u8] {
-        match &self.lent {
+        match self.extra.as_ref().and_then(|x| x.lent.as_ref()) {
             Some(v) => v,
             None => &self.body,
         }
+    }
+
+    /// The file descriptors that came with it.
+    #[inline]
+    pub fn fds(&self) -> &[OwnedFd] {
+        self.extra.as_ref().map_or(&[], |x| &x.fds)
+    }
+
+    /// Whether anything is attached (descriptors, a lent buffer).
+    #[inline]
+    pub(crate) fn has_extra(&self) -> bool {
+        self.extra.is_some()
+    }
+
+    /// Takes what is attached.
+    pub(crate) fn take_extra(&mut self) -> Extra {
+        self.extra.take().map(|b| *b).unwrap_or_default()
     }
 
     /// Encodes the body of an error response or a `Goodbye`: the code, then
@@ -420,8 +467,12 @@ impl Assembler {
             kind: first.kind,
             id: first.id,
             body,
-            fds: std::mem::take(&mut self.fds),
-            lent: None,
+            extra: (!self.fds.is_empty()).then(|| {
+                Box::new(Extra {
+                    fds: std::mem::take(&mut self.fds),
+                    lent: None,
+                })
+            }),
         }))
     }
 }

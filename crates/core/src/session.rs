@@ -355,12 +355,6 @@ impl Session {
         self.asm.recycle(body);
     }
 
-    /// Receives the next whole message.
-    ///
-    /// # Errors
-    /// Timeout (session stays usable unless a message was partly received),
-    /// peer gone, protocol errors (session broken).
-    #[inline(always)]
     /// Waits until a message can be received without waiting for its first
     /// frame, without receiving it: `false` when `deadline` passed first.
     ///
@@ -376,25 +370,37 @@ impl Session {
             .map_err(|e| self.recv_failed(e))
     }
 
+    /// Receives the next whole message (the arena's own frames are taken
+    /// on the way).
+    ///
+    /// # Errors
+    /// Timeout (session stays usable unless a message was partly received),
+    /// peer gone, protocol errors (session broken).
+    #[inline(always)]
     pub(crate) fn recv(&mut self, deadline: &mut Deadline) -> Result<Message> {
         self.check_usable()?;
-        loop {
-            let m = match self.drained.pop_front() {
-                Some(m) => m,
-                None => self
-                    .link
-                    .recv_message(&mut self.asm, deadline)
-                    .map_err(|e| self.recv_failed(e))?,
-            };
-            match m.kind {
-                Kind::Request if m.id != 0 => return Ok(m),
-                Kind::Response | Kind::Error if m.id != 0 && m.fds.is_empty() => return Ok(m),
-                _ => {
-                    if let Some(m) = self.screen(m)? {
-                        return Ok(m);
-                    }
-                }
-            }
+        let m = match self.drained.pop_front() {
+            Some(m) => m,
+            None => self
+                .link
+                .recv_message(&mut self.asm, deadline)
+                .map_err(|e| self.recv_failed(e))?,
+        };
+        match m.kind {
+            Kind::Request if m.id != 0 => Ok(m),
+            Kind::Response | Kind::Error if m.id != 0 && !m.has_extra() => Ok(m),
+            _ => self.recv_other(m, deadline),
+        }
+    }
+
+    /// The rest of [`Session::recv`] for a message of another kind: screened,
+    /// and when the arena took it, the next one received.
+    #[cold]
+    #[inline(never)]
+    fn recv_other(&mut self, m: Message, deadline: &mut Deadline) -> Result<Message> {
+        match self.screen(m)? {
+            Some(m) => Ok(m),
+            None => self.recv(deadline),
         }
     }
 
@@ -405,11 +411,11 @@ impl Session {
     /// errors need a non-zero id.
     #[cold]
     fn screen(&mut self, m: Message) -> Result<Option<Message>> {
-        if !m.fds.is_empty() && !matches!(m.kind, Kind::Request | Kind::Segment) {
+        if !m.fds().is_empty() && !matches!(m.kind, Kind::Request | Kind::Segment) {
             return Err(self.violation(format!(
                 "{:?} frame with {} file descriptors; only requests and segment notices carry descriptors",
                 m.kind,
-                m.fds.len()
+                m.fds().len()
             )));
         }
         if matches!(m.kind, Kind::Descriptor | Kind::Segment | Kind::Release) {

@@ -381,13 +381,7 @@ fn take_record<M: shmlink_ring::Memory>(
         if let Some(mut body) = asm.take_whole(&h) {
             rec.append_from(HEADER_LEN, &mut body)
                 .map_err(|e| corrupt(addr, &e))?;
-            return Ok(Some(Message {
-                kind: h.kind,
-                id: h.id,
-                body,
-                fds: Vec::new(),
-                lent: None,
-            }));
+            return Ok(Some(Message::new(h.kind, h.id, body)));
         }
     }
     let buf = asm.begin_chunk(&h).map_err(|e| protocol(addr, e.0))?;

@@ -13,7 +13,7 @@ use super::shared::Shared;
 use crate::callee::{panic_text, reply, Limits};
 use crate::deadline::Deadline;
 use crate::error::{Error, RemoteError};
-use crate::frame::{Kind, Message, CODE_HANDLER_PANICKED, CODE_SHUTTING_DOWN};
+use crate::frame::{Extra, Kind, Message, CODE_HANDLER_PANICKED, CODE_SHUTTING_DOWN};
 use crate::handshake::CAP_FDS;
 use crate::link::Link;
 use crate::session::Session;
@@ -96,6 +96,24 @@ fn serve_requests(shared: &Shared, session: &mut Session, handler: &dyn Handler)
     }
 }
 
+/// Runs the handler on a request that came with descriptors or lies in the
+/// client's arena. The lent buffer goes back as the handler returns (its
+/// release precedes the response).
+#[cold]
+fn with_extra(
+    handler: &dyn Handler,
+    body: &[u8],
+    x: Extra,
+    resp: &mut Vec<u8>,
+) -> Result<(), RemoteError> {
+    let payload = x.lent.as_deref().unwrap_or(body);
+    if x.fds.is_empty() {
+        handler.handle(payload, resp)
+    } else {
+        handler.handle_with_fds(payload, x.fds, resp)
+    }
+}
+
 /// Runs the handler on a request and sends its response (an error body cut
 /// to fit the client's limit). `Err`: the session is over.
 #[inline(always)]
@@ -107,14 +125,10 @@ fn answer(
     resp: &mut Vec<u8>,
 ) -> Result<(), Error> {
     resp.clear();
-    let fds = std::mem::take(&mut m.fds);
-    let payload = m.payload();
-    let call = || {
-        if fds.is_empty() {
-            handler.handle(payload, resp)
-        } else {
-            handler.handle_with_fds(payload, fds, resp)
-        }
+    let extra = m.has_extra().then(|| m.take_extra());
+    let call = || match extra {
+        None => handler.handle(&m.body, resp),
+        Some(x) => with_extra(handler, &m.body, x, resp),
     };
     let result = match catch_unwind(AssertUnwindSafe(call)) {
         Ok(r) => r,
@@ -123,8 +137,6 @@ fn answer(
             format!("handler panicked: {}", panic_text(&*p)),
         )),
     };
-    // A lent request goes back (its release precedes the response).
-    drop(m.lent.take());
     session.recycle(m.body);
     let mut scratch = Vec::new();
     let limits = Limits {

@@ -189,13 +189,7 @@ impl Session {
         };
         let view = peer.view(key, d.length).map_err(|e| e.to_string())?;
         m.body.clear();
-        Ok(Message {
-            kind: Kind::Request,
-            id: m.id,
-            body: m.body,
-            fds: Vec::new(),
-            lent: Some(view),
-        })
+        Ok(Message::lent_request(m.id, m.body, view))
     }
 }
 
@@ -210,9 +204,10 @@ fn not_expected(what: &str) -> String {
 fn notice(peer: &mut Peer, mut m: Message) -> std::result::Result<(), String> {
     let n = SegmentNotice::decode(&m.body).map_err(|e| e.0)?;
     let arena = |e: ArenaError| e.to_string();
-    match (n.retire, m.fds.len()) {
+    let mut fds = m.take_extra().fds;
+    match (n.retire, fds.len()) {
         (true, 0) => peer.retire(n.slot, n.generation).map_err(arena),
-        (false, 1) => match m.fds.pop() {
+        (false, 1) => match fds.pop() {
             Some(fd) => peer.register(n.slot, n.generation, fd).map_err(arena),
             None => Err("segment notice without its descriptor".into()),
         },

@@ -74,6 +74,10 @@ def desc_input(max_message, slots, body):
     return b + body
 
 
+def rel(slot, generation, offset):
+    return struct.pack("<IIQQ", slot, 0, generation, offset)
+
+
 # Slot 0 free, slot 1 (64 KiB) at generation 7, slot 2 (4 KiB) at generation 1.
 DESC_TABLE = [None, (7, 65536), (1, 4096)]
 
@@ -148,6 +152,14 @@ SEEDS = {
         # Counters near 2**64 (positions still modulo the capacity).
         "high_counters": consumer(
             2**64 - 256, 2**64 - 256 + 32, ring_area([(0, record(b"hello") + record(b"world!!"))])),
+    },
+    # First byte: buffers lent (4, 8, 16, 32 KiB: slots 0.., generations 1..).
+    "release": {
+        "two_lent": bytes([2]) + rel(0, 1, 0) + rel(1, 2, 0),
+        "unknown": bytes([1]) + rel(7, 1, 0),
+        "twice": bytes([1]) + rel(0, 1, 0) + rel(0, 1, 0),
+        "short": bytes([3]) + bytes(23),
+        "notice": bytes([0]) + struct.pack("<IIQ", 0, 1, 1),
     },
     "ring_producer": {
         "fresh": producer(0, 0, push(b"hello", 2) + push(b"x" * 100, 50) + push(b"")),

@@ -125,6 +125,26 @@ pub fn decode_release(b: &[u8]) -> Result<Vec<(u32, u64, u64)>, ArenaWireError> 
 mod tests {
     use super::*;
 
+    fn hex(b: &[u8]) -> String {
+        b.iter().map(|x| format!("{x:02x}")).collect()
+    }
+
+    #[test]
+    fn the_examples_are_the_ones_in_the_protocol() {
+        // docs/protocol.md, "Arena": a notice and a release.
+        let n = SegmentNotice {
+            slot: 0,
+            retire: false,
+            generation: 1,
+        };
+        assert_eq!(hex(&n.encode()), "00000000000000000100000000000000");
+        assert_eq!(
+            hex(&encode_release(&[(0, 1, 0), (0, 1, 131072)])),
+            "0000000000000000010000000000000000000000000000000000000000000000\
+             01000000000000000000020000000000"
+        );
+    }
+
     #[test]
     fn bodies_round_trip_and_refuse_garbage() {
         let n = SegmentNotice {

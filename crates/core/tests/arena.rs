@@ -7,9 +7,15 @@ mod support;
 
 use std::time::Duration;
 
-use shmlink::wire::{Descriptor, FrameHeader, Kind, CAPS, CAP_DESCRIPTORS, CAP_FDS};
+use std::os::fd::{AsFd, BorrowedFd};
+
+use shmlink::wire::{
+    encode_release, Descriptor, FrameHeader, Kind, SegmentNotice, CAPS, CAP_DESCRIPTORS, CAP_FDS,
+    NOTICE_LEN,
+};
 use shmlink::{ClientOptions, Error, ServerOptions};
-use support::raw::{hello, RawSession};
+use shmlink_sys::{fdpass, memfd};
+use support::raw::{hello, RawSession, Sock};
 use support::{connect, start, watchdog, xform, xform_into, Rng, LIMIT, T};
 
 fn opts() -> ClientOptions {
@@ -137,6 +143,153 @@ fn a_descriptor_naming_no_segment_ends_the_session(t: T) {
     );
 }
 
+/// Sends one frame with one descriptor attached, as the protocol says: on
+/// `shm:` a record on the control socket first, on `unix:` with the frame's
+/// first byte.
+fn send_with_fd(s: &mut RawSession, h: FrameHeader, payload: &[u8], fd: BorrowedFd<'_>) {
+    let Sock::Unix(sock) = &s.sock else {
+        panic!("descriptors need a Unix socket");
+    };
+    if s.rings.is_some() {
+        let mut record = b"SLFD".to_vec();
+        record.extend_from_slice(&1u32.to_le_bytes());
+        record.extend_from_slice(&h.id.to_le_bytes());
+        fdpass::send_with_fds(sock, &record, &[fd]).expect("record");
+        s.send(h, payload);
+    } else {
+        let mut bytes = h.encode().to_vec();
+        bytes.extend_from_slice(payload);
+        fdpass::send_with_fds(sock, &bytes, &[fd]).expect("frame with fd");
+    }
+}
+
+fn notice(slot: u32, generation: u64, retire: bool) -> [u8; NOTICE_LEN] {
+    SegmentNotice {
+        slot,
+        retire,
+        generation,
+    }
+    .encode()
+}
+
+fn descriptor(slot: u32, generation: u64, offset: u64, length: u64) -> Vec<u8> {
+    Descriptor {
+        slot,
+        generation,
+        offset,
+        length,
+    }
+    .encode()
+    .to_vec()
+}
+
+/// What a lying client does on its session.
+type Lie = Box<dyn Fn(&mut RawSession)>;
+
+/// Hand-made clients that agreed on the arena tell each lie the arena
+/// frames allow; each loses its session with a protocol error naming it,
+/// and an honest client is served afterwards.
+fn lying_arena_frames_end_the_session(t: T) {
+    let srv = start(t, server_opts(), echo());
+    let seg = 64 << 10;
+    let cases: Vec<(&str, Lie, &str)> = vec![
+        (
+            "a segment that is not sealed",
+            Box::new(|s| {
+                let fd = memfd::create_sealed("plain", 65536).expect("memfd");
+                let n = notice(0, 1, false);
+                let h = FrameHeader {
+                    fds: 1,
+                    ..FrameHeader::whole(Kind::Segment, 0, n.len())
+                };
+                send_with_fd(s, h, &n, fd.as_fd());
+            }),
+            "not sealed",
+        ),
+        (
+            "a registration without its memfd",
+            Box::new(|s| {
+                let n = notice(0, 1, false);
+                s.send(FrameHeader::whole(Kind::Segment, 0, n.len()), &n);
+            }),
+            "with 0 file descriptors",
+        ),
+        (
+            "retiring a segment never registered",
+            Box::new(|s| {
+                let n = notice(2, 1, true);
+                s.send(FrameHeader::whole(Kind::Segment, 0, n.len()), &n);
+            }),
+            "no such segment",
+        ),
+        (
+            "a descriptor past the end of its segment",
+            Box::new(move |s| {
+                register(s, 0, 5, seg);
+                let d = descriptor(0, 5, seg - 8, 16);
+                s.send(FrameHeader::whole(Kind::Descriptor, 1, d.len()), &d);
+            }),
+            "not inside",
+        ),
+        (
+            "a descriptor of another generation",
+            Box::new(move |s| {
+                register(s, 0, 5, seg);
+                let d = descriptor(0, 4, 0, 16);
+                s.send(FrameHeader::whole(Kind::Descriptor, 1, d.len()), &d);
+            }),
+            "holds generation 5",
+        ),
+        (
+            "a descriptor over the largest message",
+            Box::new(move |s| {
+                register(s, 0, 5, seg);
+                let d = descriptor(0, 5, 0, (256 << 20) + 1);
+                s.send(FrameHeader::whole(Kind::Descriptor, 1, d.len()), &d);
+            }),
+            "exceeds the maximum message size",
+        ),
+        (
+            "a registration that is not newer",
+            Box::new(move |s| {
+                register(s, 0, 5, seg);
+                register(s, 0, 5, seg);
+            }),
+            "not newer",
+        ),
+        (
+            "a release sent to the server",
+            Box::new(|s| {
+                let r = encode_release(&[(0, 1, 0)]);
+                s.send(FrameHeader::whole(Kind::Release, 0, r.len()), &r);
+            }),
+            "release frame, but",
+        ),
+    ];
+    for (what, lie, needle) in cases {
+        let mut h = hello(t);
+        h.caps = CAPS | CAP_FDS | CAP_DESCRIPTORS;
+        let (_, s) = RawSession::open(&srv.addr, &h);
+        let mut s = s.expect("accepted");
+        lie(&mut s);
+        s.expect_protocol_goodbye(needle, &format!("{t:?} {what}"));
+    }
+    let mut c = connect(&srv.addr, opts());
+    let req = vec![5u8; 1 << 20];
+    assert_eq!(c.call(&req).expect("an honest client"), xform(&req));
+}
+
+/// Registers an arena segment of `len` bytes at `slot`.
+fn register(s: &mut RawSession, slot: u32, generation: u64, len: u64) {
+    let (fd, _map) = memfd::create_arena("lie", len).expect("arena segment");
+    let n = notice(slot, generation, false);
+    let h = FrameHeader {
+        fds: 1,
+        ..FrameHeader::whole(Kind::Segment, 0, n.len())
+    };
+    send_with_fd(s, h, &n, fd.as_fd());
+}
+
 fn tcp_refuses_loans() {
     let srv = start(T::Tcp, server_opts(), echo());
     let mut c = connect(&srv.addr, opts());
@@ -158,7 +311,8 @@ arena_tests!(
     a_loan_is_filled_in_place,
     a_full_arena_is_reported_and_calls_stream,
     refused_where_not_agreed,
-    a_descriptor_naming_no_segment_ends_the_session
+    a_descriptor_naming_no_segment_ends_the_session,
+    lying_arena_frames_end_the_session
 );
 
 #[test]

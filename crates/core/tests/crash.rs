@@ -31,6 +31,7 @@ crate::per_transport!(
     client_killed_idle,
     client_killed_streaming,
     random_kill_points,
+    server_killed_holding_a_lent_request,
 );
 
 // ---------- the child side ----------
@@ -58,7 +59,7 @@ fn child_server(addr: &str) {
     say(&format!("READY {}", server.addresses()[0]));
     server
         .serve(|req: &[u8], resp: &mut Vec<u8>| {
-            if req == b"block" {
+            if req.starts_with(b"block") {
                 say("ENTERED");
                 loop {
                     thread::park();
@@ -245,6 +246,51 @@ fn marker(line: &str, key: &str) -> Option<String> {
 }
 
 /// (a) The server process dies while a call is in its handler.
+/// Mappings of arena segments in this process (`/proc/self/maps`).
+fn arena_mappings() -> usize {
+    std::fs::read_to_string("/proc/self/maps")
+        .map(|m| m.lines().filter(|l| l.contains("shmlink-arena")).count())
+        .unwrap_or(0)
+}
+
+/// The server dies while its handler reads a request lent from the
+/// client's arena: the call fails at once, the session's loans fail with a
+/// clear error, and the client's arena is unmapped when the client goes.
+fn server_killed_holding_a_lent_request(t: T) {
+    let dir = TempDir::new("kills");
+    let bind = t.bind_addr(&dir, "s");
+    let mut peer = Peer::spawn(&format!("server|{bind}"));
+    let addr = peer.expect("READY ", Duration::from_secs(20));
+    let before = arena_mappings();
+    let mut busy =
+        Client::connect(&addr, opts_timeout(Duration::from_secs(10))).expect("busy client");
+    let caller = thread::spawn(move || {
+        let mut req = b"block".to_vec();
+        req.resize(1 << 20, 7);
+        let r = busy.call(&req);
+        (r, Instant::now(), busy)
+    });
+    peer.expect("ENTERED", Duration::from_secs(10));
+    let killed = peer.kill();
+    let (r, returned, mut busy) = caller.join().expect("caller");
+    let took = returned.saturating_duration_since(killed);
+    match &r {
+        Err(e) if is_gone_or_closed(e) => assert!(e.is_fatal()),
+        other => panic!("{t:?}: expected PeerGone/Closed, got {other:?}"),
+    }
+    assert!(
+        took < Duration::from_secs(1),
+        "{t:?}: noticed after {took:?}"
+    );
+    if t != T::Tcp {
+        assert!(arena_mappings() > before, "{t:?}: the request was lent");
+    }
+    let e = busy.loan(4096).expect_err("a loan on a dead session");
+    assert!(matches!(e, shmlink::Error::Closed { .. }), "{t:?}: {e}");
+    drop(busy);
+    assert_eq!(arena_mappings(), before, "{t:?}: the arena is unmapped");
+}
+
 fn server_killed_mid_call(t: T) {
     let dir = TempDir::new("kills");
     let bind = t.bind_addr(&dir, "s");

@@ -29,6 +29,10 @@ pub(crate) struct EchoArgs {
     /// for an empty request).
     #[arg(long, value_name = "N", value_parser = parse::size)]
     reply_size: Option<usize>,
+    /// Reply with 64 bytes: the request's length and hashes of its first and
+    /// last 4 KiB (what `shmlink bench --paths` measures with).
+    #[arg(long, conflicts_with_all = ["reply_size", "reply_ratio"])]
+    reply_digest: bool,
     /// How session threads wait for requests on shm: sleep, spin, spin:MICROS or busy.
     #[arg(long, value_name = "STRATEGY", default_value_t = WaitStrategy::default())]
     wait: WaitStrategy,
@@ -53,6 +57,10 @@ pub(crate) struct EchoArgs {
     /// Pin the server's threads to this CPU.
     #[arg(long, value_name = "CPU")]
     pin_cpu: Option<usize>,
+    /// Largest request accepted (KiB/MiB/GiB suffixes allowed).
+    #[arg(long, value_name = "BYTES", value_parser = parse::size,
+          default_value_t = ServerOptions::default().max_message_size)]
+    max_message: usize,
 }
 
 /// Runs the echo server until SIGINT or SIGTERM.
@@ -62,7 +70,7 @@ pub(crate) fn run(args: &EchoArgs) -> anyhow::Result<()> {
         shmlink_sys::affinity::pin_current_thread(cpu)
             .with_context(|| format!("cannot pin the echo server to CPU {cpu}"))?;
     }
-    let shape = ReplyShape::from_options(args.reply_ratio, args.reply_size);
+    let shape = ReplyShape::from_options(args.reply_ratio, args.reply_size, args.reply_digest);
     let options = ServerOptions {
         allowed_uids: args.allow_uid.clone(),
         allowed_gids: args.allow_gid.clone(),
@@ -70,6 +78,7 @@ pub(crate) fn run(args: &EchoArgs) -> anyhow::Result<()> {
         socket_group: args.socket_group,
         max_sessions: args.max_sessions,
         wait: args.wait,
+        max_message_size: args.max_message,
         ..ServerOptions::default()
     };
     // Signals are registered before binding, so that a signal arriving as

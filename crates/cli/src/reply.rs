@@ -11,6 +11,34 @@ pub(crate) enum ReplyShape {
     /// Exactly N bytes: the request repeated or truncated to N bytes; N zero
     /// bytes when the request is empty.
     Fixed(usize),
+    /// [`DIGEST_LEN`] bytes that depend on the request's length and on its
+    /// first and last 4 KiB (so the server touches both ends of a request
+    /// however large), as Flow-IPC's own benchmark answers: the same small
+    /// reply for every path of `shmlink bench --paths`.
+    Digest,
+}
+
+/// Length of a [`ReplyShape::Digest`] response.
+pub(crate) const DIGEST_LEN: usize = 64;
+/// Bytes hashed at each end of the request.
+const DIGEST_SPAN: usize = 4096;
+
+/// FNV-1a, 64 bits.
+fn fnv1a(data: &[u8]) -> u64 {
+    data.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// The digest response to `request`: its length, the hashes of its first
+/// and last 4 KiB, then zeros.
+fn digest(request: &[u8]) -> [u8; DIGEST_LEN] {
+    let n = request.len();
+    let mut d = [0u8; DIGEST_LEN];
+    d[0..8].copy_from_slice(&(n as u64).to_le_bytes());
+    d[8..16].copy_from_slice(&fnv1a(&request[..n.min(DIGEST_SPAN)]).to_le_bytes());
+    d[16..24].copy_from_slice(&fnv1a(&request[n.saturating_sub(DIGEST_SPAN)..]).to_le_bytes());
+    d
 }
 
 impl Default for ReplyShape {
@@ -22,8 +50,9 @@ impl Default for ReplyShape {
 impl ReplyShape {
     /// From the `--reply-ratio` / `--reply-size` options (clap makes them
     /// mutually exclusive).
-    pub(crate) fn from_options(ratio: Option<Ratio>, size: Option<usize>) -> Self {
+    pub(crate) fn from_options(ratio: Option<Ratio>, size: Option<usize>, digest: bool) -> Self {
         match (size, ratio) {
+            _ if digest => ReplyShape::Digest,
             (Some(n), _) => ReplyShape::Fixed(n),
             (None, Some(r)) => ReplyShape::Ratio(r),
             (None, None) => ReplyShape::default(),
@@ -35,11 +64,16 @@ impl ReplyShape {
         match self {
             ReplyShape::Ratio(r) => r.ceil_of(len),
             ReplyShape::Fixed(n) => n,
+            ReplyShape::Digest => DIGEST_LEN,
         }
     }
 
     /// Appends the response to `request` to `out`.
     pub(crate) fn fill(self, request: &[u8], out: &mut Vec<u8>) {
+        if self == ReplyShape::Digest {
+            out.extend_from_slice(&digest(request));
+            return;
+        }
         let n = self.len_for(request.len());
         if let Some(head) = request.get(..n) {
             // The common shape (a ratio of at most 1): one copy.
@@ -62,6 +96,9 @@ impl ReplyShape {
     /// Whether `response` is exactly the response to `request`, without
     /// building the expected bytes.
     pub(crate) fn matches(self, request: &[u8], response: &[u8]) -> bool {
+        if self == ReplyShape::Digest {
+            return response == digest(request);
+        }
         if response.len() != self.len_for(request.len()) {
             return false;
         }
@@ -78,6 +115,7 @@ impl ReplyShape {
         match self {
             ReplyShape::Ratio(r) => vec!["--reply-ratio".into(), r.to_string()],
             ReplyShape::Fixed(n) => vec!["--reply-size".into(), n.to_string()],
+            ReplyShape::Digest => vec!["--reply-digest".into()],
         }
     }
 }
@@ -112,6 +150,23 @@ mod tests {
         shape.fill(b"", &mut out);
         assert_eq!(out, [0; 5]);
         assert!(shape.matches(b"", &[0; 5]));
+    }
+
+    #[test]
+    fn digest_reads_both_ends() {
+        let shape = ReplyShape::Digest;
+        let mut big = vec![1u8; 10_000];
+        let mut out = Vec::new();
+        shape.fill(&big, &mut out);
+        assert_eq!(out.len(), DIGEST_LEN);
+        assert!(shape.matches(&big, &out));
+        big[9_999] = 2;
+        assert!(!shape.matches(&big, &out), "the last 4 KiB count");
+        big[9_999] = 1;
+        big[0] = 2;
+        assert!(!shape.matches(&big, &out), "the first 4 KiB count");
+        assert!(!shape.matches(&big[..9_000], &out), "the length counts");
+        assert_eq!(shape.to_args(), ["--reply-digest"]);
     }
 
     #[test]

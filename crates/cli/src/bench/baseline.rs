@@ -17,8 +17,9 @@ use super::framing::{self, FrameReader};
 use super::measure::{self, Checks, PointCtx, Sequential};
 use super::payload::Payloads;
 use super::shared::{self, SharedPage, REQ_DATA, REQ_SEQ, RESP_SEQ, STOP};
-use super::stats::{per_call_us, rate, Record};
+use super::stats::Record;
 use crate::child::ChildGuard;
+use crate::reply::ReplyShape;
 
 /// Longest wait for one round trip or one acknowledgement.
 const CALL_TIMEOUT: Duration = Duration::from_secs(5);
@@ -71,26 +72,7 @@ impl Peer {
         }
         .with_context(|| format!("{label}: sequential calls"))?;
         checks.ensure(label)?;
-        Ok(Record {
-            transport: kind.name().to_string(),
-            client: "rust".into(),
-            wait: "-".to_string(),
-            size,
-            reply_size: reply,
-            calls: seq.calls,
-            p50_us: seq.latency.quantile_us(0.5),
-            p99_us: seq.latency.quantile_us(0.99),
-            p999_us: seq.latency.quantile_us(0.999),
-            calls_per_s: rate(seq.calls, seq.elapsed),
-            pipelined_calls_per_s: None,
-            pipeline_depth: None,
-            sessions_per_s: None,
-            idle_server_cpu_pct: None,
-            client_cpu_us_per_call: per_call_us(seq.client_cpu, seq.calls),
-            server_cpu_us_per_call: seq.server_cpu.map(|c| per_call_us(c, seq.calls)),
-            baseline: None,
-            p50_vs_baseline: None,
-        })
+        Ok(seq.record(kind.name().to_string(), "-".to_string(), size, reply))
     }
 
     fn run_page(
@@ -128,7 +110,7 @@ impl Peer {
             })?;
             page.read(resp_at, &mut resp);
             let t1 = Instant::now();
-            checks.check(ctx.shape, req, &resp);
+            checks.check(ReplyShape::Fixed(order.reply), req, &resp);
             Ok((t0, t1))
         });
         // Stop the peer whatever happened: the stop word, then the next turn.
@@ -166,7 +148,7 @@ impl Peer {
             resp.clear();
             resp.extend_from_slice(frame);
             let t1 = Instant::now();
-            checks.check(ctx.shape, req, &resp);
+            checks.check(ReplyShape::Fixed(order.reply), req, &resp);
             Ok((t0, t1))
         });
         drop(sock);

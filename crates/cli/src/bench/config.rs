@@ -6,9 +6,10 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 use shmlink::{Address, Transport, WaitStrategy};
 
+use super::plan::LendPath;
 use super::stats::Budget;
 use crate::parse::{self, Ratio};
-use crate::reply::ReplyShape;
+use crate::reply::{ReplyShape, DIGEST_LEN};
 
 /// Sizes of a `--plot` run without `--sizes`: 64 B to 16 MiB, ×8 apart.
 const PLOT_SIZES: [usize; 8] = [
@@ -84,6 +85,13 @@ pub(crate) struct BenchArgs {
     /// (bench/c-client) beside every shm point with the default wait.
     #[arg(long, value_name = "PROGRAM")]
     c_client: Option<PathBuf>,
+    /// How large requests travel over shm and unix, comma-separated: copy
+    /// (streamed), arena (call() lending each request, copied in once),
+    /// loan (written in place; the fill is timed apart). More than copy
+    /// measures sequential calls only, with 64-byte replies that hash the
+    /// request's length and its first and last 4 KiB.
+    #[arg(long, value_delimiter = ',', value_name = "LIST", default_values = ["copy"])]
+    paths: Vec<LendPath>,
     /// Smoke-test preset: sizes 64,2048 and 0.05 s per phase.
     #[arg(long)]
     quick: bool,
@@ -126,6 +134,8 @@ pub(crate) struct Config {
     pub(crate) quiet: bool,
     /// Rounds over all points; figures are medians across them.
     pub(crate) rounds: usize,
+    /// How requests travel (`--paths`).
+    pub(crate) paths: Vec<LendPath>,
 }
 
 impl Config {
@@ -151,7 +161,11 @@ impl Config {
             transports: dedup(args.transports.iter().map(|&t| t.into())),
             waits: dedup(args.waits.iter().copied()),
             sizes: dedup(sizes.into_iter()),
-            shape: ReplyShape::from_options(args.reply_ratio, args.reply_size),
+            shape: ReplyShape::from_options(
+                args.reply_ratio,
+                args.reply_size,
+                args.paths != [LendPath::Copy],
+            ),
             budget: Budget {
                 time,
                 calls: args.requests,
@@ -162,6 +176,7 @@ impl Config {
             c_client: args.c_client.clone(),
             quiet: args.quiet,
             rounds: args.rounds as usize,
+            paths: dedup(args.paths.iter().copied()),
         })
     }
 
@@ -174,6 +189,9 @@ impl Config {
         let reply = match self.shape {
             ReplyShape::Ratio(r) => format!("⌈{r} × size⌉ bytes"),
             ReplyShape::Fixed(n) => format!("{n} bytes"),
+            ReplyShape::Digest => format!(
+                "{DIGEST_LEN} bytes hashing the request's length and its first and last 4 KiB"
+            ),
         };
         let servers = if self.connect.is_empty() {
             "spawned `shmlink echo` children, one at a time".to_string()
@@ -187,8 +205,18 @@ impl Config {
             }
             None => "not pinned".to_string(),
         };
+        let paths: Vec<&str> = self.paths.iter().map(|p| p.name()).collect();
         vec![
             format!("each phase: {phase}, after a warm-up of 5% (at most 1000 calls)"),
+            format!(
+                "paths: {} (copy: streamed through the ring or socket{})",
+                paths.join(", "),
+                if self.paths == [LendPath::Copy] {
+                    ""
+                } else {
+                    "; sequential calls only"
+                }
+            ),
             format!("responses: {reply}; every response checked"),
             format!("servers: {servers}"),
             format!("pinning: {pins}"),

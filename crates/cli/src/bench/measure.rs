@@ -8,7 +8,7 @@ use anyhow::bail;
 
 use super::interrupt::Interrupt;
 use super::progress::Progress;
-use super::stats::{Budget, Latency};
+use super::stats::{per_call_us, rate, Budget, Latency, Record};
 use crate::child;
 use crate::reply::ReplyShape;
 
@@ -79,6 +79,42 @@ pub(crate) struct Sequential {
     pub(crate) client_cpu: Duration,
     /// CPU time of the server process during the phase.
     pub(crate) server_cpu: Option<Duration>,
+}
+
+impl Sequential {
+    /// The record of a point measured by this phase alone (what other
+    /// phases measure is `None`; the caller fills it in).
+    pub(crate) fn record(
+        &self,
+        transport: String,
+        wait: String,
+        size: usize,
+        reply: usize,
+    ) -> Record {
+        Record {
+            transport,
+            client: "rust".into(),
+            wait,
+            size,
+            reply_size: reply,
+            calls: self.calls,
+            p50_us: self.latency.quantile_us(0.5),
+            p99_us: self.latency.quantile_us(0.99),
+            p999_us: self.latency.quantile_us(0.999),
+            calls_per_s: rate(self.calls, self.elapsed),
+            pipelined_calls_per_s: None,
+            pipeline_depth: None,
+            sessions_per_s: None,
+            client_cpu_us_per_call: per_call_us(self.client_cpu, self.calls),
+            server_cpu_us_per_call: self.server_cpu.map(|c| per_call_us(c, self.calls)),
+            idle_server_cpu_pct: None,
+            path: "-".into(),
+            fill_p50_us: None,
+            mem_growth_mib: None,
+            baseline: None,
+            p50_vs_baseline: None,
+        }
+    }
 }
 
 /// Runs `call` until the budget is spent. `call(i)` makes round trip number

@@ -9,6 +9,7 @@ mod config;
 mod control;
 mod framing;
 mod interrupt;
+mod lend;
 mod machine;
 mod measure;
 mod payload;
@@ -94,6 +95,7 @@ fn execute(cfg: &Config, interrupt: &Interrupt) -> anyhow::Result<Vec<Record>> {
         sizes: &cfg.sizes,
         connect: &cfg.connect,
         baselines: cfg.baselines,
+        paths: &cfg.paths,
     };
     let groups = plan::groups(&sel, dir.path());
     let total: usize = groups.iter().map(|g| g.points.len()).sum();
@@ -174,12 +176,16 @@ fn run_group(
                     wait,
                     size,
                     address: Some(address),
+                    path,
+                    sequential_only,
                 } = point
                 {
                     let target = run::Target {
                         address: address.clone(),
                         transport: *transport,
                         wait: *wait,
+                        path: *path,
+                        sequential_only: *sequential_only,
                     };
                     let label = start(env, point);
                     out.push(run::measure(&target, env.payloads(*size)?, &ctx, &label)?);
@@ -195,6 +201,8 @@ fn run_group(
                     transport,
                     wait,
                     size,
+                    path,
+                    sequential_only,
                     ..
                 } = point
                 {
@@ -208,6 +216,8 @@ fn run_group(
                         address: address.clone(),
                         transport: *transport,
                         wait: *wait,
+                        path: *path,
+                        sequential_only: *sequential_only,
                     };
                     let label = start(env, point);
                     let record = run::measure(&target, env.payloads(*size)?, &ctx, &label);
@@ -217,7 +227,9 @@ fn run_group(
                         Ok(()) => e,
                     })?;
                     let c_program = env.cfg.c_client.as_deref().filter(|_| {
-                        *transport == Transport::Shm && *wait == Some(WaitStrategy::default())
+                        *transport == Transport::Shm
+                            && *wait == Some(WaitStrategy::default())
+                            && !*sequential_only
                     });
                     let c_record = c_program
                         .map(|p| {
@@ -258,6 +270,11 @@ fn spawn_echo(
     }
     cmd.arg("--wait").arg(wait.to_string());
     cmd.args(env.cfg.shape.to_args());
+    if let Some(&largest) = env.cfg.sizes.iter().max() {
+        let default = shmlink::ServerOptions::default().max_message_size;
+        cmd.arg("--max-message")
+            .arg(largest.max(default).to_string());
+    }
     cmd.arg("--ready-file").arg(&ready);
     if let Some(cpu) = env.server_cpu {
         cmd.arg("--pin-cpu").arg(cpu.to_string());

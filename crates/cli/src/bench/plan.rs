@@ -23,6 +23,29 @@ pub(crate) enum Serving {
     External,
 }
 
+/// How a point's requests travel (`--paths`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum LendPath {
+    /// Streamed through the ring or socket (the arena is not used).
+    Copy,
+    /// `call()` lending every request from the arena (copied in once).
+    Arena,
+    /// Written in place into a loan (`loan` + `call_loan`); the fill is
+    /// timed apart.
+    Loan,
+}
+
+impl LendPath {
+    /// `copy`, `arena`, `loan`.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            LendPath::Copy => "copy",
+            LendPath::Arena => "arena",
+            LendPath::Loan => "loan",
+        }
+    }
+}
+
 /// One measurement point.
 #[derive(Debug, Clone)]
 pub(crate) enum Point {
@@ -43,6 +66,11 @@ pub(crate) enum Point {
         size: usize,
         /// The address for `--connect`; spawned servers report theirs.
         address: Option<String>,
+        /// How requests travel.
+        path: LendPath,
+        /// Sequential calls only (a `--paths` run): no pipelined, idle or
+        /// sessions phase.
+        sequential_only: bool,
     },
 }
 
@@ -55,11 +83,18 @@ impl Point {
                 transport,
                 wait,
                 size,
+                path,
                 ..
-            } => match wait {
-                Some(w) => format!("{} {w} {}", transport.scheme(), human_size(*size)),
-                None => format!("{} {}", transport.scheme(), human_size(*size)),
-            },
+            } => {
+                let mut l = match wait {
+                    Some(w) => format!("{} {w} {}", transport.scheme(), human_size(*size)),
+                    None => format!("{} {}", transport.scheme(), human_size(*size)),
+                };
+                if *path != LendPath::Copy {
+                    l = format!("{l} {}", path.name());
+                }
+                l
+            }
         }
     }
 }
@@ -86,6 +121,9 @@ pub(crate) struct Selection<'a> {
     pub(crate) connect: &'a [Address],
     /// Whether to run the raw baselines.
     pub(crate) baselines: bool,
+    /// Paths measured over `shm:` and `unix:` (`tcp:` streams only); more
+    /// than `copy` alone makes every point sequential only.
+    pub(crate) paths: &'a [LendPath],
 }
 
 /// Plans the run: baselines first, then one group per server.
@@ -105,15 +143,26 @@ pub(crate) fn groups(sel: &Selection<'_>, dir: &std::path::Path) -> Vec<Group> {
             points,
         });
     }
+    let sequential_only = sel.paths != [LendPath::Copy];
     let link = |transport, wait, address: Option<&Address>| -> Vec<Point> {
         let address = address.map(ToString::to_string);
+        let paths: &[LendPath] = if transport == Transport::Tcp {
+            &[LendPath::Copy]
+        } else {
+            sel.paths
+        };
         sel.sizes
             .iter()
-            .map(|&size| Point::Link {
-                transport,
-                wait,
-                size,
-                address: address.clone(),
+            .flat_map(|&size| {
+                let address = address.clone();
+                paths.iter().map(move |&path| Point::Link {
+                    transport,
+                    wait,
+                    size,
+                    address: address.clone(),
+                    path,
+                    sequential_only,
+                })
             })
             .collect()
     };
@@ -184,11 +233,41 @@ mod tests {
             sizes: &[64, 2048],
             connect: &[],
             baselines: true,
+            paths: &[LendPath::Copy],
         };
         let g = groups(&sel, std::path::Path::new("/tmp/x"));
         assert_eq!(g.len(), 1 + 3 + 1);
         assert_eq!(g.iter().map(|g| g.points.len()).sum::<usize>(), 6 + 6 + 4);
         assert_eq!(g[1].points[0].label(), "shm sleep 64 B");
         assert_eq!(g[4].points[3].label(), "tcp 2 KiB");
+    }
+
+    #[test]
+    fn paths_multiply_shm_and_unix_points_only() {
+        let sel = Selection {
+            transports: &[Transport::Shm, Transport::Unix, Transport::Tcp],
+            waits: &[WaitStrategy::Busy],
+            sizes: &[1 << 20],
+            connect: &[],
+            baselines: false,
+            paths: &[LendPath::Copy, LendPath::Arena, LendPath::Loan],
+        };
+        let g = groups(&sel, std::path::Path::new("/tmp/x"));
+        let labels: Vec<String> = g
+            .iter()
+            .flat_map(|g| g.points.iter().map(Point::label))
+            .collect();
+        assert_eq!(
+            labels,
+            [
+                "shm busy 1 MiB",
+                "shm busy 1 MiB arena",
+                "shm busy 1 MiB loan",
+                "unix 1 MiB",
+                "unix 1 MiB arena",
+                "unix 1 MiB loan",
+                "tcp 1 MiB"
+            ]
+        );
     }
 }

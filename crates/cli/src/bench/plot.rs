@@ -38,6 +38,9 @@ fn series(records: &[Record]) -> Vec<Series<'_>> {
         if r.client != "rust" {
             name = format!("{name} ({} client)", r.client.to_uppercase());
         }
+        if matches!(r.path.as_str(), "arena" | "loan") {
+            name = format!("{name} {}", r.path);
+        }
         by.entry(name).or_default().push(r);
     }
     by.into_iter()

@@ -48,9 +48,63 @@ pub(crate) fn document(machine: &Machine, settings: &[String], records: &[Record
          server process's CPU, in percent of one core, while one session stays open and \
          idle for 0.3 s after a call (one 10 ms clock tick is about 3%)."
     );
+    if records.iter().any(lent) {
+        let _ = writeln!(s, "\n## Paths\n");
+        s.push_str(&paths_table(records));
+    }
     let _ = writeln!(s, "\n## Headline\n");
     s.push_str(&headline(records));
     s
+}
+
+/// Whether a record's requests were lent from the arena.
+fn lent(r: &Record) -> bool {
+    matches!(r.path.as_str(), "arena" | "loan")
+}
+
+/// Per size and transport, each path's p50 and how it compares with the
+/// copy path and with unix; the loan's fill time; memory growth.
+fn paths_table(records: &[Record]) -> String {
+    let header = [
+        "transport",
+        "wait",
+        "size",
+        "path",
+        "p50 µs",
+        "÷ copy",
+        "unix copy ÷ this",
+        "fill p50 µs",
+        "memory growth MiB",
+    ];
+    let same = |r: &Record, path: &str, transport: &str, wait: &str| {
+        records.iter().find(|o| {
+            o.size == r.size
+                && o.path == path
+                && o.transport == transport
+                && o.wait == wait
+                && o.client == "rust"
+        })
+    };
+    let rows: Vec<Vec<String>> = records
+        .iter()
+        .filter(|r| r.client == "rust" && r.path != "-" && r.transport != "tcp")
+        .map(|r| {
+            let copy = same(r, "copy", &r.transport, &r.wait);
+            let unix = same(r, "copy", "unix", "-");
+            vec![
+                r.transport.clone(),
+                r.wait.clone(),
+                human_size(r.size),
+                r.path.clone(),
+                us(r.p50_us),
+                copy.map_or_else(dash, |c| format!("{:.2}", r.p50_us / c.p50_us)),
+                unix.map_or_else(dash, |u| format!("{:.1}", u.p50_us / r.p50_us)),
+                r.fill_p50_us.map_or_else(dash, us),
+                r.mem_growth_mib.map_or_else(dash, |m| format!("{m:.1}")),
+            ]
+        })
+        .collect();
+    render(&header, &rows, |col| col >= 4)
 }
 
 /// The results table.
@@ -74,9 +128,10 @@ pub(crate) fn table(records: &[Record]) -> String {
         .iter()
         .map(|r| {
             vec![
-                match r.client.as_str() {
-                    "rust" => r.transport.clone(),
-                    c => format!("{} ({} client)", r.transport, c.to_uppercase()),
+                match (r.client.as_str(), lent(r)) {
+                    ("rust", false) => r.transport.clone(),
+                    ("rust", true) => format!("{} ({})", r.transport, r.path),
+                    (c, _) => format!("{} ({} client)", r.transport, c.to_uppercase()),
                 },
                 r.wait.clone(),
                 human_size(r.size),
@@ -220,7 +275,11 @@ impl std::fmt::Display for Goal {
 
 fn find<'a>(records: &'a [Record], transport: &str, wait: &str, size: usize) -> Option<&'a Record> {
     records.iter().find(|r| {
-        r.transport == transport && r.wait == wait && r.size == size && r.client == "rust"
+        r.transport == transport
+            && r.wait == wait
+            && r.size == size
+            && r.client == "rust"
+            && !lent(r)
     })
 }
 
@@ -332,6 +391,9 @@ mod tests {
 
     fn rec(transport: &str, wait: &str, size: usize, p50: f64) -> Record {
         Record {
+            path: "copy".into(),
+            fill_p50_us: None,
+            mem_growth_mib: None,
             transport: transport.into(),
             client: "rust".into(),
             wait: wait.into(),

@@ -7,9 +7,11 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, Context};
 use shmlink::{CallId, Client, ClientOptions, Transport, WaitStrategy};
 
+use super::lend;
 use super::measure::{self, Checks, PointCtx};
 use super::payload::Payloads;
-use super::stats::{per_call_us, rate, Budget, Record};
+use super::plan::LendPath;
+use super::stats::{rate, Budget, Record};
 
 /// Calls kept in flight in the pipelined phase...
 pub(crate) const MAX_DEPTH: usize = 32;
@@ -34,6 +36,10 @@ pub(crate) struct Target {
     pub(crate) transport: Transport,
     /// Wait strategy of both sides (shm only).
     pub(crate) wait: Option<WaitStrategy>,
+    /// How requests travel.
+    pub(crate) path: LendPath,
+    /// Sequential calls only (a `--paths` run).
+    pub(crate) sequential_only: bool,
 }
 
 /// Measures one point.
@@ -47,12 +53,22 @@ pub(crate) fn measure(
     let reply = ctx.shape.len_for(size);
     let options = ClientOptions {
         wait: target.wait.unwrap_or_default(),
+        max_message_size: size.max(ClientOptions::default().max_message_size),
+        // copy streams every request; arena lends every one.
+        arena_threshold: if target.path == LendPath::Arena {
+            0
+        } else {
+            usize::MAX
+        },
         ..ClientOptions::default()
     };
     let mut checks = Checks::default();
     let mut client = Client::connect(&target.address, options.clone())
         .with_context(|| format!("{label}: connecting"))?;
 
+    if target.sequential_only {
+        return lend::measure(target, &mut client, payloads, ctx, label);
+    }
     let seq = measure::sequential(ctx, |i| {
         let req = payloads.get(i);
         let t0 = Instant::now();
@@ -79,27 +95,17 @@ pub(crate) fn measure(
         .with_context(|| format!("{label}: sessions"))?;
     checks.ensure(label)?;
 
+    let wait = target
+        .wait
+        .map_or_else(|| "-".to_string(), |w| w.to_string());
     Ok(Record {
-        transport: target.transport.scheme().to_string(),
-        client: "rust".into(),
-        wait: target
-            .wait
-            .map_or_else(|| "-".to_string(), |w| w.to_string()),
-        size,
-        reply_size: reply,
-        calls: seq.calls,
-        p50_us: seq.latency.quantile_us(0.5),
-        p99_us: seq.latency.quantile_us(0.99),
-        p999_us: seq.latency.quantile_us(0.999),
-        calls_per_s: rate(seq.calls, seq.elapsed),
         pipelined_calls_per_s: Some(rate(p_calls, p_elapsed)),
         pipeline_depth: Some(depth),
         sessions_per_s: Some(rate(s_count, s_elapsed)),
-        client_cpu_us_per_call: per_call_us(seq.client_cpu, seq.calls),
-        server_cpu_us_per_call: seq.server_cpu.map(|c| per_call_us(c, seq.calls)),
         idle_server_cpu_pct: idle,
+        path: target.path.name().into(),
         baseline: Some(baseline_of(target).to_string()),
-        p50_vs_baseline: None,
+        ..seq.record(target.transport.scheme().to_string(), wait, size, reply)
     })
 }
 
@@ -130,7 +136,7 @@ fn idle_server_cpu(
 }
 
 /// The raw baseline a point is compared with.
-fn baseline_of(target: &Target) -> &'static str {
+pub(crate) fn baseline_of(target: &Target) -> &'static str {
     match (target.transport, target.wait) {
         (Transport::Shm, Some(WaitStrategy::Sleep)) => "baseline-futex",
         (Transport::Shm, _) => "baseline-spin",

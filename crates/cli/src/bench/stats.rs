@@ -91,6 +91,15 @@ pub(crate) struct Record {
     /// Server CPU, percent of one core, while a session is open and idle
     /// (`None` for baselines and servers that are not our child).
     pub(crate) idle_server_cpu_pct: Option<f64>,
+    /// How the requests travelled: `copy`, `arena` or `loan` (`-` for
+    /// baselines).
+    pub(crate) path: String,
+    /// Loan path: median time to fill a loan with the request, µs (not in
+    /// the round trip).
+    pub(crate) fill_p50_us: Option<f64>,
+    /// `--paths` points: growth of the client's and server's RSS and of the
+    /// arena's mapped bytes from after the first calls to the end, MiB.
+    pub(crate) mem_growth_mib: Option<f64>,
     /// The baseline this row is compared with.
     pub(crate) baseline: Option<String>,
     /// `p50_us` divided by the baseline's `p50_us` at the same size.
@@ -185,6 +194,8 @@ pub(crate) fn median_of_rounds(mut rounds: Vec<Vec<Record>>) -> Vec<Record> {
             rec.client_cpu_us_per_call = f(|r| r.client_cpu_us_per_call);
             rec.server_cpu_us_per_call = fo(|r| r.server_cpu_us_per_call);
             rec.idle_server_cpu_pct = fo(|r| r.idle_server_cpu_pct);
+            rec.fill_p50_us = fo(|r| r.fill_p50_us);
+            rec.mem_growth_mib = fo(|r| r.mem_growth_mib);
             rec
         })
         .collect()

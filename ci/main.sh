@@ -5,7 +5,9 @@
 #   1. `shmlink bench`: every transport and wait strategy against raw socket
 #      baselines measured in the same run, the C library's client beside the
 #      Rust one -> bench/results/latest.{md,json}; the latency and CPU plot
-#      from 64 B to 16 MiB -> bench/results/latest.png;
+#      from 64 B to 16 MiB -> bench/results/latest.png; large requests
+#      (64 KiB to 1 GiB) streamed, lent through the arena and written in
+#      place (--paths copy,arena,loan) -> bench/results/arena-latest.{md,json,png};
 #   2. the HTTP benchmark (bench/http/run.sh): three PHP apps under
 #      shmlink pool --http, nginx + PHP-FPM and nginx + PHP-FPM + preload,
 #      loaded by wrk -> bench/results/http-latest.{md,json,png};
@@ -37,12 +39,14 @@ done
 out=bench/results
 bench_args=(--rounds 3 --duration 0.5)
 plot_args=(--duration 0.2)
+arena_args=(--sizes 64KiB,1MiB,16MiB,256MiB,1GiB --rounds 3 --duration 1)
 requests=20000
 churn=3
 if [ "$quick" = 1 ]; then
   out=target/main-quick
   bench_args=(--quick)
   plot_args=(--quick)
+  arena_args=(--quick --sizes 64KiB,1MiB)
   requests=300
   churn=0.5
 fi
@@ -68,6 +72,12 @@ target/release/shmlink bench "${bench_args[@]}" \
 step "shmlink bench --plot: latency and CPU from 64 B to 16 MiB"
 target/release/shmlink bench --quiet "${plot_args[@]}" --plot "$out/latest.png" >/dev/null
 test -s "$out/latest.png"
+
+step "shmlink bench --paths: large requests streamed, lent through the arena, written in place"
+target/release/shmlink bench --quiet "${arena_args[@]}" --paths copy,arena,loan --transports shm,unix \
+  --waits busy --no-baselines --json "$out/arena-latest.json" --markdown "$out/arena-latest.md" \
+  --plot "$out/arena-latest.png" >/dev/null
+test -s "$out/arena-latest.png"
 
 step "the pool's dispatch: a PHP worker called directly and through shmlink pool; the pool under churn"
 target/release/shmlink pool bench --calls "$requests" --churn-seconds "$churn" --json "$out/pool-dispatch-latest.json" -- \

@@ -72,10 +72,17 @@ ci/fuzz.sh "${FUZZ_SECONDS:-15}"
 step "the main command with tiny counts (ci/main.sh --quick; numbers not checked)"
 ci/main.sh --quick >target/main-quick.log 2>&1 || { tail -n 60 target/main-quick.log >&2; exit 1; }
 for f in latest.json latest.md latest.png scenario-latest.json scenario-latest.md pool-dispatch-latest.md \
-  http-latest.md http-latest.json http-latest.png; do
+  http-latest.md http-latest.json http-latest.png arena-latest.md arena-latest.json arena-latest.png; do
   test -s "target/main-quick/$f" || { echo "main --quick wrote no $f" >&2; exit 1; }
 done
 grep -q '"client": "c"' target/main-quick/latest.json
+# Every path at every size and transport of the arena run.
+for row in 'shm +\| busy \| 1 MiB +\| loan' 'shm +\| busy \| 1 MiB +\| arena' 'unix +\| - +\| 1 MiB +\| copy'; do
+  grep -Eq "\| $row" target/main-quick/arena-latest.md || {
+    echo "main --quick: the arena run has no row '$row'" >&2
+    exit 1
+  }
+done
 # The pool under churn: every case, no failed call where none may fail.
 for row in 'recycling \(--max-jobs 1000\) \| [0-9]+ \| 0 \|' 'reload \| [0-9]+ \| 0 \|' 'kill -9 of a worker \|'; do
   grep -Eq "\| $row" target/main-quick/pool-dispatch-latest.md || {

@@ -12,13 +12,15 @@ cd "$(dirname "$0")/.."
 name=${1:?usage: bench/publish.sh NAME}
 r=bench/results
 for f in latest.md latest.json latest.png scenario-latest.md scenario-latest.json pool-dispatch-latest.md \
-  pool-dispatch-latest.json http-latest.md http-latest.json http-latest.png; do
+  pool-dispatch-latest.json http-latest.md http-latest.json http-latest.png arena-latest.md \
+  arena-latest.json arena-latest.png; do
   [ -s "$r/$f" ] || { echo "publish: $r/$f missing: run ci/main.sh first" >&2; exit 1; }
 done
 for ext in md json png; do cp "$r/latest.$ext" "$r/$name.$ext"; done
 for ext in md json; do cp "$r/scenario-latest.$ext" "$r/$name-scenario.$ext"; done
 for ext in md json; do cp "$r/pool-dispatch-latest.$ext" "$r/$name-pool-dispatch.$ext"; done
 for ext in md json png; do cp "$r/http-latest.$ext" "$r/$name-http.$ext"; done
+for ext in md json png; do cp "$r/arena-latest.$ext" "$r/$name-arena.$ext"; done
 
 headline=$(php bench/headline.php "$r/$name.json" "$r/$name-scenario.json" docs/benchmarks.md)
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
@@ -104,6 +106,24 @@ conditions() { sed -n '/^- /p;/^## /q' "$1"; }
   echo "and wait strategy; right panel: CPU time per call, both sides."
   echo
   echo "![latency and CPU per call](../bench/results/$name.png)"
+  echo
+  echo "## Large requests: streamed, lent through the arena, written in place"
+  echo
+  echo "Command: \`shmlink bench --paths copy,arena,loan --transports shm,unix --waits busy"
+  echo "--no-baselines --sizes 64KiB,1MiB,16MiB,256MiB,1GiB --rounds 3 --duration 1\` (in"
+  echo "\`ci/main.sh\`). copy: the request streamed through the ring or socket; arena:"
+  echo "\`call()\` copies it once into the client's arena and the server reads it in place;"
+  echo "loan: written in place into a loan (\`loan\` + \`call_loan\`), its fill timed apart"
+  echo "(fill p50). Every path gets the same 64-byte reply hashing the request's length and"
+  echo "its first and last 4 KiB. Memory growth: both processes' RSS and the arena's mapping"
+  echo "from after the first call to the end of the point. Source:"
+  echo "[\`bench/results/$name-arena.md\`](../bench/results/$name-arena.md)."
+  echo
+  conditions "$r/$name-arena.md"
+  echo
+  section "$r/$name-arena.md" Paths
+  echo
+  echo "![round trip by path](../bench/results/$name-arena.png)"
   echo
   cat bench/reading.md
 } >docs/benchmarks.md

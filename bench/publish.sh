@@ -13,7 +13,7 @@ name=${1:?usage: bench/publish.sh NAME}
 r=bench/results
 for f in latest.md latest.json latest.png scenario-latest.md scenario-latest.json pool-dispatch-latest.md \
   pool-dispatch-latest.json http-latest.md http-latest.json http-latest.png arena-latest.md \
-  arena-latest.json arena-latest.png; do
+  arena-latest.json arena-latest.png python-latest.md go-latest.md; do
   [ -s "$r/$f" ] || { echo "publish: $r/$f missing: run ci/main.sh first" >&2; exit 1; }
 done
 for ext in md json png; do cp "$r/latest.$ext" "$r/$name.$ext"; done
@@ -21,6 +21,8 @@ for ext in md json; do cp "$r/scenario-latest.$ext" "$r/$name-scenario.$ext"; do
 for ext in md json; do cp "$r/pool-dispatch-latest.$ext" "$r/$name-pool-dispatch.$ext"; done
 for ext in md json png; do cp "$r/http-latest.$ext" "$r/$name-http.$ext"; done
 for ext in md json png; do cp "$r/arena-latest.$ext" "$r/$name-arena.$ext"; done
+cp "$r/python-latest.md" "$r/$name-python.md"
+cp "$r/go-latest.md" "$r/$name-go.md"
 
 headline=$(php bench/headline.php "$r/$name.json" "$r/$name-scenario.json" docs/benchmarks.md)
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
@@ -124,6 +126,24 @@ conditions() { sed -n '/^- /p;/^## /q' "$1"; }
   section "$r/$name-arena.md" Paths
   echo
   echo "![round trip by path](../bench/results/$name-arena.png)"
+  echo
+  echo "## The Python and Go bindings"
+  echo
+  echo "Python: 2 KiB calls from the Python client to the C++ example daemon over shm, against"
+  echo "Python's own \`socket\` module over the same daemon's raw Unix listener (4-byte framing),"
+  echo "alternating rounds. Source: [\`bench/results/$name-python.md\`](../bench/results/$name-python.md)."
+  echo
+  conditions "$r/$name-python.md"
+  echo
+  section "$r/$name-python.md" Calls
+  echo
+  echo "Go: a 64 B sync ping-pong of the Go client, interleaved with Go's \`net.UnixConn\` in one"
+  echo "benchmark and with shmipc-go in another. Source:"
+  echo "[\`bench/results/$name-go.md\`](../bench/results/$name-go.md)."
+  echo
+  conditions "$r/$name-go.md"
+  echo
+  sed -n '/^## Against/,$p' "$r/$name-go.md" | sed 's/^## /### /'
   echo
   cat bench/reading.md
 } >docs/benchmarks.md

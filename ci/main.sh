@@ -8,6 +8,8 @@
 #      from 64 B to 16 MiB -> bench/results/latest.png; large requests
 #      (64 KiB to 1 GiB) streamed, lent through the arena and written in
 #      place (--paths copy,arena,loan) -> bench/results/arena-latest.{md,json,png};
+#      the Python and Go bindings against Python's socket module, Go's
+#      net.UnixConn and shmipc-go -> bench/results/{python,go}-latest.md;
 #   2. the HTTP benchmark (bench/http/run.sh): three PHP apps under
 #      shmlink pool --http, nginx + PHP-FPM and nginx + PHP-FPM + preload,
 #      loaded by wrk -> bench/results/http-latest.{md,json,png};
@@ -40,6 +42,8 @@ out=bench/results
 bench_args=(--rounds 3 --duration 0.5)
 plot_args=(--duration 0.2)
 arena_args=(--sizes 64KiB,1MiB,16MiB,256MiB,1GiB --rounds 3 --duration 1)
+python_args=(--rounds 10 --seconds 0.5)
+go_args=(--calls 100000)
 requests=20000
 churn=3
 if [ "$quick" = 1 ]; then
@@ -47,6 +51,8 @@ if [ "$quick" = 1 ]; then
   bench_args=(--quick)
   plot_args=(--quick)
   arena_args=(--quick --sizes 64KiB,1MiB)
+  python_args=(--rounds 2 --seconds 0.05)
+  go_args=(--calls 4000)
   requests=300
   churn=0.5
 fi
@@ -78,6 +84,13 @@ target/release/shmlink bench --quiet "${arena_args[@]}" --paths copy,arena,loan 
   --waits busy --no-baselines --json "$out/arena-latest.json" --markdown "$out/arena-latest.md" \
   --plot "$out/arena-latest.png" >/dev/null
 test -s "$out/arena-latest.png"
+
+step "the Python and Go bindings against their languages' own sockets (and shmipc-go)"
+venv=target/python-venv
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+"$venv/bin/pip" install --quiet --disable-pip-version-check ./bindings/python
+"$venv/bin/python" bindings/python/bench.py "${python_args[@]}" --markdown "$out/python-latest.md"
+bindings/go/bench.sh "${go_args[@]}" --markdown "$out/go-latest.md" >/dev/null
 
 step "the pool's dispatch: a PHP worker called directly and through shmlink pool; the pool under churn"
 target/release/shmlink pool bench --calls "$requests" --churn-seconds "$churn" --json "$out/pool-dispatch-latest.json" -- \

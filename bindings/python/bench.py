@@ -159,6 +159,7 @@ def main():
     ap.add_argument("--cpp-client", default=str(ROOT / "target/examples/cpp-client/shmlink-cpp-client"),
                     help="also run the C++ client on the same daemon, for reference")
     ap.add_argument("--shmlink", default=str(ROOT / "target/release/shmlink"))
+    ap.add_argument("--markdown", default=None, help="also write the figures as markdown to FILE")
     args = ap.parse_args()
 
     d = tempfile.mkdtemp(prefix="shlbench", dir="/tmp")
@@ -201,6 +202,36 @@ def main():
         load = os.getloadavg()
         print(f"machine: {os.cpu_count()} CPUs, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
               " (spinning waits need idle CPUs: a loaded machine favours --wait sleep)")
+        if args.markdown:
+            rows = [f"| shmlink over shm (wait={args.wait}) | {a:,.0f} |",
+                    f"| Python `socket` over unix, 4-byte framing | {b:,.0f} |"]
+            if cpp:
+                rows.append(f"| C++ client on the same daemon (reference) | {statistics.median(cpp):,.0f} |")
+            verdict = "PASS" if a / b >= 10 else "MISS"
+            text = "\n".join([
+                "# Python binding: 2 KiB calls",
+                "",
+                f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
+                f"- machine: {os.cpu_count()} CPUs; load average {load[0]:.2f}; Python {sys.version.split()[0]}",
+                f"- server: {peer}",
+                f"- {args.size} B requests; {args.rounds} rounds of {args.seconds:g} s per client, alternating;"
+                " median round",
+                "- command: `bindings/python/bench.py` (in `ci/main.sh`)",
+                "",
+                "## Calls/s",
+                "",
+                "| client | calls/s |",
+                "| --- | ---: |",
+                *rows,
+                "",
+                "## Headline",
+                "",
+                "| check | value | goal | result |",
+                "| --- | ---: | ---: | --- |",
+                f"| shmlink shm ÷ Python socket, calls/s | {a / b:.1f} | ≥ 10 | {verdict} |",
+                "",
+            ])
+            Path(args.markdown).write_text(text)
     finally:
         if listener:
             listener.close()

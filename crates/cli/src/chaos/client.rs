@@ -108,6 +108,9 @@ impl Run {
             },
             // Small rings too, so big messages stream through in chunks.
             ring_size: [16 << 10, 64 << 10, 1 << 20][self.rng.usize(0..3)],
+            // Requests lent through the arena from the default 64 KiB, from
+            // 4 KiB, or never (all streamed).
+            arena_threshold: [64 << 10, 4 << 10, usize::MAX][self.rng.usize(0..3)],
             ..ClientOptions::default()
         }
     }

@@ -1,13 +1,18 @@
-//! Kernel objects a chaos run must not leave behind: memfds of sessions held
-//! open or mapped by the server, files under `/dev/shm`, socket files.
+//! Kernel objects a chaos run must not leave behind: memfds of sessions (and
+//! of clients' arenas) held open or mapped by the server, files under
+//! `/dev/shm`, socket files.
 
 use std::collections::BTreeSet;
 use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
 
-/// The name every session segment's memfd carries (`/proc/PID/fd` shows
-/// `/memfd:shmlink-session (deleted)`).
-const SEGMENT: &str = "memfd:shmlink-session";
+/// The names session segments' and arena segments' memfds carry
+/// (`/proc/PID/fd` shows `/memfd:shmlink-session (deleted)`).
+const SEGMENTS: [&str; 2] = ["memfd:shmlink-session", "memfd:shmlink-arena"];
+
+fn is_segment(path: &str) -> bool {
+    SEGMENTS.iter().any(|s| path.contains(s))
+}
 
 /// Session memfds process `pid` holds open.
 pub(crate) fn open_segments(pid: u32) -> usize {
@@ -16,7 +21,7 @@ pub(crate) fn open_segments(pid: u32) -> usize {
     };
     dir.filter_map(Result::ok)
         .filter_map(|e| std::fs::read_link(e.path()).ok())
-        .filter(|target| target.to_string_lossy().contains(SEGMENT))
+        .filter(|target| is_segment(&target.to_string_lossy()))
         .count()
 }
 
@@ -26,7 +31,7 @@ pub(crate) fn mapped_segments(pid: u32) -> usize {
         return 0;
     };
     maps.lines()
-        .filter(|l| l.contains(SEGMENT))
+        .filter(|l| is_segment(l))
         // Fields: range perms offset dev inode path; the inode names the segment.
         .filter_map(|l| l.split_whitespace().nth(4).map(str::to_owned))
         .collect::<BTreeSet<_>>()

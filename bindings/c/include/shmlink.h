@@ -31,6 +31,10 @@
 // Default `max_message_size` (64 MiB).
 #define SHMLINK_DEFAULT_MAX_MESSAGE_SIZE 67108864
 
+// Default `max_arena_bytes` of clients and servers (2 GiB of address space;
+// memory is used only as loans are filled, and reused).
+#define SHMLINK_DEFAULT_ARENA_BYTES 2147483648
+
 // Wait strategy: the library default (adaptive spin up to 50 µs, then sleep).
 #define SHMLINK_WAIT_DEFAULT 0
 
@@ -101,15 +105,28 @@ typedef enum shmlink_status {
   SHMLINK_E_INTERNAL = 14,
   // The server is in the wrong state for this call (already serving, not started).
   SHMLINK_E_STATE = 15,
-  // The session's transport cannot do this (file descriptors over `tcp:`);
-  // nothing was sent and the session goes on.
+  // The session's transport cannot do this (file descriptors or arena
+  // loans over `tcp:`); nothing was sent and the session goes on.
   SHMLINK_E_UNSUPPORTED = 16,
+  // No arena buffer can be had now (`shmlink_client_loan`: the arena is at
+  // its `max_arena_bytes` with buffers lent, or the kernel refused a
+  // segment); the message has the sizes. Nothing was sent and the session
+  // goes on: send or free loans, or call with `shmlink_client_call` (it
+  // streams).
+  SHMLINK_E_ARENA_FULL = 17,
 } shmlink_status;
 
 // A client session (opaque). One thread at a time: a call made while another
 // thread is inside a call on the same client fails with
 // `SHMLINK_E_INVALID_ARGUMENT` instead of corrupting it.
 typedef struct shmlink_client shmlink_client;
+
+// A buffer of a client's arena lent for one request (opaque): filled in
+// place through the pointer `shmlink_client_loan` gave, then sent with
+// `shmlink_client_call_loan` or released with `shmlink_loan_free`. It keeps
+// its memory mapped by itself: it stays valid (and must still be freed)
+// after its client is closed or freed, it just cannot be sent then.
+typedef struct shmlink_loan shmlink_loan;
 
 // The response a handler is filling (opaque). Valid only during the handler
 // call it was passed to, and only on that thread.
@@ -137,6 +154,11 @@ typedef struct shmlink_buffer {
 
 // Options of a client. Zero in any field means its default; fill with
 // `shmlink_client_options_init` or zero-initialise.
+//
+// Fields are only ever appended: `max_arena_bytes`, `arena_threshold` and
+// `no_arena` were, so the struct is larger than in releases before them.
+// The library reads the whole struct: rebuild code compiled against an
+// older header (a zeroed struct keeps the old behaviour).
 typedef struct shmlink_client_options {
   // Timeout of connecting and of each call, in microseconds (0: 5 s).
   uint64_t timeout_us;
@@ -148,11 +170,29 @@ typedef struct shmlink_client_options {
   uint64_t ring_size;
   // Largest message sent or accepted, in bytes (0: 64 MiB).
   uint64_t max_message_size;
+  // Most bytes of arena this client maps to lend requests from (`shm:`
+  // and `unix:`, to a server that takes lent requests; 0:
+  // `SHMLINK_DEFAULT_ARENA_BYTES`). Turn lending off with `no_arena`.
+  uint64_t max_arena_bytes;
+  // Requests of at least this many bytes sent by `shmlink_client_call*`
+  // go through the arena (copied once into it, read in place by the
+  // server) instead of streaming; they stream when the arena is full
+  // (0: 64 KiB; `UINT64_MAX`: never, only explicit loans lend).
+  uint64_t arena_threshold;
+  // 1: never lend (no arena: `shmlink_client_loan` fails with
+  // `SHMLINK_E_INVALID_ARGUMENT`, every request streams, whatever
+  // `max_arena_bytes` says); 0: lend (default). Other values are invalid.
+  uint32_t no_arena;
 } shmlink_client_options;
 
 // Options of a server. Zero in any field means its default; fill with
 // `shmlink_server_options_init` or zero-initialise. The arrays are read
 // during `shmlink_server_bind` only.
+//
+// Fields are only ever appended: `refuse_fds`, then `max_arena_bytes` and
+// `refuse_arena` were, so the struct is larger than in releases before
+// them. The library reads the whole struct: rebuild code compiled against
+// an older header (a zeroed struct keeps the old behaviour).
 typedef struct shmlink_server_options {
   // Uids allowed besides the server's own (NULL when the length is 0).
   const uint32_t *allowed_uids;
@@ -182,7 +222,15 @@ typedef struct shmlink_server_options {
   uint64_t send_timeout_us;
   // 1: refuse requests with file descriptors (the caller gets
   // `SHMLINK_E_INVALID_ARGUMENT`, nothing sent); 0: accept them (default).
+  // Lent requests need descriptors: 1 also refuses them.
   uint32_t refuse_fds;
+  // Most bytes of a client's arena a session maps to read lent requests
+  // in place (0: `SHMLINK_DEFAULT_ARENA_BYTES`).
+  uint64_t max_arena_bytes;
+  // 1: take no lent requests (clients' `shmlink_client_loan` fails with
+  // `SHMLINK_E_INVALID_ARGUMENT`; their large calls stream); 0: take them
+  // (default). Other values are invalid.
+  uint32_t refuse_arena;
 } shmlink_server_options;
 
 // Serves one request: reads `request[0..request_len]`, fills `response`
@@ -316,6 +364,65 @@ enum shmlink_status shmlink_client_call_fds_timeout(struct shmlink_client *clien
                                                     uint64_t timeout_us,
                                                     struct shmlink_buffer *response);
 
+// Lends `len` bytes of the client's arena to fill in place (`shm:` and
+// `unix:`, to a server that takes lent requests): the server reads the
+// request where it lies, no copy. On success `*out_loan` receives a loan
+// the caller owns (send it with `shmlink_client_call_loan*`, or release it
+// with `shmlink_loan_free`) and `*out_data` points at its `len` writable
+// bytes, valid until the loan is sent or freed; on failure both are set to
+// NULL. A freed loan's room is reused by the next.
+//
+// Fails with nothing lent and the session usable:
+// `SHMLINK_E_ARENA_FULL` when the arena (at most `max_arena_bytes`) cannot
+// hold `len` more bytes now (send or free loans; `shmlink_client_call`
+// streams instead); `SHMLINK_E_INVALID_ARGUMENT` when the server takes no
+// lent requests or the client's `no_arena` is 1; `SHMLINK_E_UNSUPPORTED`
+// over `tcp:`. A loan longer than the largest message fails when it is
+// sent (`SHMLINK_E_TOO_LARGE`).
+// Not thread-safe per client.
+//
+// # Safety
+// `client` is NULL or a live client; `out_loan` and `out_data` are NULL or
+// writable.
+enum shmlink_status shmlink_client_loan(struct shmlink_client *client,
+                                        size_t len,
+                                        struct shmlink_loan **out_loan,
+                                        uint8_t **out_data);
+
+// Calls with a loan filled in place (from `shmlink_client_loan` of this
+// client), with the client's default timeout; the response goes into
+// `response` as in `shmlink_client_call`.
+//
+// Ownership: the call takes the loan whatever the outcome (sent, or back
+// in the arena on any failure, NULL arguments included): the handle and
+// its data pointer are invalid once it returns; never free it afterwards.
+//
+// # Safety
+// `client` is NULL or a live client; `loan` is NULL or a loan not yet sent
+// or freed; `response` as in `shmlink_client_call`.
+enum shmlink_status shmlink_client_call_loan(struct shmlink_client *client,
+                                             struct shmlink_loan *loan,
+                                             struct shmlink_buffer *response);
+
+// `shmlink_client_call_loan` with a timeout in microseconds (0: the
+// client's default), as in `shmlink_client_call_timeout`. It takes the loan
+// whatever the outcome, as `shmlink_client_call_loan`.
+//
+// # Safety
+// As `shmlink_client_call_loan`.
+enum shmlink_status shmlink_client_call_loan_timeout(struct shmlink_client *client,
+                                                     struct shmlink_loan *loan,
+                                                     uint64_t timeout_us,
+                                                     struct shmlink_buffer *response);
+
+// Releases a loan that was not sent: its room goes back to the arena (for
+// the next loan). NULL is ignored. Fine after the loan's client was closed
+// or freed. Not thread-safe per loan.
+//
+// # Safety
+// `loan` is NULL or a loan not yet sent or freed.
+void shmlink_loan_free(struct shmlink_loan *loan);
+
 // Sends a request without waiting for its response (pipelining); `*out_id`
 // (if not NULL) receives the call id that `shmlink_client_recv` reports.
 //
@@ -377,6 +484,15 @@ int32_t shmlink_client_is_connected(const struct shmlink_client *client);
 // # Safety
 // `client` is NULL or a live client.
 size_t shmlink_client_in_flight(const struct shmlink_client *client);
+
+// Bytes of arena the client maps for its loans (0 for NULL or closed
+// clients, before its first lent request, and while another thread is in a
+// call on the client). Many calls of the same sizes keep it flat: freed and
+// sent loans are reused.
+//
+// # Safety
+// `client` is NULL or a live client.
+uint64_t shmlink_client_arena_bytes(const struct shmlink_client *client);
 
 // Ends the session (the server is told goodbye). The handle stays valid:
 // later calls fail with `SHMLINK_E_CLOSED`; release it with

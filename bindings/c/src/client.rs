@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::time::Duration;
 
-use shmlink::Client;
+use shmlink::{Client, Loan};
 
 use crate::buffer::shmlink_buffer;
 use crate::guard::{cstr, guard, required, slice, text};
@@ -142,14 +142,63 @@ unsafe fn call(
         let (client, request, fds) =
             unsafe { request_args(client, request, request_len, fds, nfds) }?;
         // SAFETY: as above.
-        let response = required(unsafe { response.as_mut() }, "response")?;
-        client.with(|c| {
-            // SAFETY: the buffer is all zero or was filled by the library.
-            c.recycle(unsafe { response.take() });
-            let t = timeout(c, timeout_us);
-            response.put(c.call_with_fds_timeout(request, &fds, t)?);
-            Ok(())
-        })
+        unsafe {
+            exchange(client, timeout_us, response, |c, t| {
+                c.call_with_fds_timeout(request, &fds, t)
+            })
+        }
+    })
+}
+
+/// The body of `shmlink_client_call_loan*`: the loan is taken first, so it
+/// is the library's (sent, or back in its arena) whatever the outcome.
+///
+/// # Safety
+/// As `shmlink_client_call_loan_timeout`.
+unsafe fn call_loan(
+    client: *mut shmlink_client,
+    loan: *mut shmlink_loan,
+    timeout_us: u64,
+    response: *mut shmlink_buffer,
+) -> shmlink_status {
+    guard(|| {
+        // SAFETY: NULL or a loan from `shmlink_client_loan` not yet given
+        // back, per the contract: ours from here on.
+        let loan = required(
+            (!loan.is_null()).then(|| unsafe { Box::from_raw(loan) }),
+            "loan",
+        )?;
+        // SAFETY: NULL or a live client, per the contract.
+        let client = required(unsafe { client.as_ref() }, "client")?;
+        // SAFETY: as above.
+        unsafe {
+            exchange(client, timeout_us, response, |c, t| {
+                c.call_loan_timeout(loan.loan, t)
+            })
+        }
+    })
+}
+
+/// What every call shares once its request is ready: the response buffer
+/// recycled, the timeout resolved, `send` made on the open client, its
+/// response put into the buffer.
+///
+/// # Safety
+/// `response` is NULL or a buffer that is all zero or was filled by this library.
+unsafe fn exchange(
+    client: &shmlink_client,
+    timeout_us: u64,
+    response: *mut shmlink_buffer,
+    send: impl FnOnce(&mut Client, Duration) -> shmlink::Result<Vec<u8>>,
+) -> Result<(), Failure> {
+    // SAFETY: NULL or valid, per this function's contract.
+    let response = required(unsafe { response.as_mut() }, "response")?;
+    client.with(|c| {
+        // SAFETY: the buffer is all zero or was filled by the library.
+        c.recycle(unsafe { response.take() });
+        let t = timeout(c, timeout_us);
+        response.put(send(c, t)?);
+        Ok(())
     })
 }
 
@@ -321,6 +370,120 @@ pub unsafe extern "C" fn shmlink_client_call_fds_timeout(
     }
 }
 
+/// A buffer of a client's arena lent for one request (opaque): filled in
+/// place through the pointer `shmlink_client_loan` gave, then sent with
+/// `shmlink_client_call_loan` or released with `shmlink_loan_free`. It keeps
+/// its memory mapped by itself: it stays valid (and must still be freed)
+/// after its client is closed or freed, it just cannot be sent then.
+#[derive(Debug)]
+pub struct shmlink_loan {
+    loan: Loan,
+}
+
+/// Lends `len` bytes of the client's arena to fill in place (`shm:` and
+/// `unix:`, to a server that takes lent requests): the server reads the
+/// request where it lies, no copy. On success `*out_loan` receives a loan
+/// the caller owns (send it with `shmlink_client_call_loan*`, or release it
+/// with `shmlink_loan_free`) and `*out_data` points at its `len` writable
+/// bytes, valid until the loan is sent or freed; on failure both are set to
+/// NULL. A freed loan's room is reused by the next.
+///
+/// Fails with nothing lent and the session usable:
+/// `SHMLINK_E_ARENA_FULL` when the arena (at most `max_arena_bytes`) cannot
+/// hold `len` more bytes now (send or free loans; `shmlink_client_call`
+/// streams instead); `SHMLINK_E_INVALID_ARGUMENT` when the server takes no
+/// lent requests or the client's `no_arena` is 1; `SHMLINK_E_UNSUPPORTED`
+/// over `tcp:`. A loan longer than the largest message fails when it is
+/// sent (`SHMLINK_E_TOO_LARGE`).
+/// Not thread-safe per client.
+///
+/// # Safety
+/// `client` is NULL or a live client; `out_loan` and `out_data` are NULL or
+/// writable.
+#[no_mangle]
+pub unsafe extern "C" fn shmlink_client_loan(
+    client: *mut shmlink_client,
+    len: usize,
+    out_loan: *mut *mut shmlink_loan,
+    out_data: *mut *mut u8,
+) -> shmlink_status {
+    guard(|| {
+        // SAFETY: the pointers are NULL or valid, per the contract.
+        let (client, out_loan, out_data) =
+            unsafe { (client.as_ref(), out_loan.as_mut(), out_data.as_mut()) };
+        let (out_loan, out_data) = (
+            required(out_loan, "out_loan")?,
+            required(out_data, "out_data")?,
+        );
+        *out_loan = std::ptr::null_mut();
+        *out_data = std::ptr::null_mut();
+        let client = required(client, "client")?;
+        let mut loan = client.with(|c| Ok(c.loan(len)?))?;
+        // The bytes lie in the loan's mapping, not in the box: the pointer
+        // stays put when the loan moves.
+        *out_data = loan.as_mut_ptr();
+        *out_loan = Box::into_raw(Box::new(shmlink_loan { loan }));
+        Ok(())
+    })
+}
+
+/// Calls with a loan filled in place (from `shmlink_client_loan` of this
+/// client), with the client's default timeout; the response goes into
+/// `response` as in `shmlink_client_call`.
+///
+/// Ownership: the call takes the loan whatever the outcome (sent, or back
+/// in the arena on any failure, NULL arguments included): the handle and
+/// its data pointer are invalid once it returns; never free it afterwards.
+///
+/// # Safety
+/// `client` is NULL or a live client; `loan` is NULL or a loan not yet sent
+/// or freed; `response` as in `shmlink_client_call`.
+#[no_mangle]
+pub unsafe extern "C" fn shmlink_client_call_loan(
+    client: *mut shmlink_client,
+    loan: *mut shmlink_loan,
+    response: *mut shmlink_buffer,
+) -> shmlink_status {
+    // SAFETY: forwarded under the same contract.
+    unsafe { call_loan(client, loan, 0, response) }
+}
+
+/// `shmlink_client_call_loan` with a timeout in microseconds (0: the
+/// client's default), as in `shmlink_client_call_timeout`. It takes the loan
+/// whatever the outcome, as `shmlink_client_call_loan`.
+///
+/// # Safety
+/// As `shmlink_client_call_loan`.
+#[no_mangle]
+pub unsafe extern "C" fn shmlink_client_call_loan_timeout(
+    client: *mut shmlink_client,
+    loan: *mut shmlink_loan,
+    timeout_us: u64,
+    response: *mut shmlink_buffer,
+) -> shmlink_status {
+    // SAFETY: forwarded under the same contract.
+    unsafe { call_loan(client, loan, timeout_us, response) }
+}
+
+/// Releases a loan that was not sent: its room goes back to the arena (for
+/// the next loan). NULL is ignored. Fine after the loan's client was closed
+/// or freed. Not thread-safe per loan.
+///
+/// # Safety
+/// `loan` is NULL or a loan not yet sent or freed.
+#[no_mangle]
+pub unsafe extern "C" fn shmlink_loan_free(loan: *mut shmlink_loan) {
+    if loan.is_null() {
+        return;
+    }
+    // Never let a panic escape.
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // SAFETY: a loan from `shmlink_client_loan`, neither sent nor
+        // freed, per the contract: ours to drop.
+        drop(unsafe { Box::from_raw(loan) });
+    }));
+}
+
 /// Sends a request without waiting for its response (pipelining); `*out_id`
 /// (if not NULL) receives the call id that `shmlink_client_recv` reports.
 ///
@@ -441,13 +604,36 @@ pub unsafe extern "C" fn shmlink_client_is_connected(client: *const shmlink_clie
 /// `client` is NULL or a live client.
 #[no_mangle]
 pub unsafe extern "C" fn shmlink_client_in_flight(client: *const shmlink_client) -> usize {
-    // SAFETY: NULL or a live client, per the contract.
+    // SAFETY: forwarded under the same contract.
+    unsafe { peek(client, Client::in_flight) }
+}
+
+/// Bytes of arena the client maps for its loans (0 for NULL or closed
+/// clients, before its first lent request, and while another thread is in a
+/// call on the client). Many calls of the same sizes keep it flat: freed and
+/// sent loans are reused.
+///
+/// # Safety
+/// `client` is NULL or a live client.
+#[no_mangle]
+pub unsafe extern "C" fn shmlink_client_arena_bytes(client: *const shmlink_client) -> u64 {
+    // SAFETY: forwarded under the same contract.
+    unsafe { peek(client, Client::arena_bytes) }
+}
+
+/// `read` of the open client, without waiting: zero for NULL or closed
+/// clients and while another thread is in a call on it.
+///
+/// # Safety
+/// `client` is NULL or a live client.
+unsafe fn peek<R: Default>(client: *const shmlink_client, read: impl FnOnce(&Client) -> R) -> R {
+    // SAFETY: NULL or a live client, per this function's contract.
     let Some(client) = (unsafe { client.as_ref() }) else {
-        return 0;
+        return R::default();
     };
     match client.state.try_lock() {
-        Ok(g) => g.as_ref().map_or(0, Client::in_flight),
-        Err(_) => 0,
+        Ok(g) => g.as_ref().map_or_else(R::default, read),
+        Err(_) => R::default(),
     }
 }
 

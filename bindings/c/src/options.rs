@@ -28,6 +28,13 @@ const _: () = assert!(SHMLINK_MIN_MESSAGE_SIZE == shmlink::MIN_MESSAGE_LIMIT as 
 const _: () = assert!(SHMLINK_MAX_MESSAGE_SIZE == shmlink::MAX_MESSAGE_SIZE as u64);
 const _: () = assert!(SHMLINK_DEFAULT_MAX_MESSAGE_SIZE == shmlink::DEFAULT_MAX_MESSAGE as u64);
 
+/// Default `max_arena_bytes` of clients and servers (2 GiB of address space;
+/// memory is used only as loans are filled, and reused).
+pub const SHMLINK_DEFAULT_ARENA_BYTES: u64 = 2_147_483_648;
+
+// The header's copy of the core's default, checked at compile time.
+const _: () = assert!(SHMLINK_DEFAULT_ARENA_BYTES == shmlink::DEFAULT_ARENA_BYTES);
+
 /// Wait strategy: the library default (adaptive spin up to 50 µs, then sleep).
 pub const SHMLINK_WAIT_DEFAULT: u32 = 0;
 /// Wait strategy: sleep on the futex at once (lowest CPU).
@@ -39,6 +46,11 @@ pub const SHMLINK_WAIT_BUSY: u32 = 3;
 
 /// Options of a client. Zero in any field means its default; fill with
 /// `shmlink_client_options_init` or zero-initialise.
+///
+/// Fields are only ever appended: `max_arena_bytes`, `arena_threshold` and
+/// `no_arena` were, so the struct is larger than in releases before them.
+/// The library reads the whole struct: rebuild code compiled against an
+/// older header (a zeroed struct keeps the old behaviour).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct shmlink_client_options {
@@ -52,11 +64,29 @@ pub struct shmlink_client_options {
     pub ring_size: u64,
     /// Largest message sent or accepted, in bytes (0: 64 MiB).
     pub max_message_size: u64,
+    /// Most bytes of arena this client maps to lend requests from (`shm:`
+    /// and `unix:`, to a server that takes lent requests; 0:
+    /// `SHMLINK_DEFAULT_ARENA_BYTES`). Turn lending off with `no_arena`.
+    pub max_arena_bytes: u64,
+    /// Requests of at least this many bytes sent by `shmlink_client_call*`
+    /// go through the arena (copied once into it, read in place by the
+    /// server) instead of streaming; they stream when the arena is full
+    /// (0: 64 KiB; `UINT64_MAX`: never, only explicit loans lend).
+    pub arena_threshold: u64,
+    /// 1: never lend (no arena: `shmlink_client_loan` fails with
+    /// `SHMLINK_E_INVALID_ARGUMENT`, every request streams, whatever
+    /// `max_arena_bytes` says); 0: lend (default). Other values are invalid.
+    pub no_arena: u32,
 }
 
 /// Options of a server. Zero in any field means its default; fill with
 /// `shmlink_server_options_init` or zero-initialise. The arrays are read
 /// during `shmlink_server_bind` only.
+///
+/// Fields are only ever appended: `refuse_fds`, then `max_arena_bytes` and
+/// `refuse_arena` were, so the struct is larger than in releases before
+/// them. The library reads the whole struct: rebuild code compiled against
+/// an older header (a zeroed struct keeps the old behaviour).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct shmlink_server_options {
@@ -88,7 +118,15 @@ pub struct shmlink_server_options {
     pub send_timeout_us: u64,
     /// 1: refuse requests with file descriptors (the caller gets
     /// `SHMLINK_E_INVALID_ARGUMENT`, nothing sent); 0: accept them (default).
+    /// Lent requests need descriptors: 1 also refuses them.
     pub refuse_fds: u32,
+    /// Most bytes of a client's arena a session maps to read lent requests
+    /// in place (0: `SHMLINK_DEFAULT_ARENA_BYTES`).
+    pub max_arena_bytes: u64,
+    /// 1: take no lent requests (clients' `shmlink_client_loan` fails with
+    /// `SHMLINK_E_INVALID_ARGUMENT`; their large calls stream); 0: take them
+    /// (default). Other values are invalid.
+    pub refuse_arena: u32,
 }
 
 impl Default for shmlink_server_options {
@@ -108,6 +146,8 @@ impl Default for shmlink_server_options {
             handshake_timeout_us: 0,
             send_timeout_us: 0,
             refuse_fds: 0,
+            max_arena_bytes: 0,
+            refuse_arena: 0,
         }
     }
 }
@@ -125,6 +165,9 @@ pub unsafe extern "C" fn shmlink_client_options_init(options: *mut shmlink_clien
         spin_us: micros(WaitStrategy::DEFAULT_SPIN) as u32,
         ring_size: d.ring_size as u64,
         max_message_size: d.max_message_size as u64,
+        max_arena_bytes: d.max_arena_bytes,
+        arena_threshold: d.arena_threshold as u64,
+        no_arena: u32::from(d.max_arena_bytes == 0),
     };
     if !options.is_null() {
         // SAFETY: `options` is writable, per the contract; `write` does not
@@ -148,6 +191,8 @@ pub unsafe extern "C" fn shmlink_server_options_init(options: *mut shmlink_serve
         handshake_timeout_us: micros(d.handshake_timeout),
         send_timeout_us: micros(d.send_timeout),
         refuse_fds: u32::from(!d.accept_fds),
+        max_arena_bytes: d.max_arena_bytes,
+        refuse_arena: u32::from(d.max_arena_bytes == 0),
         ..shmlink_server_options::default()
     };
     if !options.is_null() {
@@ -193,6 +238,17 @@ fn size(name: &str, v: u64, default: usize) -> Result<usize, Failure> {
     }
 }
 
+/// An arena limit: 0 keeps `default`; `off` (a 0/1 flag named `flag`) turns
+/// the arena off whatever the limit says.
+fn arena_limit(limit: u64, off: u32, flag: &str, default: u64) -> Result<u64, Failure> {
+    match off {
+        0 if limit == 0 => Ok(default),
+        0 => Ok(limit),
+        1 => Ok(0),
+        n => Err(invalid(flag, format!("{n} is not 0 or 1"))),
+    }
+}
+
 fn duration(us: u64, default: Duration) -> Duration {
     match us {
         0 => default,
@@ -209,9 +265,12 @@ pub(crate) fn client_options(o: Option<&shmlink_client_options>) -> Result<Clien
         wait: wait(o.wait, o.spin_us)?,
         ring_size: size("ring_size", o.ring_size, d.ring_size)?,
         max_message_size: size("max_message_size", o.max_message_size, d.max_message_size)?,
-        // The arena's limit and threshold keep the core's defaults (not in
-        // the C struct yet).
-        ..d
+        max_arena_bytes: arena_limit(o.max_arena_bytes, o.no_arena, "no_arena", d.max_arena_bytes)?,
+        arena_threshold: match o.arena_threshold {
+            0 => d.arena_threshold,
+            // Beyond the address space: no request reaches it.
+            v => usize::try_from(v).unwrap_or(usize::MAX),
+        },
     })
 }
 
@@ -253,6 +312,12 @@ pub(crate) unsafe fn server_options(
             1 => false,
             n => return Err(invalid("refuse_fds", format!("{n} is not 0 or 1"))),
         },
+        max_arena_bytes: arena_limit(
+            o.max_arena_bytes,
+            o.refuse_arena,
+            "refuse_arena",
+            d.max_arena_bytes,
+        )?,
         // Sessions ended for a protocol error or a stalled client are
         // reported on standard error (the C host's log).
         ..d

@@ -45,9 +45,15 @@ pub enum shmlink_status {
     SHMLINK_E_INTERNAL = 14,
     /// The server is in the wrong state for this call (already serving, not started).
     SHMLINK_E_STATE = 15,
-    /// The session's transport cannot do this (file descriptors over `tcp:`);
-    /// nothing was sent and the session goes on.
+    /// The session's transport cannot do this (file descriptors or arena
+    /// loans over `tcp:`); nothing was sent and the session goes on.
     SHMLINK_E_UNSUPPORTED = 16,
+    /// No arena buffer can be had now (`shmlink_client_loan`: the arena is at
+    /// its `max_arena_bytes` with buffers lent, or the kernel refused a
+    /// segment); the message has the sizes. Nothing was sent and the session
+    /// goes on: send or free loans, or call with `shmlink_client_call` (it
+    /// streams).
+    SHMLINK_E_ARENA_FULL = 17,
 }
 
 use shmlink_status::*;
@@ -73,6 +79,7 @@ impl shmlink_status {
             SHMLINK_E_INTERNAL => c"internal error",
             SHMLINK_E_STATE => c"wrong state",
             SHMLINK_E_UNSUPPORTED => c"not supported by the transport",
+            SHMLINK_E_ARENA_FULL => c"arena full",
         }
     }
 
@@ -96,6 +103,7 @@ impl shmlink_status {
             // Too many descriptors, or one not open: nothing was sent.
             Error::BadFds { .. } => SHMLINK_E_INVALID_ARGUMENT,
             Error::Unsupported { .. } => SHMLINK_E_UNSUPPORTED,
+            Error::ArenaFull { .. } => SHMLINK_E_ARENA_FULL,
             _ => SHMLINK_E_IO,
         }
     }

@@ -10,6 +10,10 @@
 // and send with a list of descriptors; Server::serve and start with a
 // handler of such requests).
 //
+// Large requests can be written in place into the client's arena (shm: and
+// unix:): Client::loan gives a Loan to fill, Client::call(std::move(loan))
+// sends it without a copy.
+//
 // Errors are reported as shmlink::Error exceptions (code, remote code and the
 // library's detail message), or as shmlink::Status values by the try_* and
 // Status& variants, which never throw.
@@ -63,6 +67,9 @@ struct ClientOptions {
   uint32_t spin_us = 0;              // spin time for Wait::Spin (0: 50 µs)
   std::size_t ring_size = 0;         // shm ring per direction, a power of two (0: 64 KiB)
   std::size_t max_message_size = 0;  // largest message sent or accepted (0: 64 MiB)
+  uint64_t max_arena_bytes = 0;      // most arena mapped for loans (0: 2 GiB)
+  uint64_t arena_threshold = 0;  // calls at least this large lend (0: 64 KiB; UINT64_MAX: never)
+  bool lend = true;              // false: no arena (loans fail, every request streams)
 };
 
 // Options of a server; 0 (or empty) in any field means the library default.
@@ -77,7 +84,9 @@ struct ServerOptions {
   std::size_t max_message_size = 0;                // (0: 64 MiB)
   std::chrono::microseconds handshake_timeout{0};  // time a client has for its hello (0: 2 s)
   std::chrono::microseconds send_timeout{0};  // time a response may wait for ring space (0: 5 s)
-  bool accept_fds = true;  // false: requests with descriptors are refused, nothing sent
+  bool accept_fds = true;        // false: requests with descriptors are refused, nothing sent
+  uint64_t max_arena_bytes = 0;  // most of a client's arena mapped per session (0: 2 GiB)
+  bool accept_arena = true;      // false: no lent requests (loans fail, calls stream)
 };
 
 // Outcome of a non-throwing operation; true when it succeeded.
@@ -130,6 +139,14 @@ class DisconnectedError : public Error {
   using Error::Error;
 };
 
+// The client's arena cannot lend that much now (SHMLINK_E_ARENA_FULL): send
+// or drop loans, or call with the bytes (large calls stream). The session
+// goes on.
+class ArenaFullError : public Error {
+ public:
+  using Error::Error;
+};
+
 // Thrown by a handler to answer with an error: the caller gets SHMLINK_E_REMOTE
 // with this code and message. Code 0 means success to the library, so a
 // HandlerError with code 0 reaches the caller as kHandlerException.
@@ -177,6 +194,8 @@ inline Status capture(shmlink_status code) noexcept {
     case SHMLINK_E_CLOSED:
     case SHMLINK_E_PROTOCOL:
       throw DisconnectedError(s.code, s.remote_code, s.message, call_id);
+    case SHMLINK_E_ARENA_FULL:
+      throw ArenaFullError(s.code, s.remote_code, s.message, call_id);
     default:
       throw Error(s.code, s.remote_code, s.message, call_id);
   }
@@ -208,6 +227,21 @@ inline const char* const kNoClient =
 inline const char* const kNoServer =
     "shmlink::Server has no server: it was moved from, or its bind failed";
 inline const char* const kNegativeTimeout = "shmlink: a timeout must not be negative";
+
+// The C options of a client (Client::connect, Worker::connect); false when
+// a timeout is negative.
+inline bool client_options(const ClientOptions& options, shmlink_client_options& o) noexcept {
+  o = shmlink_client_options{};
+  if (!micros(options.timeout, o.timeout_us)) return false;
+  o.wait = static_cast<uint32_t>(options.wait);
+  o.spin_us = options.spin_us;
+  o.ring_size = options.ring_size;
+  o.max_message_size = options.max_message_size;
+  o.max_arena_bytes = options.max_arena_bytes;
+  o.arena_threshold = options.arena_threshold;
+  o.no_arena = options.lend ? 0 : 1;
+  return true;
+}
 
 // Runs `fill`, which fills a response string, for a handler trampoline:
 // writes the response, or turns an exception into an error code and
@@ -278,6 +312,65 @@ inline uint32_t handle_fds(void* user_data, const uint8_t* request, size_t reque
 
 }  // namespace detail
 
+// A buffer of a client's arena lent for one request (Client::loan): fill
+// data()[0..size()) in place, then send it with Client::call(std::move(loan)).
+// Move-only; the destructor gives an unsent loan back to the arena. It keeps
+// its memory mapped by itself, so it may outlive its Client (it can no
+// longer be sent then). One thread at a time.
+class Loan {
+ public:
+  // An empty loan (no buffer).
+  Loan() noexcept = default;
+  Loan(const Loan&) = delete;
+  Loan& operator=(const Loan&) = delete;
+  Loan(Loan&& other) noexcept
+      : handle_(std::exchange(other.handle_, nullptr)),
+        data_(std::exchange(other.data_, nullptr)),
+        size_(std::exchange(other.size_, 0)) {}
+  Loan& operator=(Loan&& other) noexcept {
+    if (this != &other) {
+      shmlink_loan_free(handle_);
+      handle_ = std::exchange(other.handle_, nullptr);
+      data_ = std::exchange(other.data_, nullptr);
+      size_ = std::exchange(other.size_, 0);
+    }
+    return *this;
+  }
+  ~Loan() { shmlink_loan_free(handle_); }
+
+  // The bytes to fill (nullptr for an empty loan).
+  uint8_t* data() noexcept { return data_; }
+  const uint8_t* data() const noexcept { return data_; }
+  std::size_t size() const noexcept { return size_; }
+  uint8_t* begin() noexcept { return data_; }
+  uint8_t* end() noexcept { return data_ + size_; }
+  const uint8_t* begin() const noexcept { return data_; }
+  const uint8_t* end() const noexcept { return data_ + size_; }
+
+  // True when it holds a buffer (not moved from, not sent).
+  explicit operator bool() const noexcept { return handle_ != nullptr; }
+
+  // The C handle, still owned by this loan.
+  shmlink_loan* native_handle() const noexcept { return handle_; }
+
+  // Gives up the C handle: the caller owns it (shmlink_client_call_loan or
+  // shmlink_loan_free); the loan is empty afterwards.
+  shmlink_loan* release() noexcept {
+    data_ = nullptr;
+    size_ = 0;
+    return std::exchange(handle_, nullptr);
+  }
+
+ private:
+  friend class Client;
+  Loan(shmlink_loan* handle, uint8_t* data, std::size_t size) noexcept
+      : handle_(handle), data_(data), size_(size) {}
+
+  shmlink_loan* handle_ = nullptr;
+  uint8_t* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
 // A session with a server. Move-only; the destructor ends the session.
 // Thread-safety: one thread at a time (the library reports concurrent use as
 // SHMLINK_E_INVALID_ARGUMENT); moving it to another thread is fine.
@@ -318,14 +411,10 @@ class Client {
                         Status& status) noexcept {
     status = Status{};
     shmlink_client_options o{};
-    if (!detail::micros(options.timeout, o.timeout_us)) {
+    if (!detail::client_options(options, o)) {
       status = detail::make_status(SHMLINK_E_INVALID_ARGUMENT, detail::kNegativeTimeout);
       return Client();
     }
-    o.wait = static_cast<uint32_t>(options.wait);
-    o.spin_us = options.spin_us;
-    o.ring_size = options.ring_size;
-    o.max_message_size = options.max_message_size;
     if (address.find('\0') != std::string_view::npos) {
       status = detail::make_status(SHMLINK_E_INVALID_ADDRESS,
                                    "shmlink: the address contains a NUL byte");
@@ -388,6 +477,61 @@ class Client {
                   std::chrono::microseconds timeout = std::chrono::microseconds{0}) noexcept {
     return try_call(request, fds.data(), fds.size(), response, timeout);
   }
+
+  // Lends `size` bytes of this client's arena to fill in place (shm: and
+  // unix:, to a server that takes lent requests). Throws ArenaFullError when
+  // the arena cannot hold them now; Error with SHMLINK_E_INVALID_ARGUMENT
+  // when the server takes no lent requests (or ClientOptions::lend is
+  // false), SHMLINK_E_UNSUPPORTED over tcp:. The session goes on.
+  Loan loan(std::size_t size) {
+    Loan out;
+    Status s = try_loan(size, out);
+    if (!s) detail::raise(s);
+    return out;
+  }
+
+  // Non-throwing loan: on success `out` holds the loan (an unsent loan it
+  // held before is given back first); on failure it is empty.
+  Status try_loan(std::size_t size, Loan& out) noexcept {
+    out = Loan();
+    if (handle_ == nullptr) return detail::make_status(SHMLINK_E_CLOSED, detail::kNoClient);
+    shmlink_loan* handle = nullptr;
+    uint8_t* data = nullptr;
+    Status s = detail::capture(shmlink_client_loan(handle_, size, &handle, &data));
+    if (s) out = Loan(handle, data, size);
+    return s;
+  }
+
+  // Calls with a filled loan of this client, as call(request, timeout). The
+  // loan is consumed whatever the outcome (sent, or given back to the arena
+  // when the call fails): `loan` is empty afterwards.
+  std::string call(Loan&& loan, std::chrono::microseconds timeout = std::chrono::microseconds{0}) {
+    Loan taken(std::move(loan));
+    uint64_t us = 0;
+    if (!detail::micros(timeout, us)) raise_negative_timeout();
+    require();
+    detail::check(shmlink_client_call_loan_timeout(handle_, taken.release(), us, &buffer_));
+    return std::string(detail::view(buffer_));
+  }
+
+  // Non-throwing call with a loan (consumed whatever the outcome, as above).
+  Status try_call(Loan&& loan, std::string& response,
+                  std::chrono::microseconds timeout = std::chrono::microseconds{0}) noexcept {
+    Loan taken(std::move(loan));
+    response.clear();
+    uint64_t us = 0;
+    if (!detail::micros(timeout, us))
+      return detail::make_status(SHMLINK_E_INVALID_ARGUMENT, detail::kNegativeTimeout);
+    if (handle_ == nullptr) return detail::make_status(SHMLINK_E_CLOSED, detail::kNoClient);
+    Status s =
+        detail::capture(shmlink_client_call_loan_timeout(handle_, taken.release(), us, &buffer_));
+    if (s) return copy_out(response);
+    return s;
+  }
+
+  // Bytes of arena this client maps for its loans (0 for an empty or closed
+  // client, and while another thread is in a call on it).
+  uint64_t arena_bytes() const noexcept { return shmlink_client_arena_bytes(handle_); }
 
   // Sends a request without waiting (pipelining); returns its call id, which
   // recv reports with the response. Throws Error.
@@ -558,13 +702,9 @@ class Worker {
   // the environment variable SHMLINK_WORKER (which the pool sets). Throws Error.
   static Worker connect(std::string_view address = {}, const ClientOptions& options = {}) {
     shmlink_client_options o{};
-    if (!detail::micros(options.timeout, o.timeout_us)) {
+    if (!detail::client_options(options, o)) {
       throw Error(SHMLINK_E_INVALID_ARGUMENT, 0, detail::kNegativeTimeout);
     }
-    o.wait = static_cast<uint32_t>(options.wait);
-    o.spin_us = options.spin_us;
-    o.ring_size = options.ring_size;
-    o.max_message_size = options.max_message_size;
     std::string text(address);
     if (text.find('\0') != std::string::npos) {
       throw Error(SHMLINK_E_INVALID_ADDRESS, 0, "shmlink: the address contains a NUL byte");
@@ -702,6 +842,8 @@ class Server {
     o.spin_us = options.spin_us;
     o.max_message_size = options.max_message_size;
     o.refuse_fds = options.accept_fds ? 0 : 1;
+    o.max_arena_bytes = options.max_arena_bytes;
+    o.refuse_arena = options.accept_arena ? 0 : 1;
     if (!detail::micros(options.handshake_timeout, o.handshake_timeout_us) ||
         !detail::micros(options.send_timeout, o.send_timeout_us)) {
       status = detail::make_status(SHMLINK_E_INVALID_ARGUMENT, detail::kNegativeTimeout);

@@ -244,6 +244,8 @@ impl PyClient {
             wait: wait_strategy(py, wait)?,
             ring_size: ring_size.unwrap_or(defaults.ring_size),
             max_message_size: max_message_size.unwrap_or(defaults.max_message_size),
+            // Large requests lent through the arena, as the core defaults.
+            ..defaults
         };
         let client = py
             .allow_threads(|| shmlink::Client::connect(address, options))
@@ -524,6 +526,8 @@ impl PyServer {
                 None => d.send_timeout,
             },
             log: d.log,
+            // Descriptors and lent requests accepted, as the core defaults.
+            ..d
         };
         let server = py
             .allow_threads(|| Server::bind(&addresses, options))

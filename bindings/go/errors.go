@@ -30,6 +30,8 @@ const (
 	StatusNothingInFlight Status = C.SHMLINK_E_NOTHING_IN_FLIGHT
 	StatusInternal        Status = C.SHMLINK_E_INTERNAL
 	StatusState           Status = C.SHMLINK_E_STATE
+	StatusUnsupported     Status = C.SHMLINK_E_UNSUPPORTED
+	StatusArenaFull       Status = C.SHMLINK_E_ARENA_FULL
 )
 
 // String is the library's short description of the code.

@@ -31,11 +31,16 @@ python3 - "$log" "$out" <<'PY'
 import os, re, sys, time
 log, out = sys.argv[1], sys.argv[2]
 runs = []
+# A benchmark that prints splits its result line: the metrics may follow on
+# a line of their own, after the printed text.
 for line in open(log):
-    if not line.startswith("Benchmark") or "p50-ns" not in line:
+    if "p50-ns" not in line:
         continue
     fields = line.split()
-    metrics = {fields[i + 1]: float(fields[i]) for i in range(2, len(fields) - 1, 2)}
+    metrics = {}
+    for value, unit in zip(fields, fields[1:]):
+        if unit.endswith("-p50-ns") or unit.endswith("-calls/s"):
+            metrics[unit] = float(value)
     runs.append(metrics)
 if len(runs) != 2:
     sys.exit(f"bench.sh: expected 2 benchmark lines with p50 metrics, got {len(runs)}")

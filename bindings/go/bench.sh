@@ -10,16 +10,16 @@
 # Needs the C library staged (make install PREFIX=target/stage), as
 # bindings/go/test.sh does.
 set -euo pipefail
-cd "$(dirname "$0")"
 out=""
 calls=100000
 while [ $# -gt 0 ]; do
   case "$1" in
-    --markdown) out=$2; shift 2 ;;
+    --markdown) out=$(realpath -m "$2"); shift 2 ;;
     --calls) calls=$2; shift 2 ;;
     *) echo "usage: bindings/go/bench.sh [--markdown FILE] [--calls N]" >&2; exit 2 ;;
   esac
 done
+cd "$(dirname "$0")"
 export PATH="$PATH:/usr/local/go/bin"
 root=$(cd ../.. && pwd)
 export PKG_CONFIG_PATH="$root/target/stage/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"

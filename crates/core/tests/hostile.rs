@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use shmlink::wire::SegmentHeader;
 use shmlink::wire::{FrameHeader, Kind, HEADER_LEN};
 use shmlink::wire::{
-    Hello, Welcome, Wire, CAPS, CAP_FDS, HELLO_LEN, PROTOCOL_MAX, PROTOCOL_MIN, WELCOME_LEN,
+    Hello, Welcome, Wire, CAPS, CAP_DESCRIPTORS, CAP_FDS, HELLO_LEN, PROTOCOL_MAX, PROTOCOL_MIN, WELCOME_LEN,
 };
 use shmlink::{Client, ClientOptions, Error, RemoteError, ServerOptions};
 use shmlink_sys::{fdpass, futex, memfd, Mapping};
@@ -1200,6 +1200,7 @@ enum BadSeg {
     WrongRingSizes,
     BadVersion,
     ExtraCaps,
+    ArenaWithoutFds,
     BadMagic,
     TrailingBytes,
     HangUpWithoutWelcome,
@@ -1210,7 +1211,7 @@ enum BadSeg {
 fn hostile_server_bad_segments() {
     watchdog("hostile_server_bad_segments", LIMIT, || {
         use BadSeg::*;
-        let cases: [(BadSeg, &str); 15] = [
+        let cases: [(BadSeg, &str); 16] = [
             (NoFd, "0 descriptors"),
             (TwoFds, "2 descriptors"),
             (Unsealed, "seal"),
@@ -1222,6 +1223,7 @@ fn hostile_server_bad_segments() {
             (WrongRingSizes, "ring sizes"),
             (BadVersion, "version"),
             (ExtraCaps, "capabilities"),
+            (ArenaWithoutFds, "without descriptors"),
             (BadMagic, "bad magic"),
             (TrailingBytes, "control socket after the welcome"),
             (HangUpWithoutWelcome, ""),
@@ -1284,7 +1286,7 @@ fn hostile_server_bad_segments() {
                         seg.tail(Dir::S2c).store(u64::MAX, Ordering::Release);
                         send_welcome(&s, &w.encode(), &[fd.as_fd()]);
                     }
-                    WrongRingSizes | BadVersion | ExtraCaps => {
+                    WrongRingSizes | BadVersion | ExtraCaps | ArenaWithoutFds => {
                         let (fd, _seg) =
                             make_segment(hello.ring_c2s as usize, hello.ring_s2c as usize);
                         let w = match (case, w) {
@@ -1335,7 +1337,11 @@ fn hostile_server_bad_segments() {
                                 },
                             ) => Welcome::Accepted {
                                 version,
-                                caps: 1 << 40,
+                                caps: if matches!(case, ArenaWithoutFds) {
+                                    CAPS | CAP_DESCRIPTORS
+                                } else {
+                                    1 << 40
+                                },
                                 session_id,
                                 max_message,
                                 ring_c2s,

@@ -19,7 +19,8 @@ use std::time::{Duration, Instant};
 use shmlink::wire::SegmentHeader;
 use shmlink::wire::{FrameHeader, Kind, HEADER_LEN};
 use shmlink::wire::{
-    Hello, Welcome, Wire, CAPS, CAP_DESCRIPTORS, CAP_FDS, HELLO_LEN, PROTOCOL_MAX, PROTOCOL_MIN, WELCOME_LEN,
+    Hello, Welcome, Wire, CAPS, CAP_DESCRIPTORS, CAP_FDS, HELLO_LEN, PROTOCOL_MAX, PROTOCOL_MIN,
+    WELCOME_LEN,
 };
 use shmlink::{Client, ClientOptions, Error, RemoteError, ServerOptions};
 use shmlink_sys::{fdpass, futex, memfd, Mapping};

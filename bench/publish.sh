@@ -123,7 +123,8 @@ conditions() { sed -n '/^- /p;/^## /q' "$1"; }
   echo
   conditions "$r/$name-arena.md"
   echo
-  section "$r/$name-arena.md" Paths
+  # The Paths table only: the run's other tables have no arena rows.
+  sed -n '/^## Paths/,/^## Headline/p' "$r/$name-arena.md" | sed '$d' | sed 's/^## /### /'
   echo
   echo "![round trip by path](../bench/results/$name-arena.png)"
   echo

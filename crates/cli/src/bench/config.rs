@@ -6,8 +6,8 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 use shmlink::{Address, Transport, WaitStrategy};
 
-use super::plan::LendPath;
 use super::stats::Budget;
+use super::target::LendPath;
 use crate::parse::{self, Ratio};
 use crate::reply::{ReplyShape, DIGEST_LEN};
 

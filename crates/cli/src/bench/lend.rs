@@ -11,20 +11,21 @@ use shmlink::Client;
 
 use super::measure::{self, Checks, PointCtx};
 use super::payload::Payloads;
-use super::plan::LendPath;
-use super::run::{baseline_of, Target};
 use super::stats::{Latency, Record};
+use super::target::{LendPath, Target};
 
 const MIB: f64 = (1 << 20) as f64;
 
 /// Measures one point of a `--paths` run over `client`.
 pub(crate) fn measure(
     target: &Target,
-    client: &mut Client,
     payloads: &Payloads,
     ctx: &PointCtx<'_>,
     label: &str,
 ) -> anyhow::Result<Record> {
+    let mut client = Client::connect(&target.address, target.options(payloads.size()))
+        .with_context(|| format!("{label}: connecting"))?;
+    let client = &mut client;
     let mut checks = Checks::default();
     let mut fill = Latency::new()?;
     let mut after_first = None;
@@ -61,7 +62,7 @@ pub(crate) fn measure(
         path: target.path.name().into(),
         fill_p50_us: (target.path == LendPath::Loan).then(|| fill.quantile_us(0.5)),
         mem_growth_mib: Some(growth / MIB),
-        baseline: Some(baseline_of(target).to_string()),
+        baseline: Some(target.baseline().to_string()),
         ..seq.record(transport, wait, size, ctx.shape.len_for(size))
     })
 }

@@ -21,6 +21,7 @@ mod report;
 mod run;
 mod shared;
 mod stats;
+mod target;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -180,7 +181,7 @@ fn run_group(
                     sequential_only,
                 } = point
                 {
-                    let target = run::Target {
+                    let target = target::Target {
                         address: address.clone(),
                         transport: *transport,
                         wait: *wait,
@@ -188,7 +189,7 @@ fn run_group(
                         sequential_only: *sequential_only,
                     };
                     let label = start(env, point);
-                    out.push(run::measure(&target, env.payloads(*size)?, &ctx, &label)?);
+                    out.push(measure_link(&target, env.payloads(*size)?, &ctx, &label)?);
                     env.progress.done();
                 }
             }
@@ -212,7 +213,7 @@ fn run_group(
                         .with_context(|| {
                             format!("the echo server reported no {} address", transport.scheme())
                         })?;
-                    let target = run::Target {
+                    let target = target::Target {
                         address: address.clone(),
                         transport: *transport,
                         wait: *wait,
@@ -220,7 +221,7 @@ fn run_group(
                         sequential_only: *sequential_only,
                     };
                     let label = start(env, point);
-                    let record = run::measure(&target, env.payloads(*size)?, &ctx, &label);
+                    let record = measure_link(&target, env.payloads(*size)?, &ctx, &label);
                     // A dead server explains a failed point better than the client's error.
                     let record = record.map_err(|e| match server.check_alive() {
                         Err(dead) => dead.context(e.to_string()),
@@ -247,6 +248,21 @@ fn run_group(
         }
     }
     Ok(())
+}
+
+/// Measures a point over shmlink: all phases, or sequential calls only in a
+/// `--paths` run.
+fn measure_link(
+    target: &target::Target,
+    payloads: &Payloads,
+    ctx: &PointCtx<'_>,
+    label: &str,
+) -> anyhow::Result<Record> {
+    if target.sequential_only {
+        lend::measure(target, payloads, ctx, label)
+    } else {
+        run::measure(target, payloads, ctx, label)
+    }
 }
 
 fn start(env: &Env<'_>, point: &Point) -> String {

@@ -6,6 +6,7 @@ use shmlink::{Address, Transport, WaitStrategy};
 
 use super::control::BaselineKind;
 use super::report::human_size;
+use super::target::LendPath;
 
 /// What serves a group of points.
 #[derive(Debug, Clone)]
@@ -21,29 +22,6 @@ pub(crate) enum Serving {
     },
     /// A server given with `--connect`.
     External,
-}
-
-/// How a point's requests travel (`--paths`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum LendPath {
-    /// Streamed through the ring or socket (the arena is not used).
-    Copy,
-    /// `call()` lending every request from the arena (copied in once).
-    Arena,
-    /// Written in place into a loan (`loan` + `call_loan`); the fill is
-    /// timed apart.
-    Loan,
-}
-
-impl LendPath {
-    /// `copy`, `arena`, `loan`.
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            LendPath::Copy => "copy",
-            LendPath::Arena => "arena",
-            LendPath::Loan => "loan",
-        }
-    }
 }
 
 /// One measurement point.

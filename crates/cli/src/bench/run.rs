@@ -5,13 +5,12 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context};
-use shmlink::{CallId, Client, ClientOptions, Transport, WaitStrategy};
+use shmlink::{CallId, Client, ClientOptions};
 
-use super::lend;
 use super::measure::{self, Checks, PointCtx};
 use super::payload::Payloads;
-use super::plan::LendPath;
 use super::stats::{rate, Budget, Record};
+use super::target::Target;
 
 /// Calls kept in flight in the pipelined phase...
 pub(crate) const MAX_DEPTH: usize = 32;
@@ -27,21 +26,6 @@ pub(crate) fn pipeline_depth(reply: usize) -> usize {
     (IN_FLIGHT_BYTES / (reply + FRAME_OVERHEAD)).clamp(1, MAX_DEPTH)
 }
 
-/// Where a point connects and how its client waits.
-#[derive(Debug, Clone)]
-pub(crate) struct Target {
-    /// Server address.
-    pub(crate) address: String,
-    /// Its transport.
-    pub(crate) transport: Transport,
-    /// Wait strategy of both sides (shm only).
-    pub(crate) wait: Option<WaitStrategy>,
-    /// How requests travel.
-    pub(crate) path: LendPath,
-    /// Sequential calls only (a `--paths` run).
-    pub(crate) sequential_only: bool,
-}
-
 /// Measures one point.
 pub(crate) fn measure(
     target: &Target,
@@ -51,24 +35,11 @@ pub(crate) fn measure(
 ) -> anyhow::Result<Record> {
     let size = payloads.size();
     let reply = ctx.shape.len_for(size);
-    let options = ClientOptions {
-        wait: target.wait.unwrap_or_default(),
-        max_message_size: size.max(ClientOptions::default().max_message_size),
-        // copy streams every request; arena lends every one.
-        arena_threshold: if target.path == LendPath::Arena {
-            0
-        } else {
-            usize::MAX
-        },
-        ..ClientOptions::default()
-    };
+    let options = target.options(size);
     let mut checks = Checks::default();
     let mut client = Client::connect(&target.address, options.clone())
         .with_context(|| format!("{label}: connecting"))?;
 
-    if target.sequential_only {
-        return lend::measure(target, &mut client, payloads, ctx, label);
-    }
     let seq = measure::sequential(ctx, |i| {
         let req = payloads.get(i);
         let t0 = Instant::now();
@@ -104,7 +75,7 @@ pub(crate) fn measure(
         sessions_per_s: Some(rate(s_count, s_elapsed)),
         idle_server_cpu_pct: idle,
         path: target.path.name().into(),
-        baseline: Some(baseline_of(target).to_string()),
+        baseline: Some(target.baseline().to_string()),
         ..seq.record(target.transport.scheme().to_string(), wait, size, reply)
     })
 }
@@ -133,15 +104,6 @@ fn idle_server_cpu(
     std::thread::sleep(IDLE_WINDOW);
     let used = crate::child::process_cpu_time(pid)?.saturating_sub(before);
     Ok(Some(100.0 * used.as_secs_f64() / IDLE_WINDOW.as_secs_f64()))
-}
-
-/// The raw baseline a point is compared with.
-pub(crate) fn baseline_of(target: &Target) -> &'static str {
-    match (target.transport, target.wait) {
-        (Transport::Shm, Some(WaitStrategy::Sleep)) => "baseline-futex",
-        (Transport::Shm, _) => "baseline-spin",
-        _ => "baseline-unix",
-    }
 }
 
 /// Keeps `depth` calls in flight until the budget is spent, then drains.

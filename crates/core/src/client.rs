@@ -11,6 +11,7 @@ use crate::deadline::Deadline;
 use crate::error::{Error, RemoteError, Result};
 use crate::frame::{Kind, Message};
 use crate::options::ClientOptions;
+use crate::response::Response;
 use crate::session::Session;
 use shmlink_arena::Loan;
 
@@ -178,8 +179,43 @@ impl Client {
         fds: &[BorrowedFd<'_>],
         timeout: Duration,
     ) -> Result<Vec<u8>> {
+        let m = self.exchange(request, fds, timeout)?;
+        self.body_of(m)
+    }
+
+    /// Calls with the default timeout and returns the response where it
+    /// arrived: a large response that the server lent from its arena
+    /// (capability bit 5, over `shm:` and `unix:`) is read in place, without
+    /// a copy, and goes back to the server when the [`Response`] is dropped
+    /// (its release travels with this client's next message); any other
+    /// response comes in a buffer of its own.
+    ///
+    /// # Errors
+    /// As [`Client::call`].
+    pub fn call_response(&mut self, request: &[u8]) -> Result<Response> {
+        self.call_response_timeout(request, self.options.timeout)
+    }
+
+    /// [`Client::call_response`] with an explicit timeout.
+    ///
+    /// # Errors
+    /// As [`Client::call`].
+    pub fn call_response_timeout(&mut self, request: &[u8], timeout: Duration) -> Result<Response> {
+        let m = self.exchange(request, &[], timeout)?;
+        self.response_of(m)
+    }
+
+    /// Sends a request (lent from the arena when it is large enough and the
+    /// arena has room) and waits for its answer, a response or an error.
+    #[inline(always)]
+    fn exchange(
+        &mut self,
+        request: &[u8],
+        fds: &[BorrowedFd<'_>],
+        timeout: Duration,
+    ) -> Result<Message> {
         if request.len() >= self.options.arena_threshold && fds.is_empty() && self.session.lends() {
-            if let Some(r) = self.call_copied_into_arena(request, timeout) {
+            if let Some(r) = self.exchange_copied_into_arena(request, timeout) {
                 return r;
             }
         }
@@ -198,14 +234,18 @@ impl Client {
     /// no room (the call streams instead).
     #[cold]
     #[inline(never)]
-    fn call_copied_into_arena(
+    fn exchange_copied_into_arena(
         &mut self,
         request: &[u8],
         timeout: Duration,
-    ) -> Option<Result<Vec<u8>>> {
-        let mut loan = self.session.loan(request.len()).ok()?;
-        loan.copy_from_slice(request);
-        Some(self.call_loan_timeout(loan, timeout))
+    ) -> Option<Result<Message>> {
+        let mut deadline = Deadline::In(timeout);
+        let id = self.next_id;
+        let sent = self.session.send_copy_lent(id, request, &mut deadline)?;
+        Some(sent.and_then(|()| {
+            self.next_id += 1;
+            self.finish_call(id, &mut deadline)
+        }))
     }
 
     /// A buffer of `len` bytes of this client's arena to fill in place, then
@@ -239,7 +279,8 @@ impl Client {
         let id = self.next_id;
         self.session.send_loan(id, loan, &mut deadline)?;
         self.next_id += 1;
-        self.finish_call(id, &mut deadline)
+        let m = self.finish_call(id, &mut deadline)?;
+        self.body_of(m)
     }
 
     /// Bytes of arena this client maps for its loans.
@@ -247,9 +288,9 @@ impl Client {
         self.session.arena_bytes().0
     }
 
-    /// Waits for the response to call `id`, just sent.
+    /// Waits for the answer to call `id`, just sent.
     #[inline(always)]
-    fn finish_call(&mut self, id: CallId, deadline: &mut Deadline) -> Result<Vec<u8>> {
+    fn finish_call(&mut self, id: CallId, deadline: &mut Deadline) -> Result<Message> {
         match self.wait_for(id, deadline) {
             Err(e @ Error::Timeout { .. }) => {
                 self.abandoned.insert(id);
@@ -355,15 +396,30 @@ impl Client {
         self.session.wait_readable(&mut Deadline::In(timeout))
     }
 
-    /// Receives until the response to `id` arrives, filing responses to
-    /// other calls (pipelined ones) for [`Client::recv`].
+    /// The bytes of an answer (copied out of the server's arena when it was
+    /// lent), or the error it carries.
     #[inline(always)]
-    fn wait_for(&mut self, id: CallId, deadline: &mut Deadline) -> Result<Vec<u8>> {
+    fn body_of(&mut self, m: Message) -> Result<Vec<u8>> {
+        into_result(m, self.session.address()).map_err(|e| self.protocol_or_remote(e))
+    }
+
+    /// An answer as a [`Response`], or the error it carries.
+    fn response_of(&mut self, m: Message) -> Result<Response> {
+        if m.kind == Kind::Response {
+            return Ok(Response::from_message(m));
+        }
+        let e = remote_error(&m.body, self.session.address());
+        Err(self.protocol_or_remote(e))
+    }
+
+    /// Receives until the answer to `id` arrives, filing responses to other
+    /// calls (pipelined ones) for [`Client::recv`].
+    #[inline(always)]
+    fn wait_for(&mut self, id: CallId, deadline: &mut Deadline) -> Result<Message> {
         loop {
             let m = self.session.recv(deadline)?;
             if m.id == id && matches!(m.kind, Kind::Response | Kind::Error) {
-                return into_result(m, self.session.address())
-                    .map_err(|e| self.protocol_or_remote(e));
+                return Ok(m);
             }
             if let Some(reply) = self.accept(m)? {
                 self.ready.push_back(reply);
@@ -442,7 +498,8 @@ impl Drop for Client {
 #[inline(always)]
 fn into_result(m: Message, peer: &str) -> Result<Vec<u8>> {
     match m.kind {
-        Kind::Response => Ok(m.body),
+        Kind::Response if !m.has_extra() => Ok(m.body),
+        Kind::Response => Ok(Response::from_message(m).into_vec()),
         _ => Err(remote_error(&m.body, peer)),
     }
 }

@@ -11,7 +11,7 @@ use shmlink_sys::poll::{control_state, ControlState};
 
 use crate::address::Address;
 use crate::error::{Error, Result};
-use crate::frame::MIN_MESSAGE_LIMIT;
+use crate::frame::{Kind, MIN_MESSAGE_LIMIT};
 use crate::handshake::{self, Hello, Welcome, Wire, WELCOME_LEN};
 use crate::link::shm::ShmLink;
 use crate::link::stream::{Stream, StreamLink};
@@ -35,7 +35,10 @@ pub(crate) fn connect(address: &Address, opts: &ClientOptions, role: Role) -> Re
     let offered = match (role, address) {
         (Role::Caller, Address::Tcp(_)) => handshake::CAPS,
         (Role::Caller, _) if opts.max_arena_bytes > 0 => {
-            handshake::CAPS | handshake::CAP_FDS | handshake::CAP_DESCRIPTORS
+            handshake::CAPS
+                | handshake::CAP_FDS
+                | handshake::CAP_DESCRIPTORS
+                | handshake::CAP_LENT_RESPONSES
         }
         (Role::Caller, _) => handshake::CAPS | handshake::CAP_FDS,
         (Role::Worker, _) => handshake::CAPS | handshake::CAP_SERVE,
@@ -134,9 +137,10 @@ pub(crate) fn connect(address: &Address, opts: &ClientOptions, role: Role) -> Re
                     "server enabled capabilities {caps:#x} this client did not offer"
                 )));
             }
-            if caps & handshake::CAP_DESCRIPTORS != 0 && caps & handshake::CAP_FDS == 0 {
+            let arenas = handshake::CAP_DESCRIPTORS | handshake::CAP_LENT_RESPONSES;
+            if caps & arenas != 0 && caps & handshake::CAP_FDS == 0 {
                 return Err(proto(
-                    "server agreed to the arena (capability bit 2) without descriptors (bit 4), which its segments need".into(),
+                    "server agreed to an arena (capability bit 2 or 5) without descriptors (bit 4), which its segments need".into(),
                 ));
             }
             if role == Role::Worker && caps & handshake::CAP_SERVE == 0 {
@@ -225,6 +229,10 @@ pub(crate) fn connect(address: &Address, opts: &ClientOptions, role: Role) -> Re
     let mut session = Session::new(link, local_max, server_max, caps, name);
     if caps & handshake::CAP_DESCRIPTORS != 0 {
         session = session.with_arena(shmlink_arena::Owner::new(opts.max_arena_bytes));
+    }
+    if caps & handshake::CAP_LENT_RESPONSES != 0 {
+        let peer = shmlink_arena::Peer::new(opts.max_arena_bytes);
+        session = session.with_peer_arena(peer, Kind::Response);
     }
     // A caller drains responses while it waits to send requests (the server
     // may be blocked writing to it); a worker sends one answer at a time.

@@ -243,10 +243,11 @@ impl Message {
         }
     }
 
-    /// A request lent from the peer's arena, read where it lies.
-    pub(crate) fn lent_request(id: u64, body: Vec<u8>, view: shmlink_arena::View) -> Message {
+    /// A message (request or response) lent from the peer's arena, read
+    /// where it lies.
+    pub(crate) fn lent(kind: Kind, id: u64, body: Vec<u8>, view: shmlink_arena::View) -> Message {
         Message {
-            kind: Kind::Request,
+            kind,
             id,
             body,
             extra: Some(Box::new(Extra {

@@ -18,7 +18,9 @@ pub const PROTOCOL_MAX: u16 = 1;
 pub const CAP_CHUNKED: u64 = 1;
 /// Capability: one-way messages.
 pub const CAP_ONE_WAY: u64 = 1 << 1;
-/// Capability: zero-copy descriptor frames (reserved, not offered yet).
+/// Capability: the client lends requests from its arena (descriptor,
+/// segment and release frames; docs/protocol.md "Arena"). Needs
+/// [`CAP_FDS`], which carries the arena's segments.
 pub const CAP_DESCRIPTORS: u64 = 1 << 2;
 /// Capability: the connecting side serves calls (a worker connecting to its
 /// supervisor): after the handshake the accepting side sends the requests
@@ -31,6 +33,10 @@ pub const CAP_SERVE: u64 = 1 << 3;
 /// accept descriptors ([`crate::ServerOptions::accept_fds`]); never over
 /// `tcp:`.
 pub const CAP_FDS: u64 = 1 << 4;
+/// Capability: the server lends responses from its own arena, the mirror
+/// of [`CAP_DESCRIPTORS`] (the server announces segments and sends
+/// descriptors, the client releases). Needs [`CAP_FDS`].
+pub const CAP_LENT_RESPONSES: u64 = 1 << 5;
 /// Capabilities this build offers (a worker adds [`CAP_SERVE`]).
 pub const CAPS: u64 = CAP_CHUNKED | CAP_ONE_WAY;
 

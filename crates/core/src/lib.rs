@@ -38,6 +38,7 @@ mod layout;
 mod le;
 mod link;
 mod options;
+mod response;
 mod segment;
 mod server;
 mod session;
@@ -60,9 +61,10 @@ pub use options::{
     ClientOptions, Log, ServerOptions, WaitStrategy, DEFAULT_ARENA_BYTES, DEFAULT_MAX_MESSAGE,
     DEFAULT_RING_SIZE, MAX_MESSAGE_SIZE, MAX_RING_SIZE, MIN_RING_SIZE,
 };
+pub use response::Response;
 pub use server::{
-    AcceptedWorker, Handler, RunningServer, Server, Stats, StopHandle, WithFds, WorkerPort,
-    PREPARED_SEGMENTS,
+    AcceptedWorker, Answer, Handler, InPlace, RunningServer, Server, Stats, StopHandle, WithFds,
+    WorkerPort, PREPARED_SEGMENTS,
 };
 pub use shmlink_arena::Loan;
 pub use worker::{Worker, CODE_NOT_ANSWERED, WORKER_ENV};

@@ -122,8 +122,10 @@ pub struct ClientOptions {
     /// Largest message this client sends or accepts. Default 64 MiB.
     pub max_message_size: usize,
     /// Most bytes of arena this client maps to lend requests from (over
-    /// `shm:` and `unix:`, to a server that takes them; capability bit 2).
-    /// 0: never lend. Default [`DEFAULT_ARENA_BYTES`].
+    /// `shm:` and `unix:`, to a server that takes them; capability bit 2),
+    /// and most bytes of the server's arena it maps to read lent responses
+    /// in place (bit 5). 0: neither; everything streams. Default
+    /// [`DEFAULT_ARENA_BYTES`].
     pub max_arena_bytes: u64,
     /// Requests of at least this many bytes go through the arena (copied
     /// once into it, read in place by the server) instead of streaming
@@ -243,9 +245,15 @@ pub struct ServerOptions {
     /// `shm:` and `unix:`; handlers receive them). Default true.
     pub accept_fds: bool,
     /// Most bytes of a client's arena a session maps to read lent requests
-    /// in place (capability bit 2, which needs `accept_fds`). 0: clients
-    /// stream every request. Default [`DEFAULT_ARENA_BYTES`].
+    /// in place (capability bit 2), and most bytes of the session's own
+    /// arena it lends large responses from (bit 5); both need `accept_fds`.
+    /// 0: neither; everything streams. Default [`DEFAULT_ARENA_BYTES`].
     pub max_arena_bytes: u64,
+    /// Responses of at least this many bytes go through the session's arena
+    /// (copied once into it, read in place by a client that agreed to bit
+    /// 5) instead of streaming; they stream when the arena is full.
+    /// Default 64 KiB.
+    pub arena_threshold: usize,
     /// Where sessions ended for a protocol error or a stalled client are
     /// reported. Default: standard error.
     pub log: Log,
@@ -265,6 +273,7 @@ impl Default for ServerOptions {
             send_timeout: Duration::from_secs(5),
             accept_fds: true,
             max_arena_bytes: DEFAULT_ARENA_BYTES,
+            arena_threshold: 64 << 10,
             log: Log::default(),
         }
     }

@@ -36,10 +36,15 @@ pub(crate) struct Session {
     drain_while_sending: bool,
     /// Messages received while sending, handed out by `recv` first.
     drained: VecDeque<Message>,
-    /// The arena this side lends requests from (capability bit 2, clients).
+    /// The arena this side lends from: a client its requests (capability
+    /// bit 2), a server its responses (bit 5).
     arena: Option<shmlink_arena::Owner>,
-    /// The peer's arena, read in place (capability bit 2, servers).
+    /// The peer's arena, read in place: a server reads lent requests (bit
+    /// 2), a client lent responses (bit 5).
     peer_arena: Option<shmlink_arena::Peer>,
+    /// What a descriptor from the peer is: a request (servers) or a
+    /// response (clients).
+    lent_kind: Kind,
 }
 
 impl Session {
@@ -70,6 +75,7 @@ impl Session {
             drained: VecDeque::new(),
             arena: None,
             peer_arena: None,
+            lent_kind: Kind::Request,
         }
     }
 

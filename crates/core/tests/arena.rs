@@ -299,14 +299,7 @@ fn tcp_refuses_loans() {
     assert_eq!(c.call(&req).expect("streams"), xform(&req));
 }
 
-macro_rules! arena_tests {
-    ($($name:ident),*) => {
-        mod shm { $( #[test] fn $name() { super::support::watchdog(stringify!($name), super::LIMIT, || super::$name(super::T::Shm)); } )* }
-        mod unix { $( #[test] fn $name() { super::support::watchdog(stringify!($name), super::LIMIT, || super::$name(super::T::Unix)); } )* }
-    };
-}
-
-arena_tests!(
+crate::shm_and_unix!(
     large_calls_go_through_the_arena,
     a_loan_is_filled_in_place,
     a_full_arena_is_reported_and_calls_stream,

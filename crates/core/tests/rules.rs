@@ -368,7 +368,10 @@ fn the_handshake_has_one_deadline(t: T) {
 }
 
 /// A client that stops reading its responses: the server gives up after
-/// `send_timeout` on every transport, logs it, and holds no thread.
+/// `send_timeout` on every transport, logs it, and holds no thread. Over
+/// `shm:` and `unix:` the first responses are lent from the session's
+/// arena until it is full (8 MiB here): a client that does not read holds
+/// at most that much of the server's memory, then the rest streams.
 fn a_client_that_stops_reading_loses_its_session(t: T) {
     let lines = Lines::default();
     let srv = start(
@@ -376,12 +379,14 @@ fn a_client_that_stops_reading_loses_its_session(t: T) {
         ServerOptions {
             send_timeout: Duration::from_millis(300),
             log: lines.log(),
+            max_arena_bytes: 8 << 20,
             ..Default::default()
         },
         echo,
     );
     let mut c = connect(&srv.addr, ClientOptions::default());
-    // 16 responses of 2 MiB: more than the ring or any socket buffer holds.
+    // 16 responses of 2 MiB: more than the arena, the ring or any socket
+    // buffer holds.
     for _ in 0..16 {
         c.send(b"len:2097152").expect("send");
     }

@@ -12,7 +12,7 @@ use super::conn::send_welcome;
 use super::shared::{Mode, Shared};
 use crate::address::Transport;
 use crate::error::RefusalCode;
-use crate::frame::MIN_MESSAGE_LIMIT;
+use crate::frame::{Kind, MIN_MESSAGE_LIMIT};
 use crate::handshake::{self, Hello, Welcome, Wire, HELLO_LEN};
 use crate::link::shm::ShmLink;
 use crate::link::stream::{Stream, StreamLink};
@@ -243,7 +243,7 @@ fn agreed_caps(shared: &Shared, hello: &Hello, conn: &Stream) -> u64 {
         // The arena's segments travel as descriptors: bit 2 needs bit 4.
         Mode::Serve if shared.opts.accept_fds && matches!(conn, Stream::Unix(_)) => {
             let arena = if shared.opts.max_arena_bytes > 0 {
-                handshake::CAP_DESCRIPTORS
+                handshake::CAP_DESCRIPTORS | handshake::CAP_LENT_RESPONSES
             } else {
                 0
             };
@@ -293,7 +293,11 @@ fn open(
     let peer_max = usize::try_from(a.hello.max_message).unwrap_or(usize::MAX);
     let mut session = Session::new(link, shared.opts.max_message_size, peer_max, caps, name);
     if caps & handshake::CAP_DESCRIPTORS != 0 {
-        session = session.with_peer_arena(shmlink_arena::Peer::new(shared.opts.max_arena_bytes));
+        let peer = shmlink_arena::Peer::new(shared.opts.max_arena_bytes);
+        session = session.with_peer_arena(peer, Kind::Request);
+    }
+    if caps & handshake::CAP_LENT_RESPONSES != 0 {
+        session = session.with_arena(shmlink_arena::Owner::new(shared.opts.max_arena_bytes));
     }
     Some(Established {
         // The port's side of a worker session makes the calls, and drains

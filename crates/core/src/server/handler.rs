@@ -2,6 +2,7 @@
 
 use std::os::fd::OwnedFd;
 
+use super::answer::Answer;
 use crate::error::RemoteError;
 
 /// What serves requests: a function from request bytes to response bytes (or
@@ -34,6 +35,28 @@ pub trait Handler: Send + Sync + 'static {
     ) -> std::result::Result<(), RemoteError> {
         drop(fds);
         self.handle(request, response)
+    }
+
+    /// Handles a request, writing the response through `answer`, which can
+    /// also lend it from the session's arena ([`Answer::loan`]); `fds` are
+    /// the descriptors that came with it (empty for most). This is what the
+    /// server calls; the default passes the request on to
+    /// [`Handler::handle`] (or [`Handler::handle_with_fds`] when descriptors
+    /// came) with the answer's ordinary buffer.
+    ///
+    /// # Errors
+    /// As [`Handler::handle`].
+    fn respond(
+        &self,
+        request: &[u8],
+        fds: Vec<OwnedFd>,
+        answer: &mut Answer<'_>,
+    ) -> std::result::Result<(), RemoteError> {
+        if fds.is_empty() {
+            self.handle(request, answer.bytes())
+        } else {
+            self.handle_with_fds(request, fds, answer.bytes())
+        }
     }
 
     /// Handles a one-way message (default: `handle`, response discarded).
@@ -82,5 +105,40 @@ where
         response: &mut Vec<u8>,
     ) -> std::result::Result<(), RemoteError> {
         (self.0)(request, fds, response)
+    }
+}
+
+/// A handler from a function that writes its response through an
+/// [`Answer`] (and so may write a large one in place in the session's
+/// arena): `Server::bind(addr, opts, InPlace(|req, fds, answer| ...))`.
+pub struct InPlace<F>(pub F);
+
+impl<F> Handler for InPlace<F>
+where
+    F: Fn(&[u8], Vec<OwnedFd>, &mut Answer<'_>) -> std::result::Result<(), RemoteError>
+        + Send
+        + Sync
+        + 'static,
+{
+    fn handle(
+        &self,
+        request: &[u8],
+        response: &mut Vec<u8>,
+    ) -> std::result::Result<(), RemoteError> {
+        let mut none = None;
+        (self.0)(
+            request,
+            Vec::new(),
+            &mut Answer::new(response, None, usize::MAX, &mut none),
+        )
+    }
+
+    fn respond(
+        &self,
+        request: &[u8],
+        fds: Vec<OwnedFd>,
+        answer: &mut Answer<'_>,
+    ) -> std::result::Result<(), RemoteError> {
+        (self.0)(request, fds, answer)
     }
 }

@@ -11,6 +11,7 @@
 //! [`stats`], [`sync`].
 
 mod admit;
+mod answer;
 mod conn;
 mod handler;
 mod listener;
@@ -32,7 +33,8 @@ use crate::address::Address;
 use crate::error::{Error, Result};
 use crate::options::ServerOptions;
 
-pub use handler::{Handler, WithFds};
+pub use answer::Answer;
+pub use handler::{Handler, InPlace, WithFds};
 pub use port::{AcceptedWorker, WorkerPort};
 pub use shared::StopHandle;
 pub use stats::Stats;

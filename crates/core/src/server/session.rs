@@ -7,6 +7,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::admit::Established;
+use super::answer::Answer;
 use super::handler::Handler;
 use super::registry::{Entry, Wake};
 use super::shared::Shared;
@@ -104,18 +105,16 @@ fn with_extra(
     handler: &dyn Handler,
     body: &[u8],
     x: Extra,
-    resp: &mut Vec<u8>,
+    answer: &mut Answer<'_>,
 ) -> Result<(), RemoteError> {
     let payload = x.lent.as_deref().unwrap_or(body);
-    if x.fds.is_empty() {
-        handler.handle(payload, resp)
-    } else {
-        handler.handle_with_fds(payload, x.fds, resp)
-    }
+    handler.respond(payload, x.fds, answer)
 }
 
 /// Runs the handler on a request and sends its response (an error body cut
-/// to fit the client's limit). `Err`: the session is over.
+/// to fit the client's limit; lent from the session's arena when the
+/// handler wrote it there, or when it is large and the arena has room).
+/// `Err`: the session is over.
 #[inline(always)]
 fn answer(
     shared: &Shared,
@@ -126,16 +125,21 @@ fn answer(
 ) -> Result<(), Error> {
     resp.clear();
     let extra = m.has_extra().then(|| m.take_extra());
-    let call = || match extra {
-        None => handler.handle(&m.body, resp),
-        Some(x) => with_extra(handler, &m.body, x, resp),
-    };
-    let result = match catch_unwind(AssertUnwindSafe(call)) {
-        Ok(r) => r,
-        Err(p) => Err(RemoteError::new(
-            CODE_HANDLER_PANICKED,
-            format!("handler panicked: {}", panic_text(&*p)),
-        )),
+    let mut loan = None;
+    let result = {
+        let threshold = shared.opts.arena_threshold;
+        let mut answer = Answer::new(resp, session.lender(), threshold, &mut loan);
+        let call = || match extra {
+            None => handler.respond(&m.body, Vec::new(), &mut answer),
+            Some(x) => with_extra(handler, &m.body, x, &mut answer),
+        };
+        match catch_unwind(AssertUnwindSafe(call)) {
+            Ok(r) => r,
+            Err(p) => Err(RemoteError::new(
+                CODE_HANDLER_PANICKED,
+                format!("handler panicked: {}", panic_text(&*p)),
+            )),
+        }
     };
     session.recycle(m.body);
     let mut scratch = Vec::new();
@@ -144,7 +148,8 @@ fn answer(
         own: session.local_max(),
         who: "this server",
     };
-    let (kind, body) = reply(result.map(|()| &resp[..]), limits, &mut scratch);
+    let written = loan.as_deref().unwrap_or(resp);
+    let (kind, body) = reply(result.map(|()| written), limits, &mut scratch);
     if kind == Kind::Error {
         shared.stats.errors.fetch_add(1, Ordering::Relaxed);
     }
@@ -152,5 +157,15 @@ fn answer(
     // the statistics at once.
     shared.stats.calls.fetch_add(1, Ordering::Relaxed);
     let mut deadline = Deadline::In(shared.opts.send_timeout);
+    if kind == Kind::Response {
+        if let Some(loan) = loan {
+            return session.send_loan(m.id, loan, &mut deadline);
+        }
+    }
+    if kind == Kind::Response && body.len() >= shared.opts.arena_threshold && session.lends() {
+        if let Some(sent) = session.send_copy_lent(m.id, body, &mut deadline) {
+            return sent;
+        }
+    }
     session.send(kind, m.id, body, &mut deadline)
 }

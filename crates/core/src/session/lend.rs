@@ -1,6 +1,7 @@
-//! The session's side of the arena (capability bit 2): lending a request
-//! from this side's arena (segments announced first), reading the peer's
-//! lent requests in place, and the releases both ways.
+//! The session's side of the arenas (capability bits 2 and 5): lending a
+//! message from this side's arena (segments announced first), reading the
+//! peer's lent messages in place, and the releases both ways. A client
+//! lends requests and reads lent responses; a server the reverse.
 
 use std::os::fd::AsFd;
 
@@ -23,13 +24,16 @@ impl Session {
         self
     }
 
-    /// The same session, reading requests its peer lends, mapped by `peer`.
-    pub(crate) fn with_peer_arena(mut self, peer: Peer) -> Self {
+    /// The same session, reading the messages of kind `lent` (requests on a
+    /// server, responses on a client) its peer lends, mapped by `peer`.
+    pub(crate) fn with_peer_arena(mut self, peer: Peer, lent: Kind) -> Self {
         self.peer_arena = Some(peer);
+        self.lent_kind = lent;
         self
     }
 
-    /// Whether this side may lend requests (capability bit 2 agreed).
+    /// Whether this side may lend (capability bit 2 on a client, 5 on a
+    /// server).
     #[inline]
     pub(crate) fn lends(&self) -> bool {
         self.arena.is_some()
@@ -41,6 +45,11 @@ impl Session {
             self.arena.as_ref().map_or(0, Owner::mapped_bytes),
             self.peer_arena.as_ref().map_or(0, Peer::mapped_bytes),
         )
+    }
+
+    /// The arena this side lends from, when it lends.
+    pub(crate) fn lender(&self) -> Option<&Owner> {
+        self.arena.as_ref()
     }
 
     /// A buffer of `len` bytes of this side's arena, to fill.
@@ -74,9 +83,10 @@ impl Session {
         }
     }
 
-    /// Sends request `id` whose body is `loan`: the segments the arena made
-    /// since it last announced any, then a descriptor naming the buffer,
-    /// which stays taken until the peer releases it.
+    /// Sends message `id` (a request from a client, a response from a
+    /// server) whose body is `loan`: the segments the arena made since it
+    /// last announced any, then a descriptor naming the buffer, which stays
+    /// taken until the peer releases it.
     ///
     /// # Errors
     /// As [`Session::send`]; a failure after a segment was announced breaks
@@ -101,6 +111,25 @@ impl Session {
         }
         .encode();
         self.send_with_fds(Kind::Descriptor, id, &body, &[], deadline)
+    }
+
+    /// Sends `body` as message `id` copied once into this side's arena (the
+    /// transparent path of large messages); `None` when the arena has no
+    /// room for it now, and nothing was sent.
+    ///
+    /// # Errors
+    /// As [`Session::send_loan`].
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn send_copy_lent(
+        &mut self,
+        id: u64,
+        body: &[u8],
+        deadline: &mut Deadline,
+    ) -> Option<Result<()>> {
+        let mut loan = self.loan(body.len()).ok()?;
+        loan.copy_from_slice(body);
+        Some(self.send_loan(id, loan, deadline))
     }
 
     /// Tells the peer of every segment made or retired since last time.
@@ -145,7 +174,7 @@ impl Session {
         Ok(())
     }
 
-    /// A `Descriptor`, `Segment` or `Release` frame: a lent request to read
+    /// A `Descriptor`, `Segment` or `Release` frame: a lent message to read
     /// in place (`Some`), or a change to the arena tables (`None`).
     ///
     /// # Errors
@@ -154,7 +183,7 @@ impl Session {
     pub(super) fn arena_frame(&mut self, m: Message) -> Result<Option<Message>> {
         let outcome = match (m.kind, m.id) {
             (Kind::Descriptor, id) if id != 0 => match &self.peer_arena {
-                Some(peer) => self.lent_request(peer, m).map(Some),
+                Some(peer) => self.lent_message(peer, m).map(Some),
                 None => Err(not_expected("descriptor")),
             },
             (Kind::Segment, 0) => match self.peer_arena.as_mut() {
@@ -172,14 +201,20 @@ impl Session {
         outcome.map_err(|detail| self.violation(detail))
     }
 
-    /// The request a descriptor lends: checked against the peer's table and
+    /// The message a descriptor lends: checked against the peer's table and
     /// this side's largest message.
-    fn lent_request(&self, peer: &Peer, mut m: Message) -> std::result::Result<Message, String> {
+    fn lent_message(&self, peer: &Peer, mut m: Message) -> std::result::Result<Message, String> {
         let d = Descriptor::decode(&m.body).map_err(|e| e.0)?;
         if d.length > self.local_max as u64 {
             return Err(format!(
-                "lent request of {} bytes exceeds the maximum message size of {} bytes",
-                d.length, self.local_max
+                "lent {} of {} bytes exceeds the maximum message size of {} bytes",
+                if self.lent_kind == Kind::Request {
+                    "request"
+                } else {
+                    "response"
+                },
+                d.length,
+                self.local_max
             ));
         }
         let key = Key {
@@ -189,7 +224,7 @@ impl Session {
         };
         let view = peer.view(key, d.length).map_err(|e| e.to_string())?;
         m.body.clear();
-        Ok(Message::lent_request(m.id, m.body, view))
+        Ok(Message::lent(self.lent_kind, m.id, m.body, view))
     }
 }
 

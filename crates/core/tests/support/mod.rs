@@ -73,6 +73,17 @@ macro_rules! per_transport {
     };
 }
 
+/// Runs each named test function over `shm:` and `unix:` only (the
+/// transports that pass descriptors, and with them the arena), as
+/// [`per_transport!`] does: `shm_and_unix!(a, b);`.
+#[macro_export]
+macro_rules! shm_and_unix {
+    ($($name:ident),* $(,)?) => {
+        mod shm { $crate::per_transport!(@one Shm "shm::" $crate::support::unserialized; $($name),*); }
+        mod unix { $crate::per_transport!(@one Unix "unix::" $crate::support::unserialized; $($name),*); }
+    };
+}
+
 /// The guard of tests that may overlap: none.
 pub fn unserialized() {}
 

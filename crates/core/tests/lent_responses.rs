@@ -7,10 +7,18 @@
 
 mod support;
 
+use std::io::{Read, Write};
+use std::os::fd::AsFd;
+use std::os::unix::net::{UnixListener, UnixStream};
 use std::time::Duration;
 
+use shmlink::wire::{
+    encode_release, Descriptor, FrameHeader, Hello, Kind, SegmentNotice, Welcome, CAPS,
+    CAP_DESCRIPTORS, CAP_FDS, CAP_LENT_RESPONSES, HEADER_LEN, HELLO_LEN,
+};
 use shmlink::{Answer, ClientOptions, Error, InPlace, RemoteError, ServerOptions};
-use support::{connect, start, watchdog, xform, xform_into, Rng, LIMIT, T};
+use shmlink_sys::{fdpass, memfd};
+use support::{connect, start, watchdog, xform, xform_into, Rng, TempDir, LIMIT, T};
 
 fn opts() -> ClientOptions {
     ClientOptions {
@@ -254,5 +262,131 @@ fn tcp_streams_responses() {
         assert!(!r.is_lent());
         assert!(*r == pattern(2_000_000)[..]);
         handlers_write_in_place(T::Tcp);
+    });
+}
+
+// ---------- servers that lie about their arena ----------
+
+/// A fake `unix:` server: accepts one client, welcomes it with `caps`,
+/// reads its first request frame and answers it with `lie` (given the
+/// socket and the call id); keeps the connection until the client is done.
+fn lying_server<F>(caps: u64, lie: F) -> (TempDir, String, std::thread::JoinHandle<()>)
+where
+    F: FnOnce(&UnixStream, u64) + Send + 'static,
+{
+    let dir = TempDir::new("lying");
+    let path = dir.join("s.sock");
+    let l = UnixListener::bind(&path).expect("bind");
+    let h = std::thread::spawn(move || {
+        let (mut s, _) = l.accept().expect("accept");
+        let mut hb = [0u8; HELLO_LEN];
+        s.read_exact(&mut hb).expect("hello");
+        let hello = Hello::decode(&hb).expect("hello decodes");
+        let welcome = Welcome::Accepted {
+            version: 1,
+            caps: hello.caps & caps,
+            session_id: 1,
+            ring_c2s: hello.ring_c2s,
+            ring_s2c: hello.ring_s2c,
+            max_message: 1 << 20,
+        };
+        s.write_all(&welcome.encode()).expect("welcome");
+        let mut hdr = [0u8; HEADER_LEN];
+        s.read_exact(&mut hdr).expect("request header");
+        let h = FrameHeader::decode(&hdr).expect("request header decodes");
+        let mut body = vec![0u8; h.len as usize];
+        s.read_exact(&mut body).expect("request body");
+        lie(&s, h.id);
+        // Until the client hangs up (after its goodbye).
+        let mut rest = Vec::new();
+        let _ = s.read_to_end(&mut rest);
+    });
+    (dir, format!("unix:{}", path.display()), h)
+}
+
+fn frame_bytes(kind: Kind, id: u64, body: &[u8]) -> Vec<u8> {
+    let mut v = FrameHeader::whole(kind, id, body.len()).encode().to_vec();
+    v.extend_from_slice(body);
+    v
+}
+
+/// Each lie a server can tell about its arena ends the client's session
+/// with a protocol error that names it.
+#[test]
+fn lying_servers_end_the_session() {
+    watchdog("lying servers", LIMIT, || {
+        let lent = CAPS | CAP_FDS | CAP_LENT_RESPONSES;
+        let descriptor = Descriptor {
+            slot: 0,
+            generation: 1,
+            offset: 0,
+            length: 100,
+        }
+        .encode();
+        type Lie = Box<dyn FnOnce(&UnixStream, u64) + Send>;
+        let cases: Vec<(&str, u64, Lie, &str)> = vec![
+            (
+                "a descriptor naming no segment",
+                lent,
+                Box::new(move |s: &UnixStream, id| {
+                    (&*s)
+                        .write_all(&frame_bytes(Kind::Descriptor, id, &descriptor))
+                        .expect("lie");
+                }),
+                "no segment registered",
+            ),
+            (
+                "a descriptor without bit 5",
+                CAPS | CAP_FDS,
+                Box::new(move |s: &UnixStream, id| {
+                    (&*s)
+                        .write_all(&frame_bytes(Kind::Descriptor, id, &descriptor))
+                        .expect("lie");
+                }),
+                "reads no lent buffers",
+            ),
+            (
+                "a segment that is not sealed",
+                lent,
+                Box::new(|s: &UnixStream, _| {
+                    let fd = memfd::create_sealed("plain", 65536).expect("memfd");
+                    let n = SegmentNotice {
+                        slot: 0,
+                        retire: false,
+                        generation: 1,
+                    }
+                    .encode();
+                    let mut h = FrameHeader::whole(Kind::Segment, 0, n.len());
+                    h.fds = 1;
+                    let mut bytes = h.encode().to_vec();
+                    bytes.extend_from_slice(&n);
+                    fdpass::send_with_fds(s, &bytes, &[fd.as_fd()]).expect("lie");
+                }),
+                "not sealed",
+            ),
+            (
+                "a release of a buffer never lent",
+                lent | CAP_DESCRIPTORS,
+                Box::new(|s: &UnixStream, _| {
+                    let body = encode_release(&[(0, 1, 0)]);
+                    (&*s)
+                        .write_all(&frame_bytes(Kind::Release, 0, &body))
+                        .expect("lie");
+                }),
+                "no buffer is lent there",
+            ),
+        ];
+        for (what, caps, lie, want) in cases {
+            let (_dir, addr, h) = lying_server(caps, lie);
+            let mut c = connect(&addr, opts());
+            match c.call_response(b"hello") {
+                Err(Error::Protocol { detail, .. }) => {
+                    assert!(detail.contains(want), "{what}: {detail}")
+                }
+                r => panic!("{what}: expected a protocol error, got {r:?}"),
+            }
+            drop(c);
+            h.join().expect("fake server");
+        }
     });
 }

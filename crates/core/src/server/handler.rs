@@ -39,8 +39,11 @@ pub trait Handler: Send + Sync + 'static {
 
     /// Handles a request, writing the response through `answer`, which can
     /// also lend it from the session's arena ([`Answer::loan`]); `fds` are
-    /// the descriptors that came with it (empty for most). This is what the
-    /// server calls; the default passes the request on to
+    /// the descriptors that came with it (empty for most). The server calls
+    /// it for requests that came with descriptors or lie in the client's
+    /// arena, and for every request of a session that lends responses when
+    /// [`Handler::answers_in_place`] says so; otherwise [`Handler::handle`]
+    /// (the cheaper call). The default passes the request on to
     /// [`Handler::handle`] (or [`Handler::handle_with_fds`] when descriptors
     /// came) with the answer's ordinary buffer.
     ///
@@ -57,6 +60,14 @@ pub trait Handler: Send + Sync + 'static {
         } else {
             self.handle_with_fds(request, fds, answer.bytes())
         }
+    }
+
+    /// Whether this handler writes responses through [`Handler::respond`]
+    /// (so the server calls it for every request); a handler that overrides
+    /// `respond` to write in place says `true`. Asked once per session.
+    /// Default `false`.
+    fn answers_in_place(&self) -> bool {
+        false
     }
 
     /// Handles a one-way message (default: `handle`, response discarded).
@@ -140,5 +151,9 @@ where
         answer: &mut Answer<'_>,
     ) -> std::result::Result<(), RemoteError> {
         (self.0)(request, fds, answer)
+    }
+
+    fn answers_in_place(&self) -> bool {
+        true
     }
 }

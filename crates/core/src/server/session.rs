@@ -18,6 +18,7 @@ use crate::frame::{Extra, Kind, Message, CODE_HANDLER_PANICKED, CODE_SHUTTING_DO
 use crate::handshake::CAP_FDS;
 use crate::link::Link;
 use crate::session::Session;
+use shmlink_arena::Loan;
 
 /// Serves an established session until it ends, then frees it.
 pub(crate) fn serve(shared: &Shared, est: Established, handler: &dyn Handler) {
@@ -68,6 +69,7 @@ fn report(shared: &Shared, session: &Session, id: u64, peer: &str, end: &Error) 
 /// Answers requests until the session ends; returns why it ended.
 fn serve_requests(shared: &Shared, session: &mut Session, handler: &dyn Handler) -> Error {
     let mut resp = Vec::new();
+    let in_place = session.lends() && handler.answers_in_place();
     loop {
         let m = match session.recv(&mut Deadline::Never) {
             Ok(m) => m,
@@ -81,7 +83,7 @@ fn serve_requests(shared: &Shared, session: &mut Session, handler: &dyn Handler)
         };
         match m.kind {
             Kind::Request => {
-                if let Err(e) = answer(shared, session, handler, m, &mut resp) {
+                if let Err(e) = answer(shared, session, handler, in_place, m, &mut resp) {
                     return e;
                 }
             }
@@ -97,26 +99,36 @@ fn serve_requests(shared: &Shared, session: &mut Session, handler: &dyn Handler)
     }
 }
 
-/// Runs the handler on a request that came with descriptors or lies in the
-/// client's arena. The lent buffer goes back as the handler returns (its
-/// release precedes the response).
-#[cold]
-fn with_extra(
-    handler: &dyn Handler,
-    body: &[u8],
-    x: Extra,
-    answer: &mut Answer<'_>,
-) -> Result<(), RemoteError> {
-    let payload = x.lent.as_deref().unwrap_or(body);
-    handler.respond(payload, x.fds, answer)
-}
-
 /// Runs the handler on a request and sends its response (an error body cut
-/// to fit the client's limit; lent from the session's arena when the
-/// handler wrote it there, or when it is large and the arena has room).
-/// `Err`: the session is over.
+/// to fit the client's limit). `Err`: the session is over. A request that
+/// came with descriptors or lies in the client's arena, or a handler that
+/// writes in place where the session lends, takes the [`answer_through`]
+/// path; every other request this one, which calls [`Handler::handle`].
 #[inline(always)]
 fn answer(
+    shared: &Shared,
+    session: &mut Session,
+    handler: &dyn Handler,
+    in_place: bool,
+    m: Message,
+    resp: &mut Vec<u8>,
+) -> Result<(), Error> {
+    if in_place || m.has_extra() {
+        return answer_through(shared, session, handler, m, resp);
+    }
+    resp.clear();
+    let result = guarded(|| handler.handle(&m.body, resp));
+    session.recycle(m.body);
+    send_answer(shared, session, m.id, result, resp, None)
+}
+
+/// [`answer`] through [`Handler::respond`] and an [`Answer`]: the request's
+/// descriptors and lent bytes handed over (the lent buffer goes back as the
+/// handler returns: its release precedes the response), and a response the
+/// handler wrote in place in the session's arena lent as it is.
+#[cold]
+#[inline(never)]
+fn answer_through(
     shared: &Shared,
     session: &mut Session,
     handler: &dyn Handler,
@@ -124,24 +136,45 @@ fn answer(
     resp: &mut Vec<u8>,
 ) -> Result<(), Error> {
     resp.clear();
-    let extra = m.has_extra().then(|| m.take_extra());
+    let Extra { fds, lent } = m.take_extra();
     let mut loan = None;
     let result = {
         let threshold = shared.opts.arena_threshold;
         let mut answer = Answer::new(resp, session.lender(), threshold, &mut loan);
-        let call = || match extra {
-            None => handler.respond(&m.body, Vec::new(), &mut answer),
-            Some(x) => with_extra(handler, &m.body, x, &mut answer),
-        };
-        match catch_unwind(AssertUnwindSafe(call)) {
-            Ok(r) => r,
-            Err(p) => Err(RemoteError::new(
-                CODE_HANDLER_PANICKED,
-                format!("handler panicked: {}", panic_text(&*p)),
-            )),
-        }
+        let request = lent.as_deref().unwrap_or(&m.body);
+        guarded(|| handler.respond(request, fds, &mut answer))
     };
+    // The lent request goes back now: its release precedes the response.
+    drop(lent);
     session.recycle(m.body);
+    send_answer(shared, session, m.id, result, resp, loan)
+}
+
+/// Runs `f`, turning a panic into the error the caller receives.
+#[inline(always)]
+fn guarded(f: impl FnOnce() -> Result<(), RemoteError>) -> Result<(), RemoteError> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(p) => Err(RemoteError::new(
+            CODE_HANDLER_PANICKED,
+            format!("handler panicked: {}", panic_text(&*p)),
+        )),
+    }
+}
+
+/// Sends the answer to call `id`: the response written in `resp` or in
+/// `loan` (lent as it is), or the handler's error; an error body is cut to
+/// fit the client's limit, and a large response in `resp` is lent from the
+/// session's arena (copied once) when it has room.
+#[inline(always)]
+fn send_answer(
+    shared: &Shared,
+    session: &mut Session,
+    id: u64,
+    result: Result<(), RemoteError>,
+    resp: &[u8],
+    loan: Option<Loan>,
+) -> Result<(), Error> {
     let mut scratch = Vec::new();
     let limits = Limits {
         peer: session.peer_max(),
@@ -159,13 +192,13 @@ fn answer(
     let mut deadline = Deadline::In(shared.opts.send_timeout);
     if kind == Kind::Response {
         if let Some(loan) = loan {
-            return session.send_loan(m.id, loan, &mut deadline);
+            return session.send_loan(id, loan, &mut deadline);
         }
     }
     if kind == Kind::Response && body.len() >= shared.opts.arena_threshold && session.lends() {
-        if let Some(sent) = session.send_copy_lent(m.id, body, &mut deadline) {
+        if let Some(sent) = session.send_copy_lent(id, body, &mut deadline) {
             return sent;
         }
     }
-    session.send(kind, m.id, body, &mut deadline)
+    session.send(kind, id, body, &mut deadline)
 }

@@ -4,7 +4,7 @@
 //! memory both processes and the arena hold from after the first call to
 //! the end.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use shmlink::Client;
@@ -28,6 +28,9 @@ pub(crate) fn measure(
     let client = &mut client;
     let mut checks = Checks::default();
     let mut fill = Latency::new()?;
+    let mut paused = Latency::new()?;
+    let small = [7u8; 64];
+    let mut last_fill = Duration::ZERO;
     let mut after_first = None;
     let seq = measure::sequential(ctx, |i| {
         let req = payloads.get(i);
@@ -36,7 +39,8 @@ pub(crate) fn measure(
             let mut loan = client.loan(req.len())?;
             loan.copy_from_slice(req);
             let t0 = Instant::now();
-            fill.record(t0.duration_since(f0));
+            last_fill = t0.duration_since(f0);
+            fill.record(last_fill);
             (t0, client.call_loan(loan)?)
         } else {
             let t0 = Instant::now();
@@ -45,6 +49,19 @@ pub(crate) fn measure(
         let t1 = Instant::now();
         checks.check(ctx.shape, req, &resp);
         client.recycle(resp);
+        if target.path == LendPath::Loan {
+            // The control: the same idle pause as the fill, then a small
+            // call, timed apart.
+            let until = t1 + last_fill;
+            while Instant::now() < until {
+                std::hint::spin_loop();
+            }
+            let p0 = Instant::now();
+            let r = client.call(&small)?;
+            paused.record(p0.elapsed());
+            checks.check(ctx.shape, &small, &r);
+            client.recycle(r);
+        }
         if after_first.is_none() {
             after_first = Some(memory(client, ctx.server_pid));
         }
@@ -61,6 +78,7 @@ pub(crate) fn measure(
     Ok(Record {
         path: target.path.name().into(),
         fill_p50_us: (target.path == LendPath::Loan).then(|| fill.quantile_us(0.5)),
+        pause_p50_us: (target.path == LendPath::Loan).then(|| paused.quantile_us(0.5)),
         mem_growth_mib: Some(growth / MIB),
         baseline: Some(target.baseline().to_string()),
         ..seq.record(transport, wait, size, ctx.shape.len_for(size))

@@ -1,16 +1,21 @@
 //! `shmlink __chaos-client`: one client process of a chaos run. It connects,
 //! makes a random number of calls (single, pipelined bursts, one-way) with
 //! random sizes, checks every reply, reconnects, and so on until killed.
+//! Single calls travel every way a call can: copied, written in place into
+//! a loan, with a file descriptor, or with the response read where it lies
+//! in the server's arena.
 //! Its counters go to stdout as one JSON line every 100 ms (and at once when
 //! a reply is wrong), so a SIGKILL loses at most the last 100 ms.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
+use std::ops::Deref;
+use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
 
 use clap::Args;
 use serde::{Deserialize, Serialize};
-use shmlink::{Client, ClientOptions, Error, WaitStrategy};
+use shmlink::{Client, ClientOptions, Error, Response, WaitStrategy};
 
 use super::wire::{self, Verdict};
 
@@ -181,10 +186,18 @@ impl Run {
         let req = self.next_request();
         self.c.made += 1;
         let t0 = Instant::now();
-        match client.call(&req) {
+        let got = match self.rng.u8(0..100) {
+            0..10 => call_lent(client, &req).map(Got::Owned),
+            10..15 => call_with_fd(client, &req).map(Got::Owned),
+            15..30 => client.call_response(&req).map(Got::InPlace),
+            _ => client.call(&req).map(Got::Owned),
+        };
+        match got {
             Ok(reply) => {
                 self.judge(&req, &reply)?;
-                client.recycle(reply);
+                if let Got::Owned(v) = reply {
+                    client.recycle(v);
+                }
                 Ok(true)
             }
             Err(e) => Ok(self.failed(client, &e, t0.elapsed())),
@@ -263,3 +276,51 @@ impl Run {
         Ok(())
     }
 }
+
+/// A reply in a buffer of its own, or as it arrived (maybe in the server's
+/// arena).
+enum Got {
+    Owned(Vec<u8>),
+    InPlace(Response),
+}
+
+impl Deref for Got {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            Got::Owned(v) => v,
+            Got::InPlace(r) => r,
+        }
+    }
+}
+
+/// A call whose request is written in place into a loan (a plain call where
+/// the session lends nothing, or the arena is full).
+fn call_lent(client: &mut Client, req: &[u8]) -> shmlink::Result<Vec<u8>> {
+    match client.loan(req.len()) {
+        Ok(mut loan) => {
+            loan.copy_from_slice(req);
+            client.call_loan(loan)
+        }
+        Err(Error::ArenaFull { .. } | Error::NotAgreed { .. } | Error::Unsupported { .. }) => {
+            client.call(req)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// A call with a fresh memfd attached (named so that the leak checks count
+/// it if the server kept it); a plain call over `tcp:`.
+fn call_with_fd(client: &mut Client, req: &[u8]) -> shmlink::Result<Vec<u8>> {
+    let Ok(fd) = shmlink_sys::memfd::create_sealed(PASSED_FD_NAME, 4096) else {
+        return client.call(req);
+    };
+    match client.call_with_fds(req, &[fd.as_fd()]) {
+        Err(Error::Unsupported { .. } | Error::NotAgreed { .. }) => client.call(req),
+        r => r,
+    }
+}
+
+/// The name of the memfds chaos clients pass with their calls.
+const PASSED_FD_NAME: &str = "shmlink-chaos-fd";

@@ -6,9 +6,15 @@ use std::collections::BTreeSet;
 use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
 
-/// The names session segments' and arena segments' memfds carry
-/// (`/proc/PID/fd` shows `/memfd:shmlink-session (deleted)`).
-const SEGMENTS: [&str; 2] = ["memfd:shmlink-session", "memfd:shmlink-arena"];
+/// The names session segments', arena segments' and the memfds chaos
+/// clients pass with calls carry (`/proc/PID/fd` shows
+/// `/memfd:shmlink-session (deleted)`): a server holding one after its
+/// sessions ended leaked it.
+const SEGMENTS: [&str; 3] = [
+    "memfd:shmlink-session",
+    "memfd:shmlink-arena",
+    "memfd:shmlink-chaos-fd",
+];
 
 fn is_segment(path: &str) -> bool {
     SEGMENTS.iter().any(|s| path.contains(s))

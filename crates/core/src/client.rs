@@ -255,11 +255,43 @@ impl Client {
     ///
     /// # Errors
     /// [`Error::ArenaFull`] with the sizes when the arena (at most
-    /// [`ClientOptions::max_arena_bytes`]) cannot hold it now;
+    /// [`ClientOptions::max_arena_bytes`]) cannot hold it now (with
+    /// [`ClientOptions::loan_wait`]: not within the timeout);
     /// [`Error::NotAgreed`] when the server takes no lent requests,
     /// [`Error::Unsupported`] over `tcp:`.
     pub fn loan(&mut self, len: usize) -> Result<Loan> {
-        self.session.loan(len)
+        match self.session.loan(len) {
+            Err(Error::ArenaFull { .. }) if self.options.loan_wait => self.loan_waiting(len),
+            r => r,
+        }
+    }
+
+    /// [`Client::loan`] with [`ClientOptions::loan_wait`]: receives (filing
+    /// responses for [`Client::recv`], dropping those of abandoned calls)
+    /// until a release makes room, no call is outstanding, or the timeout
+    /// passes.
+    #[cold]
+    fn loan_waiting(&mut self, len: usize) -> Result<Loan> {
+        let mut deadline = Deadline::In(self.options.timeout);
+        loop {
+            if self.in_flight.is_empty() && self.abandoned.is_empty() {
+                // Nothing outstanding: no buffer can come back.
+                return self.session.loan(len);
+            }
+            match self.session.recv(&mut deadline) {
+                Ok(m) => {
+                    if let Some(reply) = self.accept(m)? {
+                        self.ready.push_back(reply);
+                    }
+                }
+                Err(Error::Timeout { .. }) => return self.session.loan(len),
+                Err(e) => return Err(e),
+            }
+            match self.session.loan(len) {
+                Err(Error::ArenaFull { .. }) => {}
+                r => return r,
+            }
+        }
     }
 
     /// Calls with a request lent from the arena (see [`Client::loan`]).

@@ -132,6 +132,13 @@ pub struct ClientOptions {
     /// through the ring or socket; they stream when the arena is full.
     /// Default 64 KiB.
     pub arena_threshold: usize,
+    /// When the arena has no room, [`Client::loan`](crate::Client::loan)
+    /// waits up to `timeout` for buffers to come back (the releases of
+    /// calls the server is still answering, such as calls that timed out)
+    /// instead of failing at once with `ArenaFull`; it fails at once when
+    /// no call is outstanding, since nothing could come back. Default
+    /// false.
+    pub loan_wait: bool,
 }
 
 /// Default arena limit, each side of a session: 2 GiB of address space
@@ -147,6 +154,7 @@ impl Default for ClientOptions {
             max_message_size: DEFAULT_MAX_MESSAGE,
             max_arena_bytes: DEFAULT_ARENA_BYTES,
             arena_threshold: 64 << 10,
+            loan_wait: false,
         }
     }
 }

@@ -5,7 +5,8 @@
 
 mod support;
 
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use std::os::fd::{AsFd, BorrowedFd};
 
@@ -16,7 +17,7 @@ use shmlink::wire::{
 use shmlink::{ClientOptions, Error, ServerOptions};
 use shmlink_sys::{fdpass, memfd};
 use support::raw::{hello, RawSession, Sock};
-use support::{connect, start, watchdog, xform, xform_into, Rng, LIMIT, T};
+use support::{connect, start, watchdog, xform, xform_into, Gate, OpenOnDrop, Rng, LIMIT, T};
 
 fn opts() -> ClientOptions {
     ClientOptions {
@@ -100,6 +101,55 @@ fn a_full_arena_is_reported_and_calls_stream(t: T) {
     assert_eq!(c.call(&req).expect("streamed call"), xform(&req));
     drop((held, held2));
     assert_eq!(c.call(&req).expect("lent call"), xform(&req));
+}
+
+/// With `loan_wait`, a full arena waits for the release of a call that
+/// timed out (it comes with the server's late answer); with nothing
+/// outstanding it fails at once all the same.
+fn a_full_arena_waits_when_asked(t: T) {
+    let gate = Arc::new(Gate::closed());
+    let g = Arc::clone(&gate);
+    let handler = move |req: &[u8], resp: &mut Vec<u8>| {
+        if req.len() > 1000 {
+            g.pass();
+        }
+        xform_into(req, resp);
+        Ok(())
+    };
+    let srv = start(t, server_opts(), handler);
+    let _open = OpenOnDrop(Arc::clone(&gate));
+    let mut c = connect(
+        &srv.addr,
+        ClientOptions {
+            max_arena_bytes: 12 << 20,
+            loan_wait: true,
+            ..opts()
+        },
+    );
+    let mut held = c.loan(8 << 20).expect("first");
+    let t0 = Instant::now();
+    let e = c.loan(8 << 20).expect_err("nothing outstanding");
+    assert!(matches!(e, Error::ArenaFull { .. }), "{e}");
+    assert!(
+        t0.elapsed() < Duration::from_secs(1),
+        "no wait: {:?}",
+        t0.elapsed()
+    );
+    held.fill(5);
+    match c.call_loan_timeout(held, Duration::from_millis(50)) {
+        Err(Error::Timeout { .. }) => {}
+        r => panic!("expected a timeout, got {r:?}"),
+    }
+    assert!(
+        gate.wait_entered(1, Duration::from_secs(10)),
+        "handler reached"
+    );
+    gate.open();
+    let again = c
+        .loan(8 << 20)
+        .expect("room once the server released the buffer");
+    drop(again);
+    assert_eq!(c.call(b"after").expect("call"), xform(b"after"));
 }
 
 fn refused_where_not_agreed(t: T) {
@@ -303,6 +353,7 @@ crate::shm_and_unix!(
     large_calls_go_through_the_arena,
     a_loan_is_filled_in_place,
     a_full_arena_is_reported_and_calls_stream,
+    a_full_arena_waits_when_asked,
     refused_where_not_agreed,
     a_descriptor_naming_no_segment_ends_the_session,
     lying_arena_frames_end_the_session

@@ -32,6 +32,7 @@ crate::per_transport!(
     client_killed_streaming,
     random_kill_points,
     server_killed_holding_a_lent_request,
+    a_lent_response_outlives_a_killed_server,
 );
 
 // ---------- the child side ----------
@@ -289,6 +290,32 @@ fn server_killed_holding_a_lent_request(t: T) {
     assert!(matches!(e, shmlink::Error::Closed { .. }), "{t:?}: {e}");
     drop(busy);
     assert_eq!(arena_mappings(), before, "{t:?}: the arena is unmapped");
+}
+
+/// The server dies (SIGKILL) while the client holds a response lent from
+/// the server's arena: the bytes stay readable (the segment is sealed
+/// against shrinking: no SIGBUS), the next call fails with a clear error,
+/// and the mapping goes with the response.
+fn a_lent_response_outlives_a_killed_server(t: T) {
+    let dir = TempDir::new("kills");
+    let bind = t.bind_addr(&dir, "s");
+    let mut peer = Peer::spawn(&format!("server|{bind}"));
+    let addr = peer.expect("READY ", Duration::from_secs(20));
+    let before = arena_mappings();
+    let mut c = Client::connect(&addr, opts_timeout(Duration::from_secs(10))).expect("client");
+    let req = vec![3u8; 2 << 20];
+    let r = c.call_response(&req).expect("call");
+    assert_eq!(r.is_lent(), t != T::Tcp, "{t:?}");
+    peer.kill();
+    assert!(
+        *r == xform(&req)[..],
+        "{t:?}: readable after the server died"
+    );
+    let e = c.call(b"ping").expect_err("the server is dead");
+    assert!(is_gone_or_closed(&e), "{t:?}: {e}");
+    drop(r);
+    drop(c);
+    assert_eq!(arena_mappings(), before, "{t:?}: both arenas are unmapped");
 }
 
 fn server_killed_mid_call(t: T) {

@@ -5,7 +5,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::os::fd::BorrowedFd;
 use std::time::Duration;
 
-use crate::address::Address;
+use crate::address::{Address, Transport};
 use crate::connect;
 use crate::deadline::Deadline;
 use crate::error::{Error, RemoteError, Result};
@@ -120,6 +120,13 @@ impl Client {
     /// Largest request the server accepts.
     pub fn max_request(&self) -> usize {
         self.session.peer_max()
+    }
+
+    /// The transport this session really uses: [`Transport::Unix`] for an
+    /// `shm:` session that the server could give no shared memory and that
+    /// continues over its socket (see [`ClientOptions::shm_required`]).
+    pub fn transport(&self) -> Transport {
+        self.session.link().transport()
     }
 
     /// Whether the session is usable and the server alive (non-blocking check).

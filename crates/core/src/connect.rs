@@ -42,6 +42,9 @@ pub(crate) fn connect(address: &Address, opts: &ClientOptions, role: Role) -> Re
         }
         (Role::Caller, _) => handshake::CAPS | handshake::CAP_FDS,
         (Role::Worker, _) => handshake::CAPS | handshake::CAP_SERVE,
+    } | match (role, address) {
+        (Role::Caller, Address::Shm(_)) if !opts.shm_required => handshake::CAP_STREAM_FALLBACK,
+        _ => 0,
     };
     let deadline = Instant::now() + opts.timeout;
     let name = address.to_string();
@@ -149,7 +152,11 @@ pub(crate) fn connect(address: &Address, opts: &ClientOptions, role: Role) -> Re
                         .into(),
                 ));
             }
-            if wire == Wire::Shm && (ring_c2s != ring || ring_s2c != ring) {
+            let fell_back = wire == Wire::Shm
+                && caps & handshake::CAP_STREAM_FALLBACK != 0
+                && ring_c2s == 0
+                && ring_s2c == 0;
+            if wire == Wire::Shm && !fell_back && (ring_c2s != ring || ring_s2c != ring) {
                 return Err(proto(format!(
                     "server chose ring sizes {ring_c2s}/{ring_s2c}, client asked for {ring}"
                 )));
@@ -168,8 +175,11 @@ pub(crate) fn connect(address: &Address, opts: &ClientOptions, role: Role) -> Re
         }
     };
     let local_max = opts.max_message_size;
+    // Ring sizes 0/0 for an `shm:` hello: the server could give no shared
+    // memory, and the session continues over the socket (bit 6, checked
+    // above).
     let link = match (wire, stream) {
-        (Wire::Shm, Stream::Unix(ctrl)) => {
+        (Wire::Shm, Stream::Unix(ctrl)) if ring_c2s != 0 => {
             if control_state(&ctrl) == ControlState::Bytes {
                 return Err(Error::Protocol {
                     peer: name,

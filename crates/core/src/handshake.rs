@@ -37,6 +37,12 @@ pub const CAP_FDS: u64 = 1 << 4;
 /// of [`CAP_DESCRIPTORS`] (the server announces segments and sends
 /// descriptors, the client releases). Needs [`CAP_FDS`].
 pub const CAP_LENT_RESPONSES: u64 = 1 << 5;
+/// Capability: an `shm:` session may continue over its socket when the
+/// server cannot give it shared memory (its welcome then names ring sizes
+/// 0/0 and carries no segment; frames travel on the socket as on a `unix:`
+/// session). Offered by `shm:` clients unless
+/// [`crate::ClientOptions::shm_required`].
+pub const CAP_STREAM_FALLBACK: u64 = 1 << 6;
 /// Capabilities this build offers (a worker adds [`CAP_SERVE`]).
 pub const CAPS: u64 = CAP_CHUNKED | CAP_ONE_WAY;
 

@@ -139,6 +139,12 @@ pub struct ClientOptions {
     /// no call is outstanding, since nothing could come back. Default
     /// false.
     pub loan_wait: bool,
+    /// An `shm:` session that the server cannot give shared memory (its
+    /// `max_shm_bytes` reached, memfd or mmap failing) is refused instead
+    /// of continuing over its socket (capability bit 6 not offered).
+    /// [`Client::transport`](crate::Client::transport) says which a session
+    /// uses. Default false.
+    pub shm_required: bool,
 }
 
 /// Default arena limit, each side of a session: 2 GiB of address space
@@ -155,6 +161,7 @@ impl Default for ClientOptions {
             max_arena_bytes: DEFAULT_ARENA_BYTES,
             arena_threshold: 64 << 10,
             loan_wait: false,
+            shm_required: false,
         }
     }
 }
@@ -262,6 +269,11 @@ pub struct ServerOptions {
     /// 5) instead of streaming; they stream when the arena is full.
     /// Default 64 KiB.
     pub arena_threshold: usize,
+    /// Most bytes of shared memory (session segments: rings and their
+    /// header) the server's sessions hold at once; an `shm:` session past
+    /// it continues over its socket (with a logged reason), or is refused
+    /// when its client requires shared memory. Default: no limit.
+    pub max_shm_bytes: u64,
     /// Where sessions ended for a protocol error or a stalled client are
     /// reported. Default: standard error.
     pub log: Log,
@@ -282,6 +294,7 @@ impl Default for ServerOptions {
             accept_fds: true,
             max_arena_bytes: DEFAULT_ARENA_BYTES,
             arena_threshold: 64 << 10,
+            max_shm_bytes: u64::MAX,
             log: Log::default(),
         }
     }

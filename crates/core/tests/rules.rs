@@ -13,7 +13,6 @@ mod support;
 
 use std::io::{Read, Write};
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -26,38 +25,6 @@ use shmlink::{
 };
 use support::raw::*;
 use support::*;
-
-/// Server log lines, collected.
-#[derive(Clone, Default)]
-struct Lines(Arc<Mutex<Vec<String>>>);
-
-impl Lines {
-    fn log(&self) -> Log {
-        let me = self.clone();
-        Log::to(move |l| me.0.lock().expect("lines").push(l.to_string()))
-    }
-    fn wait_for(&self, needle: &str) -> String {
-        let mut found = String::new();
-        wait_until(
-            &format!("a log line with {needle:?}"),
-            Duration::from_secs(5),
-            || match self
-                .0
-                .lock()
-                .expect("lines")
-                .iter()
-                .find(|l| l.contains(needle))
-            {
-                Some(l) => {
-                    found = l.clone();
-                    true
-                }
-                None => false,
-            },
-        );
-        found
-    }
-}
 
 fn echo(req: &[u8], resp: &mut Vec<u8>) -> Result<(), RemoteError> {
     // "len:N" asks for N bytes; anything else is echoed.

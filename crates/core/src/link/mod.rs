@@ -14,6 +14,7 @@ pub(crate) use inbox::Inbox;
 
 use std::os::fd::BorrowedFd;
 
+use crate::address::Transport;
 use crate::deadline::Deadline;
 use crate::error::Result;
 use crate::frame::{Assembler, FrameHeader, Message};
@@ -41,6 +42,15 @@ impl Link {
         match self {
             Link::Shm(l) => l.max_single(),
             Link::Stream(_) => stream::MAX_CHUNK,
+        }
+    }
+
+    /// The transport the link really uses.
+    pub(crate) fn transport(&self) -> Transport {
+        match self {
+            Link::Shm(_) => Transport::Shm,
+            Link::Stream(l) if l.is_unix() => Transport::Unix,
+            Link::Stream(_) => Transport::Tcp,
         }
     }
 

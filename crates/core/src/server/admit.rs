@@ -3,17 +3,18 @@
 //! and send the welcome. A step that refuses says why to the client.
 
 use std::io;
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
 use super::conn::send_welcome;
-use super::shared::{Mode, Shared};
+use super::shared::{Mode, Shared, ShmCharge};
 use crate::address::Transport;
 use crate::error::RefusalCode;
 use crate::frame::{Kind, MIN_MESSAGE_LIMIT};
 use crate::handshake::{self, Hello, Welcome, Wire, HELLO_LEN};
+use crate::layout::SegmentHeader;
 use crate::link::shm::ShmLink;
 use crate::link::stream::{Stream, StreamLink};
 use crate::link::Link;
@@ -34,6 +35,8 @@ pub(crate) struct Established {
     pub(crate) peer: String,
     /// The client's pid (Unix sockets).
     pub(crate) pid: Option<i32>,
+    /// The shared memory the session holds, counted until it ends.
+    pub(crate) shm: Option<ShmCharge>,
 }
 
 /// Who connected: for logs, and the pid when the socket tells it.
@@ -237,7 +240,8 @@ fn agree(
 }
 
 /// The capabilities of a session: those both sides offer (a worker port
-/// also agrees that the connecting side serves).
+/// also agrees that the connecting side serves; a server, that an `shm:`
+/// session may continue over its socket).
 fn agreed_caps(shared: &Shared, hello: &Hello, conn: &Stream) -> u64 {
     let ours = match shared.mode {
         // The arena's segments travel as descriptors: bit 2 needs bit 4.
@@ -247,22 +251,22 @@ fn agreed_caps(shared: &Shared, hello: &Hello, conn: &Stream) -> u64 {
             } else {
                 0
             };
-            handshake::CAPS | handshake::CAP_FDS | arena
+            handshake::CAPS | handshake::CAP_FDS | handshake::CAP_STREAM_FALLBACK | arena
         }
-        Mode::Serve => handshake::CAPS,
+        Mode::Serve => handshake::CAPS | handshake::CAP_STREAM_FALLBACK,
         Mode::TakeWorkers => handshake::CAPS | handshake::CAP_SERVE,
     };
     hello.caps & ours
 }
 
-/// The welcome of an accepted session.
-fn welcome(shared: &Shared, a: &Agreed, id: u64, caps: u64) -> Welcome {
+/// The welcome of an accepted session, naming ring sizes `rings`.
+fn welcome(shared: &Shared, a: &Agreed, id: u64, caps: u64, rings: (u32, u32)) -> Welcome {
     Welcome::Accepted {
         version: a.version,
         caps,
         session_id: id,
-        ring_c2s: a.hello.ring_c2s,
-        ring_s2c: a.hello.ring_s2c,
+        ring_c2s: rings.0,
+        ring_s2c: rings.1,
         max_message: shared.opts.max_message_size as u64,
     }
 }
@@ -286,9 +290,28 @@ fn open(
         (Mode::TakeWorkers, Stream::Unix(s)) => s.try_clone().ok().map(Watch::Socket),
     };
     let caps = agreed_caps(shared, &a.hello, &conn);
+    let rings = (a.hello.ring_c2s, a.hello.ring_s2c);
+    let mut shm = None;
     let (link, sock) = match a.wire {
-        Wire::Shm => open_shm(shared, conn, a, (id, caps), watch?, &name)?,
-        Wire::Stream => open_stream(shared, conn, a, (id, caps), watch, &name)?,
+        Wire::Shm => match make_segment(shared, a) {
+            Ok((ends, fd, charge)) => {
+                shm = Some(charge);
+                open_shm(shared, conn, a, (id, caps), watch?, &name, (ends, fd))?
+            }
+            Err(why) if caps & handshake::CAP_STREAM_FALLBACK != 0 => {
+                shared.opts.log.write(&format!(
+                    "shmlink: server at {name}: session {id} with {} continues over its socket: {why}",
+                    peer.who
+                ));
+                open_stream(shared, conn, a, (id, caps), watch, &name, (0, 0))?
+            }
+            Err(why) => {
+                let msg = format!("server at {name} cannot give this session shared memory: {why}");
+                refuse(shared, &conn, Refusal::new(RefusalCode::ServerFailure, msg));
+                return None;
+            }
+        },
+        Wire::Stream => open_stream(shared, conn, a, (id, caps), watch, &name, rings)?,
     };
     let peer_max = usize::try_from(a.hello.max_message).unwrap_or(usize::MAX);
     let mut session = Session::new(link, shared.opts.max_message_size, peer_max, caps, name);
@@ -311,7 +334,21 @@ fn open(
         flags,
         peer: peer.who,
         pid: peer.pid,
+        shm,
     })
+}
+
+/// The segment of an `shm:` session (prepared ahead, or made now), counted
+/// against `max_shm_bytes`; `Err` says why there is none.
+fn make_segment(shared: &Shared, a: &Agreed) -> Result<(Endpoints, OwnedFd, ShmCharge), String> {
+    let (c2s, s2c) = (a.hello.ring_c2s as usize, a.hello.ring_s2c as usize);
+    let charge = shared.charge_shm(SegmentHeader::for_rings(c2s, s2c).total_len)?;
+    let (seg, fd) = shared
+        .segments
+        .take(c2s, s2c)
+        .map_err(|e| format!("it cannot create a segment: {e}"))?;
+    let ends = Endpoints::new(Arc::new(seg), true).map_err(|e| e.to_string())?;
+    Ok((ends, fd, charge))
 }
 
 /// An `shm:` session: a segment (prepared ahead, or made now) whose memfd
@@ -324,25 +361,15 @@ fn open_shm(
     (id, caps): (u64, u64),
     watch: Watch,
     peer: &str,
+    (ends, fd): (Endpoints, OwnedFd),
 ) -> Option<(Link, Arc<Stream>)> {
-    let made = shared
-        .segments
-        .take(a.hello.ring_c2s as usize, a.hello.ring_s2c as usize)
-        .map_err(|e| e.to_string())
-        .and_then(|(seg, fd)| {
-            Endpoints::new(Arc::new(seg), true)
-                .map(|ends| (ends, fd))
-                .map_err(|e| e.to_string())
-        });
-    let (ends, fd) = match made {
-        Ok(x) => x,
-        Err(e) => {
-            let msg = format!("server at {peer} cannot create a segment: {e}");
-            refuse(shared, &conn, Refusal::new(RefusalCode::ServerFailure, msg));
-            return None;
-        }
-    };
-    send_welcome(&conn, &welcome(shared, a, id, caps), Some(fd.as_fd())).ok()?;
+    let rings = (a.hello.ring_c2s, a.hello.ring_s2c);
+    send_welcome(
+        &conn,
+        &welcome(shared, a, id, caps, rings),
+        Some(fd.as_fd()),
+    )
+    .ok()?;
     let spinner = Spinner::new(shared.opts.wait);
     let conn = Arc::new(conn);
     let fds = (caps & handshake::CAP_FDS != 0).then(|| Arc::clone(&conn));
@@ -350,7 +377,8 @@ fn open_shm(
     Some((Link::Shm(link), conn))
 }
 
-/// A `unix:` or `tcp:` session: frames on the socket itself.
+/// A `unix:` or `tcp:` session, or an `shm:` session that continues over
+/// its socket (`rings` 0/0 in the welcome): frames on the socket itself.
 fn open_stream(
     shared: &Shared,
     conn: Stream,
@@ -358,8 +386,9 @@ fn open_stream(
     (id, caps): (u64, u64),
     watch: Option<Watch>,
     peer: &str,
+    rings: (u32, u32),
 ) -> Option<(Link, Arc<Stream>)> {
-    send_welcome(&conn, &welcome(shared, a, id, caps), None).ok()?;
+    send_welcome(&conn, &welcome(shared, a, id, caps, rings), None).ok()?;
     let sock = Arc::new(conn);
     // A worker port's stream session is a client-like link: no flags.
     let watch = watch.filter(|_| shared.mode == Mode::Serve);

@@ -28,6 +28,8 @@ pub(crate) fn serve(shared: &Shared, est: Established, handler: &dyn Handler) {
         sock,
         flags,
         peer,
+        // Counted against `max_shm_bytes` until the session ends.
+        shm: _shm,
         ..
     } = est;
     // An `shm:` session sleeps on its futexes and is watched through its

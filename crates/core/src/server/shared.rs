@@ -42,6 +42,22 @@ pub(crate) struct Shared {
     live: Mutex<usize>,
     all_done: Condvar,
     next_id: AtomicU64,
+    /// Bytes of session segments held now (against `max_shm_bytes`).
+    shm_bytes: Arc<AtomicU64>,
+}
+
+/// Bytes of shared memory a session holds, counted against the server's
+/// `max_shm_bytes` from [`Shared::charge_shm`] until dropped.
+#[derive(Debug)]
+pub(crate) struct ShmCharge {
+    counter: Arc<AtomicU64>,
+    bytes: u64,
+}
+
+impl Drop for ShmCharge {
+    fn drop(&mut self) {
+        self.counter.fetch_sub(self.bytes, Ordering::AcqRel);
+    }
 }
 
 impl Shared {
@@ -65,7 +81,27 @@ impl Shared {
             live: Mutex::new(0),
             all_done: Condvar::new(),
             next_id: AtomicU64::new(1),
+            shm_bytes: Arc::new(AtomicU64::new(0)),
         }
+    }
+
+    /// Counts `bytes` of session segments against `max_shm_bytes`; `Err`
+    /// with the reason when they would pass it (nothing counted then).
+    pub(crate) fn charge_shm(&self, bytes: u64) -> Result<ShmCharge, String> {
+        let max = self.opts.max_shm_bytes;
+        self.shm_bytes
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |held| {
+                held.checked_add(bytes).filter(|&total| total <= max)
+            })
+            .map(|_| ShmCharge {
+                counter: Arc::clone(&self.shm_bytes),
+                bytes,
+            })
+            .map_err(|held| {
+                format!(
+                    "its shared memory limit is reached ({held} of max_shm_bytes {max} held, a session needs {bytes})"
+                )
+            })
     }
 
     /// A fresh session id (also its token in the epoll set; never 0).

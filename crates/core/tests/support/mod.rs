@@ -9,11 +9,11 @@ use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
-use std::sync::{Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use shmlink::{Client, ClientOptions, Handler, RunningServer, Server, ServerOptions};
+use shmlink::{Client, ClientOptions, Handler, Log, RunningServer, Server, ServerOptions};
 
 pub mod raw;
 
@@ -473,4 +473,36 @@ pub fn is_gone_or_closed(e: &shmlink::Error) -> bool {
         e,
         shmlink::Error::PeerGone { .. } | shmlink::Error::Closed { .. }
     )
+}
+
+/// Server log lines, collected.
+#[derive(Clone, Default)]
+pub struct Lines(Arc<Mutex<Vec<String>>>);
+
+impl Lines {
+    pub fn log(&self) -> Log {
+        let me = self.clone();
+        Log::to(move |l| me.0.lock().expect("lines").push(l.to_string()))
+    }
+    pub fn wait_for(&self, needle: &str) -> String {
+        let mut found = String::new();
+        wait_until(
+            &format!("a log line with {needle:?}"),
+            Duration::from_secs(5),
+            || match self
+                .0
+                .lock()
+                .expect("lines")
+                .iter()
+                .find(|l| l.contains(needle))
+            {
+                Some(l) => {
+                    found = l.clone();
+                    true
+                }
+                None => false,
+            },
+        );
+        found
+    }
 }

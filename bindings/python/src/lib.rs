@@ -336,6 +336,14 @@ impl PyClient {
         self.with(py, |c| Ok(c.max_request()))
     }
 
+    /// The transport the session really uses: ``"shm"``, ``"unix"`` (also an
+    /// ``shm:`` session the server could give no shared memory, which
+    /// continues over its socket) or ``"tcp"``.
+    #[getter]
+    fn transport(&self, py: Python<'_>) -> PyResult<&'static str> {
+        self.with(py, |c| Ok(c.transport().scheme()))
+    }
+
     /// Whether the session can still be used (not closed, peer alive as far
     /// as this side knows). Never waits: while another thread is in a call,
     /// it says whether the session was usable when its last call returned.

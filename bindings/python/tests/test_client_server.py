@@ -24,6 +24,7 @@ def test_round_trip_in_process(serve, transport):
     addrs = serve(reverse)
     with shmlink.Client(addrs[transport]) as c:
         assert c.is_connected
+        assert c.transport == transport
         for n in (0, 1, 64, 2048, 100_000):
             data = os.urandom(n)
             assert c.call(data) == data[::-1]

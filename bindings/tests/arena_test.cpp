@@ -13,8 +13,7 @@
 #include <string_view>
 #include <utility>
 
-#include "shmlink.hpp"
-#include "support.hpp"
+#include "cpp_fixture.hpp"
 
 namespace shmlink_test {
 namespace {
@@ -373,25 +372,15 @@ TEST(CApiArenaTcp, Unsupported) {
 
 // shmlink.hpp: Loan (RAII), Client::loan/try_loan, call/try_call with a
 // loan, ArenaFullError, arena options.
-class CppArena : public ::testing::TestWithParam<Transport> {
+class CppArena : public CppServerTest {
  protected:
+  // Serves the digest with `options`; connects client_ with `client_options`.
   void start(const shmlink::ServerOptions& options = {},
              const shmlink::ClientOptions& client_options = {}) {
-    client_ = shmlink::Client();
-    server_ = shmlink::Server();
-    server_ = shmlink::Server::bind({bind_address(GetParam(), dir_)}, options);
-    server_.start(
-        [](std::string_view req, std::string& resp) { resp = digest(bytes(req), req.size()); });
-    client_ = shmlink::Client::connect(server_.addresses()[0], client_options);
+    CppServerTest::start(
+        [](std::string_view req, std::string& resp) { resp = digest(bytes(req), req.size()); },
+        options, client_options);
   }
-  void TearDown() override {
-    client_ = shmlink::Client();
-    server_ = shmlink::Server();
-  }
-
-  TempDir dir_;
-  shmlink::Server server_;
-  shmlink::Client client_;
 };
 
 TEST_P(CppArena, LoanFilledAndCalled) {

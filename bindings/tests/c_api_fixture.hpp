@@ -6,6 +6,32 @@
 
 namespace shmlink_test {
 
+// A C handler with its user data.
+template <typename F>
+struct With {
+  F f;
+  void* user_data;
+};
+
+// Binds a server with `options` on transport `t` in `dir`, registers
+// `fds` for requests with descriptors and starts it with `handler`;
+// `server` and `address` (the real one) receive it.
+inline void start_server(Transport t, const TempDir& dir, const shmlink_server_options* options,
+                         With<shmlink_handler> handler, With<shmlink_fd_handler> fds,
+                         ServerPtr& server, std::string& address) {
+  std::string bind = bind_address(t, dir);
+  const char* list[] = {bind.c_str()};
+  shmlink_server* s = nullptr;
+  ASSERT_EQ(shmlink_server_bind(list, 1, options, &s), SHMLINK_OK) << last_error();
+  server.reset(s);
+  ASSERT_EQ(shmlink_server_address_count(s), 1u);
+  const char* real = shmlink_server_address(s, 0);
+  ASSERT_NE(real, nullptr);
+  address = real;
+  ASSERT_EQ(shmlink_server_set_fd_handler(s, fds.f, fds.user_data), SHMLINK_OK) << last_error();
+  ASSERT_EQ(shmlink_server_start(s, handler.f, handler.user_data), SHMLINK_OK) << last_error();
+}
+
 class CApiTest : public ::testing::TestWithParam<Transport> {
  protected:
   void SetUp() override { serve(nullptr); }
@@ -22,18 +48,8 @@ class CApiTest : public ::testing::TestWithParam<Transport> {
     state_.release();
     server_.reset();
     state_.reset();
-    std::string bind = bind_address(GetParam(), dir_);
-    const char* list[] = {bind.c_str()};
-    shmlink_server* s = nullptr;
-    ASSERT_EQ(shmlink_server_bind(list, 1, options, &s), SHMLINK_OK) << last_error();
-    server_.reset(s);
-    ASSERT_EQ(shmlink_server_address_count(s), 1u);
-    const char* real = shmlink_server_address(s, 0);
-    ASSERT_NE(real, nullptr);
-    address_ = real;
-    ASSERT_EQ(shmlink_server_set_fd_handler(s, fd_handler, fd_user_data), SHMLINK_OK)
-        << last_error();
-    ASSERT_EQ(shmlink_server_start(s, scripted_handler, &state_), SHMLINK_OK) << last_error();
+    start_server(GetParam(), dir_, options, {scripted_handler, &state_}, {fd_handler, fd_user_data},
+                 server_, address_);
   }
 
   // A new client of the server (fails the test and returns NULL on error).

@@ -135,6 +135,22 @@ typedef struct shmlink_response shmlink_response;
 // A server (opaque).
 typedef struct shmlink_server shmlink_server;
 
+// A response read where it arrived (opaque), from
+// `shmlink_client_call_response`: a large response the server lent from
+// its arena lies in memory the server shares read-only and is read in
+// place, without a copy; any other lies in a buffer of its own. Free it
+// with `shmlink_view_free`, which gives a lent response back to the server
+// (the release travels with the client's next message).
+//
+// It keeps its memory mapped by itself: it stays valid after further calls
+// on its client, and after the client is closed or freed.
+//
+// **The bytes of a lent response are volatile**: a server breaking the
+// protocol could change them while they are read (never make a read leave
+// the mapping). Copy them out first when they must not change between two
+// reads.
+typedef struct shmlink_view shmlink_view;
+
 // A worker's session with its supervisor (opaque). One thread at a time.
 typedef struct shmlink_worker shmlink_worker;
 
@@ -142,7 +158,8 @@ typedef struct shmlink_worker shmlink_worker;
 // zero), pass it to the calls that fill it (they reuse its allocation, so a
 // caller that keeps one buffer makes calls without allocating), release it
 // with `shmlink_buffer_free`. Read `data[0..len]`; never change the fields.
-// `data` may be NULL when `len` is 0.
+// `data` may be NULL when `len` is 0. A buffer with `capacity` 0 owns no
+// bytes: `shmlink_client_call_or_view` points it at a view's.
 typedef struct shmlink_buffer {
   // The bytes.
   uint8_t *data;
@@ -171,8 +188,9 @@ typedef struct shmlink_client_options {
   // Largest message sent or accepted, in bytes (0: 64 MiB).
   uint64_t max_message_size;
   // Most bytes of arena this client maps to lend requests from (`shm:`
-  // and `unix:`, to a server that takes lent requests; 0:
-  // `SHMLINK_DEFAULT_ARENA_BYTES`). Turn lending off with `no_arena`.
+  // and `unix:`, to a server that takes lent requests), and most bytes
+  // of the server's arena it maps to read lent responses in place (0:
+  // `SHMLINK_DEFAULT_ARENA_BYTES`). Turn both off with `no_arena`.
   uint64_t max_arena_bytes;
   // Requests of at least this many bytes sent by `shmlink_client_call*`
   // go through the arena (copied once into it, read in place by the
@@ -180,8 +198,9 @@ typedef struct shmlink_client_options {
   // (0: 64 KiB; `UINT64_MAX`: never, only explicit loans lend).
   uint64_t arena_threshold;
   // 1: never lend (no arena: `shmlink_client_loan` fails with
-  // `SHMLINK_E_INVALID_ARGUMENT`, every request streams, whatever
-  // `max_arena_bytes` says); 0: lend (default). Other values are invalid.
+  // `SHMLINK_E_INVALID_ARGUMENT`, every request and response streams,
+  // whatever `max_arena_bytes` says); 0: lend (default). Other values are
+  // invalid.
   uint32_t no_arena;
 } shmlink_client_options;
 
@@ -222,14 +241,19 @@ typedef struct shmlink_server_options {
   uint64_t send_timeout_us;
   // 1: refuse requests with file descriptors (the caller gets
   // `SHMLINK_E_INVALID_ARGUMENT`, nothing sent); 0: accept them (default).
-  // Lent requests need descriptors: 1 also refuses them.
+  // Lent requests and responses need descriptors: 1 also refuses them
+  // (every request and response streams).
   uint32_t refuse_fds;
   // Most bytes of a client's arena a session maps to read lent requests
-  // in place (0: `SHMLINK_DEFAULT_ARENA_BYTES`).
+  // in place, and most bytes of its own arena a session lends large
+  // responses from (responses of at least 64 KiB, to clients that read
+  // them in place; beyond it they stream) (0:
+  // `SHMLINK_DEFAULT_ARENA_BYTES`).
   uint64_t max_arena_bytes;
-  // 1: take no lent requests (clients' `shmlink_client_loan` fails with
-  // `SHMLINK_E_INVALID_ARGUMENT`; their large calls stream); 0: take them
-  // (default). Other values are invalid.
+  // 1: take no lent requests and lend no responses (clients'
+  // `shmlink_client_loan` fails with `SHMLINK_E_INVALID_ARGUMENT`; large
+  // calls and responses stream); 0: take and lend them (default). Other
+  // values are invalid.
   uint32_t refuse_arena;
 } shmlink_server_options;
 
@@ -423,6 +447,74 @@ enum shmlink_status shmlink_client_call_loan_timeout(struct shmlink_client *clie
 // `loan` is NULL or a loan not yet sent or freed.
 void shmlink_loan_free(struct shmlink_loan *loan);
 
+// Calls with the client's default timeout and hands over the response
+// where it arrived: a large response the server lent from its arena
+// (`shm:` and `unix:`, responses of at least the server's arena threshold,
+// 64 KiB by default, while its arena has room) is read in place, without a
+// copy; any other comes in a buffer of its own. `shmlink_view_is_lent`
+// tells which.
+//
+// Ownership: `request` is read during the call only. On success `*out_view`
+// receives a view the caller owns and releases with `shmlink_view_free`
+// (which gives a lent response back to the server), `*out_data` points at
+// its `*out_len` bytes (NULL when the response is empty), valid until the
+// view is freed. The view keeps its memory mapped by itself: it stays
+// valid across further calls on the client and after the client is closed
+// or freed. Every view held keeps its room of the server's arena (at most
+// the server's `max_arena_bytes` per session; then responses come in
+// buffers of their own): free views when done. On failure `*out_view` and
+// `*out_data` are set to NULL and `*out_len` to 0 (NULL out-parameters:
+// `SHMLINK_E_INVALID_ARGUMENT`, nothing sent); errors as in
+// `shmlink_client_call`. Not thread-safe per client.
+//
+// # Safety
+// `client` is NULL or a live client; `request` is valid for `request_len`
+// bytes (NULL allowed when 0); `out_view`, `out_data` and `out_len` are
+// NULL or writable.
+enum shmlink_status shmlink_client_call_response(struct shmlink_client *client,
+                                                 const uint8_t *request,
+                                                 size_t request_len,
+                                                 struct shmlink_view **out_view,
+                                                 const uint8_t **out_data,
+                                                 size_t *out_len);
+
+// `shmlink_client_call_response` with a timeout in microseconds (0: the
+// client's default), as in `shmlink_client_call_timeout`.
+//
+// # Safety
+// As `shmlink_client_call_response`.
+enum shmlink_status shmlink_client_call_response_timeout(struct shmlink_client *client,
+                                                         const uint8_t *request,
+                                                         size_t request_len,
+                                                         uint64_t timeout_us,
+                                                         struct shmlink_view **out_view,
+                                                         const uint8_t **out_data,
+                                                         size_t *out_len);
+
+// Calls as `shmlink_client_call_timeout` (the response goes into
+// `response`, its allocation reused), except that a response the server
+// lent from its arena is not copied into it: `*out_view` then receives a
+// view of it, as from `shmlink_client_call_response`, and `response` points
+// at the view's bytes (`data` and `len`; `capacity` 0: the bytes are the
+// view's, not the buffer's) until the view is freed. Otherwise `*out_view`
+// is NULL. For callers that copy every response out (language bindings): a
+// small response costs what `shmlink_client_call` costs, a lent one is
+// copied once, from the arena to where the caller wants it.
+//
+// Ownership: as `shmlink_client_call_timeout`; a view received is the
+// caller's, released with `shmlink_view_free` (the buffer may be reused or
+// freed before or after; after the view is freed, read nothing through
+// it). On failure `*out_view` is NULL and `response` empty.
+//
+// # Safety
+// As `shmlink_client_call`; `out_view` is NULL or writable.
+enum shmlink_status shmlink_client_call_or_view(struct shmlink_client *client,
+                                                const uint8_t *request,
+                                                size_t request_len,
+                                                uint64_t timeout_us,
+                                                struct shmlink_buffer *response,
+                                                struct shmlink_view **out_view);
+
 // Sends a request without waiting for its response (pipelining); `*out_id`
 // (if not NULL) receives the call id that `shmlink_client_recv` reports.
 //
@@ -562,9 +654,24 @@ enum shmlink_status shmlink_response_write(struct shmlink_response *response,
 // cannot be had (see `shmlink_last_error`). The pointer is valid until the
 // next write or reserve on this response, or the handler's return.
 //
+// A reservation that makes the whole response (the response is still
+// empty) of at least the server's arena threshold (64 KiB) lies in the
+// session's arena when the client reads lent responses and the arena has
+// room: the client reads it where the handler wrote it, no copy on either
+// side (`shmlink_response_is_lent` tells). A later write or reserve on such
+// a response first moves its bytes into the ordinary buffer (one copy),
+// then appends as usual.
+//
 // # Safety
 // `response` is NULL or the handler's response.
 uint8_t *shmlink_response_reserve(struct shmlink_response *response, size_t len);
+
+// 1 when the response lies in the session's arena (a reservation lent as
+// `shmlink_response_reserve` says), else 0 (also for NULL).
+//
+// # Safety
+// `response` is NULL or the handler's response.
+int32_t shmlink_response_is_lent(const struct shmlink_response *response);
 
 // Sets the message sent with the error code the handler returns (copied;
 // ignored when the handler returns 0).
@@ -675,6 +782,23 @@ enum shmlink_status shmlink_server_stats_get(const struct shmlink_server *server
 // # Safety
 // `server` is NULL or a live server; it must not be used afterwards.
 void shmlink_server_free(struct shmlink_server *server);
+
+// 1 when the response lies in the server's arena (lent, read in place),
+// 0 when it came in a buffer of its own, or for NULL.
+//
+// # Safety
+// `view` is NULL or a view not yet freed.
+int32_t shmlink_view_is_lent(const struct shmlink_view *view);
+
+// Frees a view: a lent response goes back to the server (its release
+// travels with the next message of the client it came from; nothing is
+// sent when that client is closed or freed). The data pointer the call
+// gave is invalid afterwards. NULL is ignored. Fine after the view's client
+// was closed or freed, and from any thread (one at a time per view).
+//
+// # Safety
+// `view` is NULL or a view not yet freed.
+void shmlink_view_free(struct shmlink_view *view);
 
 // Connects a worker to its supervisor at `address`, or, when `address` is
 // NULL, at the address in the environment variable `SHMLINK_WORKER` (which

@@ -6,7 +6,8 @@ use std::mem::ManuallyDrop;
 /// zero), pass it to the calls that fill it (they reuse its allocation, so a
 /// caller that keeps one buffer makes calls without allocating), release it
 /// with `shmlink_buffer_free`. Read `data[0..len]`; never change the fields.
-/// `data` may be NULL when `len` is 0.
+/// `data` may be NULL when `len` is 0. A buffer with `capacity` 0 owns no
+/// bytes: `shmlink_client_call_or_view` points it at a view's.
 #[repr(C)]
 #[derive(Debug)]
 pub struct shmlink_buffer {
@@ -45,6 +46,17 @@ impl shmlink_buffer {
             data: v.as_mut_ptr(),
             len: v.len(),
             capacity: v.capacity(),
+        };
+    }
+
+    /// Points the buffer, which must be empty (taken) before, at `len` bytes
+    /// at `data` that it does not own (capacity 0: `take` and
+    /// `shmlink_buffer_free` leave them alone).
+    pub(crate) fn show(&mut self, data: *const u8, len: usize) {
+        *self = shmlink_buffer {
+            data: data.cast_mut(),
+            len,
+            capacity: 0,
         };
     }
 

@@ -9,9 +9,10 @@ use std::time::Duration;
 use shmlink::{Client, Loan};
 
 use crate::buffer::shmlink_buffer;
-use crate::guard::{cstr, guard, required, slice, text};
+use crate::guard::{cstr, free_box, guard, required, slice, text};
 use crate::options::{client_options, shmlink_client_options};
 use crate::status::{shmlink_status, Failure};
+use crate::view::shmlink_view;
 
 /// A client session (opaque). One thread at a time: a call made while another
 /// thread is inside a call on the same client fails with
@@ -191,14 +192,32 @@ unsafe fn exchange(
     response: *mut shmlink_buffer,
     send: impl FnOnce(&mut Client, Duration) -> shmlink::Result<Vec<u8>>,
 ) -> Result<(), Failure> {
+    // SAFETY: as this function's contract.
+    unsafe {
+        exchange_into(client, timeout_us, response, |c, t, buffer| {
+            buffer.put(send(c, t)?);
+            Ok(())
+        })
+    }
+}
+
+/// `exchange` where `fill` puts the response into the buffer itself.
+///
+/// # Safety
+/// As `exchange`.
+unsafe fn exchange_into<T>(
+    client: &shmlink_client,
+    timeout_us: u64,
+    response: *mut shmlink_buffer,
+    fill: impl FnOnce(&mut Client, Duration, &mut shmlink_buffer) -> shmlink::Result<T>,
+) -> Result<T, Failure> {
     // SAFETY: NULL or valid, per this function's contract.
     let response = required(unsafe { response.as_mut() }, "response")?;
     client.with(|c| {
         // SAFETY: the buffer is all zero or was filled by the library.
         c.recycle(unsafe { response.take() });
         let t = timeout(c, timeout_us);
-        response.put(send(c, t)?);
-        Ok(())
+        Ok(fill(c, t, response)?)
     })
 }
 
@@ -473,15 +492,151 @@ pub unsafe extern "C" fn shmlink_client_call_loan_timeout(
 /// `loan` is NULL or a loan not yet sent or freed.
 #[no_mangle]
 pub unsafe extern "C" fn shmlink_loan_free(loan: *mut shmlink_loan) {
-    if loan.is_null() {
-        return;
+    // SAFETY: NULL or a loan from `shmlink_client_loan` (boxed there),
+    // neither sent nor freed, per the contract.
+    unsafe { free_box(loan) }
+}
+
+/// Calls with the client's default timeout and hands over the response
+/// where it arrived: a large response the server lent from its arena
+/// (`shm:` and `unix:`, responses of at least the server's arena threshold,
+/// 64 KiB by default, while its arena has room) is read in place, without a
+/// copy; any other comes in a buffer of its own. `shmlink_view_is_lent`
+/// tells which.
+///
+/// Ownership: `request` is read during the call only. On success `*out_view`
+/// receives a view the caller owns and releases with `shmlink_view_free`
+/// (which gives a lent response back to the server), `*out_data` points at
+/// its `*out_len` bytes (NULL when the response is empty), valid until the
+/// view is freed. The view keeps its memory mapped by itself: it stays
+/// valid across further calls on the client and after the client is closed
+/// or freed. Every view held keeps its room of the server's arena (at most
+/// the server's `max_arena_bytes` per session; then responses come in
+/// buffers of their own): free views when done. On failure `*out_view` and
+/// `*out_data` are set to NULL and `*out_len` to 0 (NULL out-parameters:
+/// `SHMLINK_E_INVALID_ARGUMENT`, nothing sent); errors as in
+/// `shmlink_client_call`. Not thread-safe per client.
+///
+/// # Safety
+/// `client` is NULL or a live client; `request` is valid for `request_len`
+/// bytes (NULL allowed when 0); `out_view`, `out_data` and `out_len` are
+/// NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn shmlink_client_call_response(
+    client: *mut shmlink_client,
+    request: *const u8,
+    request_len: usize,
+    out_view: *mut *mut shmlink_view,
+    out_data: *mut *const u8,
+    out_len: *mut usize,
+) -> shmlink_status {
+    // SAFETY: forwarded under the same contract.
+    unsafe {
+        shmlink_client_call_response_timeout(
+            client,
+            request,
+            request_len,
+            0,
+            out_view,
+            out_data,
+            out_len,
+        )
     }
-    // Never let a panic escape.
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        // SAFETY: a loan from `shmlink_client_loan`, neither sent nor
-        // freed, per the contract: ours to drop.
-        drop(unsafe { Box::from_raw(loan) });
-    }));
+}
+
+/// `shmlink_client_call_response` with a timeout in microseconds (0: the
+/// client's default), as in `shmlink_client_call_timeout`.
+///
+/// # Safety
+/// As `shmlink_client_call_response`.
+#[no_mangle]
+pub unsafe extern "C" fn shmlink_client_call_response_timeout(
+    client: *mut shmlink_client,
+    request: *const u8,
+    request_len: usize,
+    timeout_us: u64,
+    out_view: *mut *mut shmlink_view,
+    out_data: *mut *const u8,
+    out_len: *mut usize,
+) -> shmlink_status {
+    guard(|| {
+        // SAFETY: the pointers are NULL or valid, per the contract.
+        let (out_view, out_data, out_len) =
+            unsafe { (out_view.as_mut(), out_data.as_mut(), out_len.as_mut()) };
+        let (out_view, out_data, out_len) = (
+            required(out_view, "out_view")?,
+            required(out_data, "out_data")?,
+            required(out_len, "out_len")?,
+        );
+        *out_view = std::ptr::null_mut();
+        *out_data = std::ptr::null();
+        *out_len = 0;
+        // SAFETY: as above (no descriptors).
+        let (client, request, _) =
+            unsafe { request_args(client, request, request_len, std::ptr::null(), 0) }?;
+        let response = client.with(|c| {
+            let t = timeout(c, timeout_us);
+            Ok(c.call_response_timeout(request, t)?)
+        })?;
+        let view = Box::new(shmlink_view { response });
+        // The bytes lie in the response's buffer or mapping, not in the
+        // box: the pointer stays put when the view moves.
+        (*out_data, *out_len) = view.bytes();
+        *out_view = Box::into_raw(view);
+        Ok(())
+    })
+}
+
+/// Calls as `shmlink_client_call_timeout` (the response goes into
+/// `response`, its allocation reused), except that a response the server
+/// lent from its arena is not copied into it: `*out_view` then receives a
+/// view of it, as from `shmlink_client_call_response`, and `response` points
+/// at the view's bytes (`data` and `len`; `capacity` 0: the bytes are the
+/// view's, not the buffer's) until the view is freed. Otherwise `*out_view`
+/// is NULL. For callers that copy every response out (language bindings): a
+/// small response costs what `shmlink_client_call` costs, a lent one is
+/// copied once, from the arena to where the caller wants it.
+///
+/// Ownership: as `shmlink_client_call_timeout`; a view received is the
+/// caller's, released with `shmlink_view_free` (the buffer may be reused or
+/// freed before or after; after the view is freed, read nothing through
+/// it). On failure `*out_view` is NULL and `response` empty.
+///
+/// # Safety
+/// As `shmlink_client_call`; `out_view` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn shmlink_client_call_or_view(
+    client: *mut shmlink_client,
+    request: *const u8,
+    request_len: usize,
+    timeout_us: u64,
+    response: *mut shmlink_buffer,
+    out_view: *mut *mut shmlink_view,
+) -> shmlink_status {
+    guard(|| {
+        // SAFETY: NULL or writable, per the contract.
+        let out_view = required(unsafe { out_view.as_mut() }, "out_view")?;
+        *out_view = std::ptr::null_mut();
+        // SAFETY: the pointers are NULL or valid, per the contract (no
+        // descriptors).
+        let (client, request, _) =
+            unsafe { request_args(client, request, request_len, std::ptr::null(), 0) }?;
+        // SAFETY: as above.
+        unsafe {
+            exchange_into(client, timeout_us, response, |c, t, buffer| {
+                let r = c.call_response_timeout(request, t)?;
+                if !r.is_lent() {
+                    buffer.put(r.into_vec());
+                    return Ok(());
+                }
+                let view = Box::new(shmlink_view { response: r });
+                let (data, len) = view.bytes();
+                buffer.show(data, len);
+                *out_view = Box::into_raw(view);
+                Ok(())
+            })
+        }
+    })
 }
 
 /// Sends a request without waiting for its response (pipelining); `*out_id`

@@ -30,6 +30,22 @@ pub(crate) fn internal(panic: &(dyn Any + Send)) -> Failure {
     )
 }
 
+/// Drops a handle the library boxed for C (a loan, a view), never letting a
+/// panic escape. NULL is ignored.
+///
+/// # Safety
+/// `p` is NULL or came from `Box::into_raw` and is not used afterwards.
+pub(crate) unsafe fn free_box<T>(p: *mut T) {
+    if p.is_null() {
+        return;
+    }
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: from `Box::into_raw` and freed once, per this function's
+        // contract: ours to drop.
+        drop(unsafe { Box::from_raw(p) });
+    }));
+}
+
 /// A required pointer argument, or the failure naming it.
 pub(crate) fn required<T>(p: Option<T>, what: &str) -> Result<T, Failure> {
     p.ok_or_else(|| Failure::null(what))

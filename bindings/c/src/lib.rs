@@ -24,6 +24,7 @@ mod options;
 mod response;
 mod server;
 mod status;
+mod view;
 mod worker;
 
 pub use buffer::{shmlink_buffer, shmlink_buffer_free};
@@ -37,4 +38,5 @@ pub use status::{
     SHMLINK_REMOTE_NOT_ANSWERED, SHMLINK_REMOTE_PROTOCOL_ERROR, SHMLINK_REMOTE_RESPONSE_TOO_LARGE,
     SHMLINK_REMOTE_SHUTTING_DOWN,
 };
+pub use view::*;
 pub use worker::*;

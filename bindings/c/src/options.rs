@@ -65,8 +65,9 @@ pub struct shmlink_client_options {
     /// Largest message sent or accepted, in bytes (0: 64 MiB).
     pub max_message_size: u64,
     /// Most bytes of arena this client maps to lend requests from (`shm:`
-    /// and `unix:`, to a server that takes lent requests; 0:
-    /// `SHMLINK_DEFAULT_ARENA_BYTES`). Turn lending off with `no_arena`.
+    /// and `unix:`, to a server that takes lent requests), and most bytes
+    /// of the server's arena it maps to read lent responses in place (0:
+    /// `SHMLINK_DEFAULT_ARENA_BYTES`). Turn both off with `no_arena`.
     pub max_arena_bytes: u64,
     /// Requests of at least this many bytes sent by `shmlink_client_call*`
     /// go through the arena (copied once into it, read in place by the
@@ -74,8 +75,9 @@ pub struct shmlink_client_options {
     /// (0: 64 KiB; `UINT64_MAX`: never, only explicit loans lend).
     pub arena_threshold: u64,
     /// 1: never lend (no arena: `shmlink_client_loan` fails with
-    /// `SHMLINK_E_INVALID_ARGUMENT`, every request streams, whatever
-    /// `max_arena_bytes` says); 0: lend (default). Other values are invalid.
+    /// `SHMLINK_E_INVALID_ARGUMENT`, every request and response streams,
+    /// whatever `max_arena_bytes` says); 0: lend (default). Other values are
+    /// invalid.
     pub no_arena: u32,
 }
 
@@ -118,14 +120,19 @@ pub struct shmlink_server_options {
     pub send_timeout_us: u64,
     /// 1: refuse requests with file descriptors (the caller gets
     /// `SHMLINK_E_INVALID_ARGUMENT`, nothing sent); 0: accept them (default).
-    /// Lent requests need descriptors: 1 also refuses them.
+    /// Lent requests and responses need descriptors: 1 also refuses them
+    /// (every request and response streams).
     pub refuse_fds: u32,
     /// Most bytes of a client's arena a session maps to read lent requests
-    /// in place (0: `SHMLINK_DEFAULT_ARENA_BYTES`).
+    /// in place, and most bytes of its own arena a session lends large
+    /// responses from (responses of at least 64 KiB, to clients that read
+    /// them in place; beyond it they stream) (0:
+    /// `SHMLINK_DEFAULT_ARENA_BYTES`).
     pub max_arena_bytes: u64,
-    /// 1: take no lent requests (clients' `shmlink_client_loan` fails with
-    /// `SHMLINK_E_INVALID_ARGUMENT`; their large calls stream); 0: take them
-    /// (default). Other values are invalid.
+    /// 1: take no lent requests and lend no responses (clients'
+    /// `shmlink_client_loan` fails with `SHMLINK_E_INVALID_ARGUMENT`; large
+    /// calls and responses stream); 0: take and lend them (default). Other
+    /// values are invalid.
     pub refuse_arena: u32,
 }
 
@@ -271,6 +278,7 @@ pub(crate) fn client_options(o: Option<&shmlink_client_options>) -> Result<Clien
             // Beyond the address space: no request reaches it.
             v => usize::try_from(v).unwrap_or(usize::MAX),
         },
+        ..d
     })
 }
 

@@ -1,11 +1,14 @@
 //! The server handle, the handler trampoline and the server entry points.
 
 use std::ffi::{c_char, c_int, c_void, CString};
+use std::ops::RangeInclusive;
 use std::os::fd::{AsRawFd, IntoRawFd, OwnedFd};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use shmlink::{Handler, RemoteError, RunningServer, Server, Stats, StopHandle};
+use shmlink::{
+    Answer, Handler, RemoteError, RunningServer, Server, ServerOptions, Stats, StopHandle,
+};
 
 use crate::guard::{cstr, guard, required, slice, text};
 use crate::options::{server_options, shmlink_server_options};
@@ -24,7 +27,7 @@ pub type shmlink_handler = Option<
         user_data: *mut c_void,
         request: *const u8,
         request_len: usize,
-        response: *mut shmlink_response<'_>,
+        response: *mut shmlink_response<'_, '_>,
     ) -> u32,
 >;
 
@@ -44,7 +47,7 @@ pub type shmlink_fd_handler = Option<
         request_len: usize,
         fds: *mut c_int,
         nfds: usize,
-        response: *mut shmlink_response<'_>,
+        response: *mut shmlink_response<'_, '_>,
     ) -> u32,
 >;
 
@@ -81,6 +84,8 @@ struct Inner {
     /// The handler of requests with descriptors, set while bound; read (and
     /// written) with `state` locked.
     fd_handler: Mutex<Option<CFdHandler>>,
+    /// Reservations lent from a session's arena (`shmlink_response_reserve`).
+    lendable: RangeInclusive<usize>,
 }
 
 #[derive(Debug)]
@@ -96,11 +101,26 @@ impl Inner {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The bound server and its descriptor handler, for serve/start.
-    fn take_bound(&self, op: &str) -> Result<(Server, Option<CFdHandler>), Failure> {
+    /// The bound server and the C handler `f` with `user_data` (and the
+    /// descriptor handler, if one was set), for serve/start.
+    fn take_bound(
+        &self,
+        op: &str,
+        f: shmlink_handler,
+        user_data: *mut c_void,
+    ) -> Result<(Server, CHandler), Failure> {
+        let f = required(f, "handler")?;
         let mut g = self.lock();
         match std::mem::replace(&mut *g, State::Serving) {
-            State::Bound(s) => Ok((s, *self.fd_handler())),
+            State::Bound(s) => Ok((
+                s,
+                CHandler {
+                    f,
+                    user_data,
+                    fds: *self.fd_handler(),
+                    lendable: self.lendable.clone(),
+                },
+            )),
             other => {
                 let why = match &other {
                     State::Serving => "the server is already serving",
@@ -121,12 +141,27 @@ impl Inner {
     }
 }
 
+/// The sizes of reservations (`shmlink_response_reserve` on an empty
+/// response) lent from a session's arena: from the arena threshold up to
+/// what the arena and a message can hold. Larger ones could never be lent:
+/// they go to the ordinary buffer, where an allocation that fails is
+/// reported (`SHMLINK_E_TOO_LARGE`) instead of ending the process.
+fn lendable(o: &ServerOptions) -> RangeInclusive<usize> {
+    let arena = match o.accept_fds {
+        true => usize::try_from(o.max_arena_bytes).unwrap_or(usize::MAX),
+        false => 0,
+    };
+    o.arena_threshold..=arena.min(o.max_message_size)
+}
+
 /// A C handler made callable from session threads, with the handler of
 /// requests that came with descriptors, if one was set.
 struct CHandler {
-    f: unsafe extern "C" fn(*mut c_void, *const u8, usize, *mut shmlink_response<'_>) -> u32,
+    f: unsafe extern "C" fn(*mut c_void, *const u8, usize, *mut shmlink_response<'_, '_>) -> u32,
     user_data: *mut c_void,
     fds: Option<CFdHandler>,
+    /// Reservations lent from the session's arena.
+    lendable: RangeInclusive<usize>,
 }
 
 /// What `shmlink_server_set_fd_handler` registered.
@@ -138,7 +173,7 @@ struct CFdHandler {
         usize,
         *mut c_int,
         usize,
-        *mut shmlink_response<'_>,
+        *mut shmlink_response<'_, '_>,
     ) -> u32,
     user_data: *mut c_void,
 }
@@ -151,16 +186,12 @@ unsafe impl Sync for CHandler {}
 // SAFETY: as above.
 unsafe impl Send for CFdHandler {}
 
-/// Runs a C handler on a fresh `shmlink_response` over `response`: its code
-/// 0 is success, another the remote error (with the message it set).
-fn answer(
-    response: &mut Vec<u8>,
-    run: impl FnOnce(*mut shmlink_response<'_>) -> u32,
+/// Runs a C handler on `r`: its code 0 is success, another the remote
+/// error (with the message it set).
+fn answer<'a, 'b>(
+    mut r: shmlink_response<'a, 'b>,
+    run: impl FnOnce(*mut shmlink_response<'a, 'b>) -> u32,
 ) -> Result<(), RemoteError> {
-    let mut r = shmlink_response {
-        body: response,
-        error_message: None,
-    };
     match run(&mut r) {
         0 => Ok(()),
         code => Err(RemoteError::new(
@@ -171,9 +202,10 @@ fn answer(
     }
 }
 
-impl Handler for CHandler {
-    fn handle(&self, request: &[u8], response: &mut Vec<u8>) -> Result<(), RemoteError> {
-        answer(response, |r| {
+impl CHandler {
+    /// Runs the plain handler on `request`, writing into `r`.
+    fn plain(&self, request: &[u8], r: shmlink_response<'_, '_>) -> Result<(), RemoteError> {
+        answer(r, |r| {
             // SAFETY: `f` is the handler function given to serve/start and
             // `user_data` its argument, valid while the server runs, per the
             // contract; `request` and `r` outlive the call.
@@ -181,20 +213,17 @@ impl Handler for CHandler {
         })
     }
 
-    fn handle_with_fds(
+    /// Runs the descriptor handler `h` on `request` and `fds`, writing into
+    /// `r`; closes the descriptors it did not take.
+    fn with_fds(
         &self,
+        h: CFdHandler,
         request: &[u8],
         fds: Vec<OwnedFd>,
-        response: &mut Vec<u8>,
+        r: shmlink_response<'_, '_>,
     ) -> Result<(), RemoteError> {
-        let Some(h) = self.fds else {
-            // No descriptor handler: the plain one answers, the descriptors
-            // are closed.
-            drop(fds);
-            return self.handle(request, response);
-        };
         let mut numbers: Vec<c_int> = fds.iter().map(AsRawFd::as_raw_fd).collect();
-        let result = answer(response, |r| {
+        let result = answer(r, |r| {
             // SAFETY: `f` and `user_data` were registered with
             // shmlink_server_set_fd_handler and stay valid while the server
             // runs, per the contract; `request`, `numbers` and `r` outlive
@@ -221,16 +250,34 @@ impl Handler for CHandler {
     }
 }
 
-fn c_handler(
-    f: shmlink_handler,
-    user_data: *mut c_void,
-    fds: Option<CFdHandler>,
-) -> Result<CHandler, Failure> {
-    Ok(CHandler {
-        f: required(f, "handler")?,
-        user_data,
-        fds,
-    })
+impl Handler for CHandler {
+    /// `shmlink_response_reserve` writes large responses in place.
+    fn answers_in_place(&self) -> bool {
+        true
+    }
+
+    /// One-way messages (their response is discarded, never lent).
+    fn handle(&self, request: &[u8], response: &mut Vec<u8>) -> Result<(), RemoteError> {
+        self.plain(request, shmlink_response::bytes(response))
+    }
+
+    fn respond(
+        &self,
+        request: &[u8],
+        fds: Vec<OwnedFd>,
+        answer: &mut Answer<'_>,
+    ) -> Result<(), RemoteError> {
+        let r = shmlink_response::answer(answer, self.lendable.clone());
+        match self.fds {
+            Some(h) if !fds.is_empty() => self.with_fds(h, request, fds, r),
+            // No descriptor handler: the plain one answers, the descriptors
+            // are closed.
+            _ => {
+                drop(fds);
+                self.plain(request, r)
+            }
+        }
+    }
 }
 
 /// Binds every address (shm:, unix:, tcp: in any mix; `tcp:HOST:0` picks a
@@ -268,7 +315,9 @@ pub unsafe extern "C" fn shmlink_server_bind(
             texts.push(text(unsafe { cstr(*p) }, &format!("addresses[{i}]"))?);
         }
         // SAFETY: the option arrays are valid for their lengths, per the contract.
-        let server = Server::bind(&texts, unsafe { server_options(options) }?)?;
+        let options = unsafe { server_options(options) }?;
+        let lendable = lendable(&options);
+        let server = Server::bind(&texts, options)?;
         let addresses = server
             .addresses()
             .iter()
@@ -281,6 +330,7 @@ pub unsafe extern "C" fn shmlink_server_bind(
                 addresses,
                 state: Mutex::new(State::Bound(server)),
                 fd_handler: Mutex::new(None),
+                lendable,
             }),
         }));
         Ok(())
@@ -330,11 +380,9 @@ pub unsafe extern "C" fn shmlink_server_serve(
     guard(|| {
         // SAFETY: NULL or a live server, per the contract.
         let server = required(unsafe { server.as_ref() }, "server")?;
-        required(handler, "handler")?;
         // Hold the state alive even if the handle is freed meanwhile.
         let inner = Arc::clone(&server.inner);
-        let (s, fds) = inner.take_bound("shmlink_server_serve")?;
-        let h = c_handler(handler, user_data, fds)?;
+        let (s, h) = inner.take_bound("shmlink_server_serve", handler, user_data)?;
         let result = s.serve(h);
         *inner.lock() = State::Stopped;
         Ok(result?)
@@ -356,9 +404,9 @@ pub unsafe extern "C" fn shmlink_server_start(
     guard(|| {
         // SAFETY: NULL or a live server, per the contract.
         let server = required(unsafe { server.as_ref() }, "server")?;
-        required(handler, "handler")?;
-        let (s, fds) = server.inner.take_bound("shmlink_server_start")?;
-        let h = c_handler(handler, user_data, fds)?;
+        let (s, h) = server
+            .inner
+            .take_bound("shmlink_server_start", handler, user_data)?;
         match s.spawn(h) {
             Ok(running) => {
                 *server.inner.lock() = State::Started(running);

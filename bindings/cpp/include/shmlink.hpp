@@ -12,7 +12,8 @@
 //
 // Large requests can be written in place into the client's arena (shm: and
 // unix:): Client::loan gives a Loan to fill, Client::call(std::move(loan))
-// sends it without a copy.
+// sends it without a copy. Large responses can be read where the server lent
+// them: Client::call_response gives a Response read in place.
 //
 // Errors are reported as shmlink::Error exceptions (code, remote code and the
 // library's detail message), or as shmlink::Status values by the try_* and
@@ -67,9 +68,9 @@ struct ClientOptions {
   uint32_t spin_us = 0;              // spin time for Wait::Spin (0: 50 µs)
   std::size_t ring_size = 0;         // shm ring per direction, a power of two (0: 64 KiB)
   std::size_t max_message_size = 0;  // largest message sent or accepted (0: 64 MiB)
-  uint64_t max_arena_bytes = 0;      // most arena mapped for loans (0: 2 GiB)
+  uint64_t max_arena_bytes = 0;      // most arena mapped for loans and lent responses (0: 2 GiB)
   uint64_t arena_threshold = 0;  // calls at least this large lend (0: 64 KiB; UINT64_MAX: never)
-  bool lend = true;              // false: no arena (loans fail, every request streams)
+  bool lend = true;              // false: no arena (loans fail, every request and response streams)
 };
 
 // Options of a server; 0 (or empty) in any field means the library default.
@@ -85,8 +86,8 @@ struct ServerOptions {
   std::chrono::microseconds handshake_timeout{0};  // time a client has for its hello (0: 2 s)
   std::chrono::microseconds send_timeout{0};  // time a response may wait for ring space (0: 5 s)
   bool accept_fds = true;        // false: requests with descriptors are refused, nothing sent
-  uint64_t max_arena_bytes = 0;  // most of a client's arena mapped per session (0: 2 GiB)
-  bool accept_arena = true;      // false: no lent requests (loans fail, calls stream)
+  uint64_t max_arena_bytes = 0;  // per session: client arena mapped, own lent (0: 2 GiB)
+  bool accept_arena = true;      // false: no lent requests or responses (everything streams)
 };
 
 // Outcome of a non-throwing operation; true when it succeeded.
@@ -312,63 +313,118 @@ inline uint32_t handle_fds(void* user_data, const uint8_t* request, size_t reque
 
 }  // namespace detail
 
-// A buffer of a client's arena lent for one request (Client::loan): fill
-// data()[0..size()) in place, then send it with Client::call(std::move(loan)).
-// Move-only; the destructor gives an unsent loan back to the arena. It keeps
-// its memory mapped by itself, so it may outlive its Client (it can no
-// longer be sent then). One thread at a time.
-class Loan {
+namespace detail {
+
+// A library handle with the bytes it holds (Loan, Response): move-only; the
+// destructor frees the handle with Free.
+template <typename Handle, typename Byte, typename Free>
+class Held {
  public:
-  // An empty loan (no buffer).
-  Loan() noexcept = default;
-  Loan(const Loan&) = delete;
-  Loan& operator=(const Loan&) = delete;
-  Loan(Loan&& other) noexcept
+  Held() noexcept = default;
+  Held(const Held&) = delete;
+  Held& operator=(const Held&) = delete;
+  Held(Held&& other) noexcept
       : handle_(std::exchange(other.handle_, nullptr)),
         data_(std::exchange(other.data_, nullptr)),
         size_(std::exchange(other.size_, 0)) {}
-  Loan& operator=(Loan&& other) noexcept {
+  Held& operator=(Held&& other) noexcept {
     if (this != &other) {
-      shmlink_loan_free(handle_);
+      Free()(handle_);
       handle_ = std::exchange(other.handle_, nullptr);
       data_ = std::exchange(other.data_, nullptr);
       size_ = std::exchange(other.size_, 0);
     }
     return *this;
   }
-  ~Loan() { shmlink_loan_free(handle_); }
+  ~Held() { Free()(handle_); }
 
-  // The bytes to fill (nullptr for an empty loan).
-  uint8_t* data() noexcept { return data_; }
-  const uint8_t* data() const noexcept { return data_; }
+  // The bytes (nullptr when empty or moved from).
+  Byte* data() noexcept { return data_; }
+  const Byte* data() const noexcept { return data_; }
   std::size_t size() const noexcept { return size_; }
-  uint8_t* begin() noexcept { return data_; }
-  uint8_t* end() noexcept { return data_ + size_; }
-  const uint8_t* begin() const noexcept { return data_; }
-  const uint8_t* end() const noexcept { return data_ + size_; }
+  Byte* begin() noexcept { return data_; }
+  Byte* end() noexcept { return data_ + size_; }
+  const Byte* begin() const noexcept { return data_; }
+  const Byte* end() const noexcept { return data_ + size_; }
 
-  // True when it holds a buffer (not moved from, not sent).
+  // True when it holds a handle (not moved from, not sent or released).
   explicit operator bool() const noexcept { return handle_ != nullptr; }
 
-  // The C handle, still owned by this loan.
-  shmlink_loan* native_handle() const noexcept { return handle_; }
+  // The C handle, still owned by this object.
+  Handle* native_handle() const noexcept { return handle_; }
 
-  // Gives up the C handle: the caller owns it (shmlink_client_call_loan or
-  // shmlink_loan_free); the loan is empty afterwards.
-  shmlink_loan* release() noexcept {
+  // Gives up the C handle: the caller owns it; this object is empty afterwards.
+  Handle* release() noexcept {
     data_ = nullptr;
     size_ = 0;
     return std::exchange(handle_, nullptr);
   }
 
- private:
-  friend class Client;
-  Loan(shmlink_loan* handle, uint8_t* data, std::size_t size) noexcept
+ protected:
+  Held(Handle* handle, Byte* data, std::size_t size) noexcept
       : handle_(handle), data_(data), size_(size) {}
 
-  shmlink_loan* handle_ = nullptr;
-  uint8_t* data_ = nullptr;
+ private:
+  Handle* handle_ = nullptr;
+  Byte* data_ = nullptr;
   std::size_t size_ = 0;
+};
+
+struct LoanFree {
+  void operator()(shmlink_loan* l) const noexcept { shmlink_loan_free(l); }
+};
+
+struct ViewFree {
+  void operator()(shmlink_view* v) const noexcept { shmlink_view_free(v); }
+};
+
+}  // namespace detail
+
+// A buffer of a client's arena lent for one request (Client::loan): fill
+// data()[0..size()) in place, then send it with Client::call(std::move(loan)).
+// Move-only; the destructor gives an unsent loan back to the arena. It keeps
+// its memory mapped by itself, so it may outlive its Client (it can no
+// longer be sent then). One thread at a time. release() hands the C handle
+// over (to shmlink_client_call_loan or shmlink_loan_free).
+class Loan : public detail::Held<shmlink_loan, uint8_t, detail::LoanFree> {
+ public:
+  // An empty loan (no buffer).
+  Loan() noexcept = default;
+
+ private:
+  friend class Client;
+  Loan(shmlink_loan* handle, uint8_t* data, std::size_t size) noexcept : Held(handle, data, size) {}
+};
+
+// A response read where it arrived (Client::call_response): a large
+// response the server lent from its arena (shm: and unix:, at least the
+// server's arena threshold, 64 KiB by default) is read in place, without a
+// copy (is_lent()); any other lies in a buffer of its own. Move-only; the
+// destructor frees it, which gives a lent one back to the server (with the
+// client's next message). It keeps its memory mapped by itself, so it stays
+// valid across later calls and may outlive its Client. Each lent response
+// held keeps its room of the server's arena: do not hoard them. The bytes of
+// a lent response are volatile (a server breaking the protocol could change
+// them while they are read): copy them out (str()) for a stable value.
+// release() hands the C handle over (to shmlink_view_free).
+class Response : public detail::Held<shmlink_view, const uint8_t, detail::ViewFree> {
+ public:
+  // An empty response (no handle).
+  Response() noexcept = default;
+
+  // The bytes as text (a view, valid while this response is).
+  std::string_view view() const noexcept { return detail::text(data(), size()); }
+  // A copy of the bytes.
+  std::string str() const { return std::string(view()); }
+  bool empty() const noexcept { return size() == 0; }
+
+  // True when the bytes lie in the server's arena (read in place).
+  bool is_lent() const noexcept { return shmlink_view_is_lent(native_handle()) == 1; }
+
+ private:
+  friend class Client;
+  Response(shmlink_view* handle, const uint8_t* data, std::size_t size) noexcept
+      : Held(handle, data, size) {}
 };
 
 // A session with a server. Move-only; the destructor ends the session.
@@ -526,6 +582,42 @@ class Client {
     Status s =
         detail::capture(shmlink_client_call_loan_timeout(handle_, taken.release(), us, &buffer_));
     if (s) return copy_out(response);
+    return s;
+  }
+
+  // Calls with the client's default timeout and returns the response where
+  // it arrived: a large response the server lent from its arena is read in
+  // place, without a copy (Response::is_lent); any other comes in a buffer of
+  // its own. The Response stays valid across later calls and after this
+  // client is gone. Throws as call(request).
+  Response call_response(std::string_view request) {
+    return call_response(request, std::chrono::microseconds{0});
+  }
+
+  // call_response with `timeout` (0: the client's default), as call(request, timeout).
+  Response call_response(std::string_view request, std::chrono::microseconds timeout) {
+    Response out;
+    Status s = try_call_response(request, out, timeout);
+    if (!s) detail::raise(s);
+    return out;
+  }
+
+  // Non-throwing call_response: on success `response` holds the response
+  // (one it held before is freed first); on failure it is empty.
+  Status try_call_response(std::string_view request, Response& response,
+                           std::chrono::microseconds timeout = std::chrono::microseconds{
+                               0}) noexcept {
+    response = Response();
+    uint64_t us = 0;
+    if (!detail::micros(timeout, us))
+      return detail::make_status(SHMLINK_E_INVALID_ARGUMENT, detail::kNegativeTimeout);
+    if (handle_ == nullptr) return detail::make_status(SHMLINK_E_CLOSED, detail::kNoClient);
+    shmlink_view* view = nullptr;
+    const uint8_t* data = nullptr;
+    std::size_t len = 0;
+    Status s = detail::capture(shmlink_client_call_response_timeout(
+        handle_, detail::bytes(request), request.size(), us, &view, &data, &len));
+    if (s) response = Response(view, data, len);
     return s;
   }
 

@@ -159,13 +159,20 @@ ZEND_METHOD(Shmlink_Client, call) {
   if (s == NULL) {
     RETURN_THROWS();
   }
-  shmlink_status status = shmlink_client_call_timeout(s->client, (const uint8_t *)ZSTR_VAL(request),
-                                                      ZSTR_LEN(request), us, &s->buffer);
+  /* A response the server lent from its arena is copied once, from the
+   * arena into the PHP string; any other lands in the session's buffer. */
+  shmlink_view *lent = NULL;
+  shmlink_status status = shmlink_client_call_or_view(s->client, (const uint8_t *)ZSTR_VAL(request),
+                                                      ZSTR_LEN(request), us, &s->buffer, &lent);
   if (status != SHMLINK_OK) {
     call_failed(status);
     RETURN_THROWS();
   }
   response_string(s, return_value);
+  if (lent != NULL) {
+    shmlink_view_free(lent);
+    shmlink_buffer_free(&s->buffer); /* it pointed into the view */
+  }
 }
 
 ZEND_METHOD(Shmlink_Client, send) {

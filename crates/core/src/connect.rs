@@ -217,7 +217,11 @@ pub(crate) fn connect(address: &Address, opts: &ClientOptions, role: Role) -> Re
                 ShmLink::new(
                     ends,
                     Spinner::new(opts.wait),
-                    Watch::Socket(ctrl),
+                    if caps & handshake::CAP_FDS != 0 {
+                        Watch::FdSocket(ctrl)
+                    } else {
+                        Watch::Socket(ctrl)
+                    },
                     name.clone(),
                 )
                 .with_fds(fd_channel),

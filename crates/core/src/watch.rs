@@ -31,6 +31,11 @@ pub(crate) struct SessionFlags {
 pub(crate) enum Watch {
     /// Client side: the control socket, polled between sleep slices.
     Socket(UnixStream),
+    /// Client side of a session that agreed on descriptors (bit 4): the
+    /// control socket also carries the server's descriptor records (the
+    /// segments of its arena, bit 5), so only a hang-up counts, whatever is
+    /// queued before it.
+    FdSocket(UnixStream),
     /// Server side: flags set by the monitor, which also wakes the futexes.
     Flags(Arc<SessionFlags>),
 }
@@ -58,6 +63,13 @@ impl Watch {
                 ControlState::HungUp => Verdict::Gone,
                 ControlState::Bytes => Verdict::WroteControl,
             },
+            Watch::FdSocket(s) => {
+                if shmlink_sys::poll::peer_gone(s) {
+                    Verdict::Gone
+                } else {
+                    Verdict::Alive
+                }
+            }
             Watch::Flags(f) => {
                 if f.wrote_control.load(Ordering::Acquire) {
                     Verdict::WroteControl
@@ -81,7 +93,7 @@ impl Watch {
     /// [`LIVENESS_SLICE`]; servers are woken by the monitor and sleep until then.
     pub(crate) fn slice(&self) -> Option<Duration> {
         match self {
-            Watch::Socket(_) => Some(LIVENESS_SLICE),
+            Watch::Socket(_) | Watch::FdSocket(_) => Some(LIVENESS_SLICE),
             Watch::Flags(_) => None,
         }
     }

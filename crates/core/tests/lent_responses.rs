@@ -130,6 +130,14 @@ fn handlers_write_in_place(t: T) {
             let text = std::str::from_utf8(req).unwrap_or("");
             let (mode, n) = text.split_once(':').unwrap_or(("", "0"));
             let n: usize = n.parse().unwrap_or(0);
+            if mode == "try" {
+                // Only in the arena, or the caller writes it elsewhere.
+                match answer.try_loan(n) {
+                    Some(buf) => buf.copy_from_slice(&pattern(n)),
+                    None => answer.bytes().extend_from_slice(&pattern(n)),
+                }
+                return Ok(());
+            }
             let buf = answer.loan(n);
             for (i, b) in buf.iter_mut().enumerate() {
                 *b = (i % 251) as u8;
@@ -156,6 +164,13 @@ fn handlers_write_in_place(t: T) {
             r => r.expect("in place"),
         };
         assert_eq!(r.is_lent(), lends && n >= 64 << 10, "{n}");
+        assert!(*r == pattern(n)[..]);
+    }
+    for n in [10, 5 << 20] {
+        let r = c
+            .call_response(format!("try:{n}").as_bytes())
+            .expect("try_loan");
+        assert_eq!(r.is_lent(), lends && n >= 64 << 10, "try_loan {n}");
         assert!(*r == pattern(n)[..]);
     }
     let mut want = pattern(1 << 20);

@@ -40,6 +40,7 @@ impl<'a> Answer<'a> {
     /// The response in its ordinary buffer, to write or append to. After
     /// [`Answer::loan`], the lent bytes move into it first (one copy), and
     /// the response is no longer lent.
+    #[inline]
     pub fn bytes(&mut self) -> &mut Vec<u8> {
         if let Some(loan) = self.loan.take() {
             self.bytes.clear();
@@ -57,10 +58,9 @@ impl<'a> Answer<'a> {
     /// them where they lie; otherwise in the ordinary buffer.
     pub fn loan(&mut self, len: usize) -> &mut [u8] {
         *self.loan = None;
-        if len >= self.threshold {
-            if let Some(loan) = self.arena.and_then(|a| a.loan(len).ok()) {
-                self.bytes.clear();
-                return &mut self.loan.insert(loan)[..];
+        if self.lend(len) {
+            if let Some(loan) = self.loan.as_mut() {
+                return &mut loan[..];
             }
         }
         self.bytes.clear();
@@ -68,18 +68,47 @@ impl<'a> Answer<'a> {
         &mut self.bytes[..]
     }
 
+    /// Makes the response exactly `len` bytes in the session's arena, to be
+    /// written in place; `None` (and the response unchanged) when it cannot
+    /// lie there: the client reads no lent responses, `len` is below the
+    /// threshold, or the arena has no room. Never allocates elsewhere.
+    pub fn try_loan(&mut self, len: usize) -> Option<&mut [u8]> {
+        if !self.lend(len) {
+            return None;
+        }
+        self.loan.as_mut().map(|loan| &mut loan[..])
+    }
+
+    /// Takes `len` bytes of the arena as the response when it can.
+    fn lend(&mut self, len: usize) -> bool {
+        if len < self.threshold {
+            return false;
+        }
+        match self.arena.and_then(|a| a.loan(len).ok()) {
+            Some(loan) => {
+                self.bytes.clear();
+                *self.loan = Some(loan);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Whether the response lies in the arena (written through
     /// [`Answer::loan`] and lent as it is).
+    #[inline]
     pub fn is_lent(&self) -> bool {
         self.loan.is_some()
     }
 
     /// The response's length so far.
+    #[inline]
     pub fn len(&self) -> usize {
         self.loan.as_ref().map_or(self.bytes.len(), |l| l.len())
     }
 
     /// Whether the response is empty so far.
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

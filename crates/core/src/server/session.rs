@@ -103,9 +103,10 @@ fn serve_requests(shared: &Shared, session: &mut Session, handler: &dyn Handler)
 
 /// Runs the handler on a request and sends its response (an error body cut
 /// to fit the client's limit). `Err`: the session is over. A request that
-/// came with descriptors or lies in the client's arena, or a handler that
-/// writes in place where the session lends, takes the [`answer_through`]
-/// path; every other request this one, which calls [`Handler::handle`].
+/// came with descriptors or lies in the client's arena takes the
+/// [`answer_through`] path; a handler that writes in place where the
+/// session lends gets its [`Answer`] here; every other request calls
+/// [`Handler::handle`].
 #[inline(always)]
 fn answer(
     shared: &Shared,
@@ -115,10 +116,21 @@ fn answer(
     m: Message,
     resp: &mut Vec<u8>,
 ) -> Result<(), Error> {
-    if in_place || m.has_extra() {
+    if m.has_extra() {
         return answer_through(shared, session, handler, m, resp);
     }
     resp.clear();
+    if in_place {
+        // No descriptors, no lent bytes: only the answer to build.
+        let mut loan = None;
+        let result = {
+            let threshold = shared.opts.arena_threshold;
+            let mut answer = Answer::new(resp, session.lender(), threshold, &mut loan);
+            guarded(|| handler.respond(&m.body, Vec::new(), &mut answer))
+        };
+        session.recycle(m.body);
+        return send_answer(shared, session, m.id, result, resp, loan);
+    }
     let result = guarded(|| handler.handle(&m.body, resp));
     session.recycle(m.body);
     send_answer(shared, session, m.id, result, resp, None)

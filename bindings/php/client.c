@@ -251,6 +251,24 @@ ZEND_METHOD(Shmlink_Client, isConnected) {
               shmlink_client_is_connected(s->client) == 1);
 }
 
+ZEND_METHOD(Shmlink_Client, transport) {
+  ZEND_PARSE_PARAMETERS_NONE();
+  php_shmlink_session *s = THIS_CLIENT()->session;
+  if (s == NULL || !php_shmlink_session_owned(s)) {
+    RETURN_NULL();
+  }
+  switch (shmlink_client_transport(s->client)) {
+    case SHMLINK_TRANSPORT_SHM:
+      RETURN_STRING("shm");
+    case SHMLINK_TRANSPORT_UNIX:
+      RETURN_STRING("unix");
+    case SHMLINK_TRANSPORT_TCP:
+      RETURN_STRING("tcp");
+    default:
+      RETURN_NULL();
+  }
+}
+
 ZEND_METHOD(Shmlink_Client, close) {
   ZEND_PARSE_PARAMETERS_NONE();
   php_shmlink_client *c = THIS_CLIENT();

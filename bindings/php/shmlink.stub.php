@@ -38,6 +38,13 @@ namespace Shmlink {
 
         public function isConnected(): bool {}
 
+        /**
+         * The transport the session really uses: "shm", "unix" (also an shm:
+         * session the server could give no shared memory, which continues over
+         * its socket) or "tcp"; null when closed or busy.
+         */
+        public function transport(): ?string {}
+
         public function close(): void {}
     }
 

@@ -1,5 +1,5 @@
 /* This is a generated file, edit the .stub.php file instead.
- * Stub hash: 42ad21b23677928cab97ce9f07346d86ca14e014 */
+ * Stub hash: 4e6e702513c2fdb23d26d7f9e97f980377d7e12e */
 
 ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_Shmlink_stats, 0, 0, IS_ARRAY, 0)
 ZEND_END_ARG_INFO()
@@ -28,6 +28,9 @@ ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_class_Shmlink_Client_notify, 0, 
 ZEND_END_ARG_INFO()
 
 ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_class_Shmlink_Client_isConnected, 0, 0, _IS_BOOL, 0)
+ZEND_END_ARG_INFO()
+
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_class_Shmlink_Client_transport, 0, 0, IS_STRING, 1)
 ZEND_END_ARG_INFO()
 
 ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_class_Shmlink_Client_close, 0, 0, IS_VOID, 0)
@@ -88,6 +91,7 @@ ZEND_METHOD(Shmlink_Client, send);
 ZEND_METHOD(Shmlink_Client, receive);
 ZEND_METHOD(Shmlink_Client, notify);
 ZEND_METHOD(Shmlink_Client, isConnected);
+ZEND_METHOD(Shmlink_Client, transport);
 ZEND_METHOD(Shmlink_Client, close);
 ZEND_METHOD(Shmlink_Server, __construct);
 ZEND_METHOD(Shmlink_Server, addresses);
@@ -117,6 +121,7 @@ static const zend_function_entry class_Shmlink_Client_methods[] = {
 	ZEND_ME(Shmlink_Client, receive, arginfo_class_Shmlink_Client_receive, ZEND_ACC_PUBLIC)
 	ZEND_ME(Shmlink_Client, notify, arginfo_class_Shmlink_Client_notify, ZEND_ACC_PUBLIC)
 	ZEND_ME(Shmlink_Client, isConnected, arginfo_class_Shmlink_Client_isConnected, ZEND_ACC_PUBLIC)
+	ZEND_ME(Shmlink_Client, transport, arginfo_class_Shmlink_Client_transport, ZEND_ACC_PUBLIC)
 	ZEND_ME(Shmlink_Client, close, arginfo_class_Shmlink_Client_close, ZEND_ACC_PUBLIC)
 	ZEND_FE_END
 };

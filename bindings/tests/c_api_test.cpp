@@ -28,6 +28,16 @@ TEST_P(CApiTest, CallEchoes) {
   EXPECT_EQ(out.str(), "again");
 }
 
+TEST_P(CApiTest, TransportSaysWhatTheSessionUses) {
+  ClientPtr c = connect();
+  ASSERT_TRUE(c);
+  const uint32_t want[] = {SHMLINK_TRANSPORT_SHM, SHMLINK_TRANSPORT_UNIX, SHMLINK_TRANSPORT_TCP};
+  EXPECT_EQ(shmlink_client_transport(c.get()), want[static_cast<int>(GetParam())]);
+  EXPECT_EQ(shmlink_client_transport(nullptr), 0u);
+  ASSERT_EQ(shmlink_client_close(c.get()), SHMLINK_OK);
+  EXPECT_EQ(shmlink_client_transport(c.get()), 0u) << "closed";
+}
+
 TEST_P(CApiTest, ZeroLengthRequestGetsEmptyResponse) {
   ClientPtr c = connect();
   Buffer out;

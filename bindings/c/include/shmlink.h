@@ -13,6 +13,15 @@
 // `shmlink_client_send_fds`); more fail with `SHMLINK_E_INVALID_ARGUMENT`.
 #define SHMLINK_MAX_FDS 64
 
+// `shmlink_client_transport`: shared memory.
+#define SHMLINK_TRANSPORT_SHM 1
+
+// `shmlink_client_transport`: frames on a Unix socket.
+#define SHMLINK_TRANSPORT_UNIX 2
+
+// `shmlink_client_transport`: frames on TCP.
+#define SHMLINK_TRANSPORT_TCP 3
+
 // Smallest ring size of an `shm:` session, in bytes (a power of two).
 #define SHMLINK_MIN_RING_SIZE 4096
 
@@ -569,6 +578,16 @@ enum shmlink_status shmlink_client_notify(struct shmlink_client *client,
 // # Safety
 // `client` is NULL or a live client.
 int32_t shmlink_client_is_connected(const struct shmlink_client *client);
+
+// The transport the session really uses: `SHMLINK_TRANSPORT_SHM` (1),
+// `SHMLINK_TRANSPORT_UNIX` (2; also an `shm:` session the server could give
+// no shared memory, which continues over its socket) or
+// `SHMLINK_TRANSPORT_TCP` (3). 0 for NULL or closed clients, and while
+// another thread is in a call on the client.
+//
+// # Safety
+// `client` is NULL or a live client.
+uint32_t shmlink_client_transport(const struct shmlink_client *client);
 
 // Calls sent with `shmlink_client_send` whose responses were not yet received
 // (0 for NULL or closed clients).

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::time::Duration;
 
-use shmlink::{Client, Loan};
+use shmlink::{Client, Loan, Transport};
 
 use crate::buffer::shmlink_buffer;
 use crate::guard::{cstr, free_box, guard, required, slice, text};
@@ -751,6 +751,33 @@ pub unsafe extern "C" fn shmlink_client_is_connected(client: *const shmlink_clie
         Err(TryLockError::WouldBlock) => i32::from(client.usable.load(Ordering::Relaxed)),
     }
 }
+
+/// The transport the session really uses: `SHMLINK_TRANSPORT_SHM` (1),
+/// `SHMLINK_TRANSPORT_UNIX` (2; also an `shm:` session the server could give
+/// no shared memory, which continues over its socket) or
+/// `SHMLINK_TRANSPORT_TCP` (3). 0 for NULL or closed clients, and while
+/// another thread is in a call on the client.
+///
+/// # Safety
+/// `client` is NULL or a live client.
+#[no_mangle]
+pub unsafe extern "C" fn shmlink_client_transport(client: *const shmlink_client) -> u32 {
+    // SAFETY: forwarded under the same contract.
+    unsafe {
+        peek(client, |c| match c.transport() {
+            Transport::Shm => SHMLINK_TRANSPORT_SHM,
+            Transport::Unix => SHMLINK_TRANSPORT_UNIX,
+            Transport::Tcp => SHMLINK_TRANSPORT_TCP,
+        })
+    }
+}
+
+/// `shmlink_client_transport`: shared memory.
+pub const SHMLINK_TRANSPORT_SHM: u32 = 1;
+/// `shmlink_client_transport`: frames on a Unix socket.
+pub const SHMLINK_TRANSPORT_UNIX: u32 = 2;
+/// `shmlink_client_transport`: frames on TCP.
+pub const SHMLINK_TRANSPORT_TCP: u32 = 3;
 
 /// Calls sent with `shmlink_client_send` whose responses were not yet received
 /// (0 for NULL or closed clients).

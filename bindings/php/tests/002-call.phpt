@@ -1,5 +1,5 @@
 --TEST--
-call() on shm, unix and tcp: echo replies, empty and binary requests, messages larger than the ring
+call() on shm, unix and tcp: transport(), echo replies, empty and binary requests, messages larger than the ring
 --EXTENSIONS--
 shmlink
 --FILE--
@@ -18,7 +18,8 @@ foreach (['shm', 'unix', 'tcp'] as $t) {
     $ok = $ok && $c->call('x', 2.5) === 'x';
     $s = new Shmlink\Client($short->addresses[$t]);
     $ok = $ok && $s->call(str_repeat('abcdefgh', 4)) === 'abcd' && $s->call('123456789') === '12';
-    echo "$t: ", $ok ? 'ok' : 'FAIL', ", connected=", var_export($c->isConnected(), true), "\n";
+    echo "$t: ", $ok ? 'ok' : 'FAIL', ", connected=", var_export($c->isConnected(), true),
+        ", transport=", $c->transport(), "\n";
 }
 foreach (['sleep', 'spin', 'busy'] as $w) {
     $c = new Shmlink\Client($echo->addresses['shm'], ['wait' => $w, 'ring_size' => 4096, 'timeout' => 10]);
@@ -29,9 +30,9 @@ $st = Shmlink\stats();
 echo "connects={$st['connects']} calls={$st['calls']} errors={$st['errors']}\n";
 ?>
 --EXPECT--
-shm: ok, connected=true
-unix: ok, connected=true
-tcp: ok, connected=true
+shm: ok, connected=true, transport=shm
+unix: ok, connected=true, transport=unix
+tcp: ok, connected=true, transport=tcp
 wait sleep: ok
 wait spin: ok
 wait busy: ok

@@ -12,7 +12,8 @@ foreach (['shm', 'unix', 'tcp'] as $t) {
     echo "$t: connected=", var_export($c->isConnected(), true);
     $c->close();
     $c->close(); // twice is fine
-    echo " after close=", var_export($c->isConnected(), true), "\n";
+    echo " after close=", var_export($c->isConnected(), true),
+        " transport=", var_export($c->transport(), true), "\n";
     foreach ([fn () => $c->call('x'), fn () => $c->send('x'), fn () => $c->receive(),
               fn () => $c->notify('x')] as $f) {
         echo "  ", shmlink_throws($f), "\n";
@@ -22,17 +23,17 @@ $st = Shmlink\stats();
 echo "errors={$st['errors']}\n";
 ?>
 --EXPECTF--
-shm: connected=true after close=false
+shm: connected=true after close=false transport=NULL
   Shmlink\ClosedException: client of shm:%s/shm.sock was closed with Shmlink\Client::close()
   Shmlink\ClosedException: client of shm:%s/shm.sock was closed with Shmlink\Client::close()
   Shmlink\ClosedException: client of shm:%s/shm.sock was closed with Shmlink\Client::close()
   Shmlink\ClosedException: client of shm:%s/shm.sock was closed with Shmlink\Client::close()
-unix: connected=true after close=false
+unix: connected=true after close=false transport=NULL
   Shmlink\ClosedException: client of unix:%s/unix.sock was closed with Shmlink\Client::close()
   Shmlink\ClosedException: client of unix:%s/unix.sock was closed with Shmlink\Client::close()
   Shmlink\ClosedException: client of unix:%s/unix.sock was closed with Shmlink\Client::close()
   Shmlink\ClosedException: client of unix:%s/unix.sock was closed with Shmlink\Client::close()
-tcp: connected=true after close=false
+tcp: connected=true after close=false transport=NULL
   Shmlink\ClosedException: client of tcp:127.0.0.1:%d was closed with Shmlink\Client::close()
   Shmlink\ClosedException: client of tcp:127.0.0.1:%d was closed with Shmlink\Client::close()
   Shmlink\ClosedException: client of tcp:127.0.0.1:%d was closed with Shmlink\Client::close()

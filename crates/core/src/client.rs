@@ -246,13 +246,18 @@ impl Client {
         request: &[u8],
         timeout: Duration,
     ) -> Option<Result<Message>> {
+        let mut loan = self.session.loan(request.len()).ok()?;
+        loan.copy_from_slice(request);
+        Some(self.exchange_loan(loan, timeout))
+    }
+
+    /// Sends a request lent from the arena and waits for its answer.
+    fn exchange_loan(&mut self, loan: Loan, timeout: Duration) -> Result<Message> {
         let mut deadline = Deadline::In(timeout);
         let id = self.next_id;
-        let sent = self.session.send_copy_lent(id, request, &mut deadline)?;
-        Some(sent.and_then(|()| {
-            self.next_id += 1;
-            self.finish_call(id, &mut deadline)
-        }))
+        self.session.send_loan(id, loan, &mut deadline)?;
+        self.next_id += 1;
+        self.finish_call(id, &mut deadline)
     }
 
     /// A buffer of `len` bytes of this client's arena to fill in place, then
@@ -314,11 +319,7 @@ impl Client {
     /// # Errors
     /// As [`Client::call`].
     pub fn call_loan_timeout(&mut self, loan: Loan, timeout: Duration) -> Result<Vec<u8>> {
-        let mut deadline = Deadline::In(timeout);
-        let id = self.next_id;
-        self.session.send_loan(id, loan, &mut deadline)?;
-        self.next_id += 1;
-        let m = self.finish_call(id, &mut deadline)?;
+        let m = self.exchange_loan(loan, timeout)?;
         self.body_of(m)
     }
 

@@ -76,18 +76,22 @@ fn large_responses_are_lent_and_read_in_place(t: T) {
     assert_eq!(r.result.expect("response"), pattern(1_000_000));
 }
 
+/// A server of `sized` responses whose sessions lend from at most 40 MiB,
+/// and a client of it.
+fn small_arena(t: T) -> (support::Srv, shmlink::Client) {
+    let opts40 = ServerOptions {
+        max_arena_bytes: 40 << 20,
+        ..server_opts()
+    };
+    let srv = start(t, opts40, sized);
+    let c = connect(&srv.addr, opts());
+    (srv, c)
+}
+
 /// Buffers go back to the server as their responses are dropped: a server
 /// arena of 40 MiB serves 30 responses of 16 MiB, every one lent.
 fn released_buffers_are_reused(t: T) {
-    let srv = start(
-        t,
-        ServerOptions {
-            max_arena_bytes: 40 << 20,
-            ..server_opts()
-        },
-        sized,
-    );
-    let mut c = connect(&srv.addr, opts());
+    let (_srv, mut c) = small_arena(t);
     let want = pattern(16 << 20);
     for i in 0..30 {
         let r = c.call_response(b"len:16777216").expect("call");
@@ -100,15 +104,7 @@ fn released_buffers_are_reused(t: T) {
 /// response streams, correct; once they are dropped, responses are lent
 /// again.
 fn a_full_server_arena_streams(t: T) {
-    let srv = start(
-        t,
-        ServerOptions {
-            max_arena_bytes: 40 << 20,
-            ..server_opts()
-        },
-        sized,
-    );
-    let mut c = connect(&srv.addr, opts());
+    let (_srv, mut c) = small_arena(t);
     let want = pattern(16 << 20);
     let a = c.call_response(b"len:16777216").expect("first");
     let b = c.call_response(b"len:16777216").expect("second");

@@ -9,7 +9,8 @@
 # Shmlink\stats() of each worker (one connect per transport, a reuse on every
 # later request, no reconnect, no error; workers recycled). After php-fpm
 # stops gracefully, the echo server must hold no session of the dead workers:
-# at most PREPARED_SEGMENTS (4) memfd segments and its listening sockets only.
+# at most PREPARED_SEGMENTS (12: 4 made ahead, 8 kept for their processes)
+# memfd segments and its listening sockets only.
 # Installs what is missing with apt (nginx php8.2-fpm php8.2-cli curl) and
 # builds the extension (ci/php-build.sh --no-valgrind) when it is not built.
 # All state lives in a temporary directory; no system configuration is read
@@ -25,7 +26,7 @@ max_requests=25    # pm.max_requests: workers are recycled during the run
 loops=4            # concurrent curl loops
 per_transport=600  # requests per transport
 transports=(shm unix tcp)
-prepared_segments=4 # shmlink::PREPARED_SEGMENTS: spare segments the server keeps
+prepared_segments=12 # shmlink::PREPARED_SEGMENTS: segments the server holds for no session
 fpm=/usr/sbin/php-fpm8.2
 
 step_prefix=php-e2e

@@ -14,9 +14,9 @@ use crate::error::{Error, Result};
 use crate::frame::{Kind, MIN_MESSAGE_LIMIT};
 use crate::handshake::{self, Hello, Welcome, Wire, WELCOME_LEN};
 use crate::link::shm::ShmLink;
-use crate::link::stream::{Stream, StreamLink};
+use crate::link::stream::{Patience, Stream, StreamLink};
 use crate::link::Link;
-use crate::options::ClientOptions;
+use crate::options::{ClientOptions, WaitStrategy};
 use crate::segment::{Endpoints, Segment};
 use crate::session::Session;
 use crate::watch::{Spinner, Watch};
@@ -80,10 +80,12 @@ pub(crate) fn connect(address: &Address, opts: &ClientOptions, role: Role) -> Re
         max_message: opts.max_message_size as u64,
     };
     // One deadline for the whole handshake: each read or write waits only
-    // for what is left of `opts.timeout`.
+    // for what is left of `opts.timeout`. The socket is non-blocking from
+    // here on (the data path needs it so too).
+    let patience = Patience::new(deadline, welcome_spin(opts.wait, opts.timeout));
     let sent = stream
-        .set_deadline(deadline)
-        .and_then(|()| stream.write_all(&hello.encode()));
+        .set_nonblocking(true)
+        .and_then(|()| stream.write_all_by(&hello.encode(), &patience));
     if let Err(e) = sent {
         // A server may refuse (credentials, session limit) before reading
         // the hello and close at once: the write then fails with EPIPE or
@@ -93,7 +95,7 @@ pub(crate) fn connect(address: &Address, opts: &ClientOptions, role: Role) -> Re
             io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset
         ) {
             if let Ok((Welcome::Refused { code, message }, _)) =
-                read_welcome(&stream, &name, opts.timeout, deadline)
+                read_welcome(&stream, &name, opts.timeout, &patience)
             {
                 return Err(Error::Refused {
                     address: name,
@@ -109,7 +111,7 @@ pub(crate) fn connect(address: &Address, opts: &ClientOptions, role: Role) -> Re
             e,
         ));
     }
-    let (welcome, fds) = read_welcome(&stream, &name, opts.timeout, deadline)?;
+    let (welcome, fds) = read_welcome(&stream, &name, opts.timeout, &patience)?;
     let (ring_c2s, ring_s2c, server_max, caps) = match welcome {
         Welcome::Refused { code, message } => {
             return Err(Error::Refused {
@@ -294,32 +296,47 @@ fn handshake_io(address: &str, what: &'static str, timeout: Duration, e: io::Err
     }
 }
 
+/// How long a client spins for its welcome before sleeping in `poll`, as it
+/// would for a response: the welcome needs the server to wake up and run
+/// the handshake, tens of µs on a VM, and a client CPU gone idle meanwhile
+/// costs as much again to wake. `sleep` never spins; `spin` spins its
+/// bound; `busy` spins to the deadline.
+fn welcome_spin(wait: WaitStrategy, timeout: Duration) -> Duration {
+    match wait {
+        WaitStrategy::Sleep => Duration::ZERO,
+        WaitStrategy::Spin(d) => d,
+        WaitStrategy::Busy => timeout,
+    }
+}
+
 /// Reads the welcome (and the descriptors that come with it).
 fn read_welcome(
     stream: &Stream,
     name: &str,
     timeout: Duration,
-    deadline: Instant,
+    patience: &Patience,
 ) -> Result<(Welcome, Vec<OwnedFd>)> {
     let mut buf = [0u8; WELCOME_LEN + handshake::MAX_REFUSAL_TEXT];
     let mut have = 0;
     let mut fds = Vec::new();
     let reading = |e| handshake_io(name, "handshake (reading the welcome)", timeout, e);
     while have < WELCOME_LEN {
-        stream.set_deadline(deadline).map_err(reading)?;
-        let n = match stream {
+        let got = match stream {
+            // Exactly the welcome: frames may follow it on the socket (a
+            // worker port calls first).
             Stream::Unix(s) => {
-                // Exactly the welcome: frames may follow it on the socket (a
-                // worker port calls first).
-                let (n, mut got) =
-                    shmlink_sys::fdpass::recv_with_fds(s, &mut buf[have..WELCOME_LEN])
-                        .map_err(reading)?;
-                fds.append(&mut got);
-                n
+                shmlink_sys::fdpass::recv_fds_into(s, &mut buf[have..WELCOME_LEN], &mut fds, true)
             }
-            Stream::Tcp(_) => stream
-                .read_some(&mut buf[have..WELCOME_LEN])
-                .map_err(reading)?,
+            Stream::Tcp(_) => stream.read_some(&mut buf[have..WELCOME_LEN]),
+        };
+        let n = match got {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                patience.wait(stream, false).map_err(reading)?;
+                continue;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(reading(e)),
         };
         if n == 0 {
             return Err(Error::PeerGone {
@@ -336,7 +353,7 @@ fn read_welcome(
         })?;
     let end = WELCOME_LEN + text_len;
     stream
-        .read_exact_by(&mut buf[WELCOME_LEN..end], deadline)
+        .read_exact_by(&mut buf[WELCOME_LEN..end], patience)
         .map_err(|e| handshake_io(name, "handshake (reading the refusal)", timeout, e))?;
     Ok((fixed.with_text(&buf[WELCOME_LEN..end]), fds))
 }

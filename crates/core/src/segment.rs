@@ -18,7 +18,7 @@ use std::sync::Arc;
 use shmlink_ring::{Consumer, Memory, Producer, RawMemory, RingError, RingHeader};
 use shmlink_sys::{memfd, Mapping};
 
-use crate::layout::{SegmentHeader, SEGMENT_HEADER_LEN};
+use crate::layout::{SegmentHeader, DATA_AT, SEGMENT_HEADER_LEN};
 
 /// Which way a ring carries frames.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,6 +113,20 @@ impl Segment {
         // is well defined; the reference lives no longer than `self`, which
         // owns the mapping.
         unsafe { self.ring_header_ptr(dir).as_ref() }
+    }
+
+    /// Whether the rings have these sizes.
+    pub(crate) fn has_rings(&self, c2s: usize, s2c: usize) -> bool {
+        self.layout == SegmentHeader::for_rings(c2s, s2c)
+    }
+
+    /// Puts a used segment back into the state of a new one (server side,
+    /// after its session ended): everything before the rings' data (the
+    /// segment header, the ring headers) as `create` leaves it. The rings'
+    /// data stays; nothing reads it before it is written again.
+    pub(crate) fn reset(&self) {
+        self.map.write_at(0, &[0u8; DATA_AT]);
+        self.map.write_at(0, &self.layout.encode());
     }
 
     /// Faults in the pages a session's first calls touch (the header page is

@@ -1,10 +1,27 @@
-//! Socket calls std does not offer: sending without `SIGPIPE` and peeking at
-//! queued bytes without consuming them.
+//! Socket calls std does not offer: accepting a connection already
+//! non-blocking, sending without `SIGPIPE` and peeking at queued bytes
+//! without consuming them.
 
 use std::io::{self, IoSlice};
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, OwnedFd};
 
-use rustix::net::{recv, sendmsg, RecvFlags, SendAncillaryBuffer, SendFlags};
+use rustix::net::{
+    accept_with, recv, sendmsg, RecvFlags, SendAncillaryBuffer, SendFlags, SocketFlags,
+};
+
+/// `accept4(2)` with `SOCK_NONBLOCK | SOCK_CLOEXEC`: the accepted socket is
+/// non-blocking from the start, without a second call to make it so.
+///
+/// # Errors
+/// `EAGAIN` when no connection waits (on a non-blocking listener),
+/// `EMFILE`/`ENFILE` (out of descriptors), `ENOBUFS`/`ENOMEM`, `EINTR`,
+/// `ECONNABORTED`.
+pub fn accept_nonblocking(listener: impl AsFd) -> io::Result<OwnedFd> {
+    Ok(accept_with(
+        listener,
+        SocketFlags::NONBLOCK | SocketFlags::CLOEXEC,
+    )?)
+}
 
 /// `sendmsg(2)` of the gathered `bufs` with `MSG_NOSIGNAL`: a peer that is
 /// gone is an `EPIPE` error, never a `SIGPIPE` that would kill a host process
@@ -33,6 +50,28 @@ mod tests {
     use super::*;
     use std::io::Read;
     use std::os::unix::net::UnixStream;
+
+    #[test]
+    fn accepts_a_non_blocking_socket() {
+        use std::os::unix::net::UnixListener;
+        let dir = std::env::temp_dir().join(format!("shmlink-sys-accept-{}", std::process::id()));
+        let _ = std::fs::remove_file(&dir);
+        let l = UnixListener::bind(&dir).expect("bind");
+        l.set_nonblocking(true).expect("nonblocking listener");
+        assert_eq!(
+            accept_nonblocking(&l).expect_err("nobody waits").kind(),
+            io::ErrorKind::WouldBlock
+        );
+        let _c = UnixStream::connect(&dir).expect("connect");
+        let s = UnixStream::from(accept_nonblocking(&l).expect("accept"));
+        let mut buf = [0u8; 1];
+        // Nothing sent yet: a blocking socket would wait here forever.
+        assert_eq!(
+            (&s).read(&mut buf).expect_err("non-blocking").kind(),
+            io::ErrorKind::WouldBlock
+        );
+        let _ = std::fs::remove_file(&dir);
+    }
 
     #[test]
     fn peeks_without_consuming_and_sends_without_sigpipe() {

@@ -52,23 +52,6 @@ impl Stream {
         };
     }
 
-    /// Sets read and write timeouts (handshake only; the data path is non-blocking).
-    ///
-    /// # Errors
-    /// Socket errors.
-    pub(crate) fn set_timeouts(&self, t: Option<Duration>) -> io::Result<()> {
-        match self {
-            Stream::Unix(s) => {
-                s.set_read_timeout(t)?;
-                s.set_write_timeout(t)
-            }
-            Stream::Tcp(s) => {
-                s.set_read_timeout(t)?;
-                s.set_write_timeout(t)
-            }
-        }
-    }
-
     /// Reads some bytes.
     ///
     /// # Errors
@@ -91,32 +74,19 @@ impl Stream {
         shmlink_sys::net::send_nosignal(self, bufs)
     }
 
-    /// Sets the read and write timeouts to the time left until `deadline`
-    /// (blocking mode, handshake only).
+    /// Reads exactly `buf.len()` bytes (handshake only; the socket is
+    /// non-blocking), waiting as `patience` says: a peer sending a byte at
+    /// a time cannot stretch its deadline.
     ///
     /// # Errors
-    /// `TimedOut` when no time is left; socket errors.
-    pub(crate) fn set_deadline(&self, deadline: Instant) -> io::Result<()> {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(io::ErrorKind::TimedOut.into());
-        }
-        self.set_timeouts(Some(left))
-    }
-
-    /// Reads exactly `buf.len()` bytes by `deadline` (blocking mode): each
-    /// read may only wait for what is left of the time, so a peer sending a
-    /// byte at a time cannot stretch it.
-    ///
-    /// # Errors
-    /// `TimedOut` (or `WouldBlock`) at the deadline, `UnexpectedEof`, socket errors.
-    pub(crate) fn read_exact_by(&self, buf: &mut [u8], deadline: Instant) -> io::Result<()> {
+    /// `TimedOut` at the deadline, `UnexpectedEof`, socket errors.
+    pub(crate) fn read_exact_by(&self, buf: &mut [u8], patience: &Patience) -> io::Result<()> {
         let mut have = 0;
         while have < buf.len() {
-            self.set_deadline(deadline)?;
             match self.read_some(&mut buf[have..]) {
                 Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
                 Ok(n) => have += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => patience.wait(self, false)?,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
             }
@@ -124,20 +94,66 @@ impl Stream {
         Ok(())
     }
 
-    /// Writes all of `buf` (blocking mode).
+    /// Writes all of `buf` (handshake only; the socket is non-blocking),
+    /// waiting for room as `patience` says.
     ///
     /// # Errors
-    /// Socket errors.
-    pub(crate) fn write_all(&self, mut buf: &[u8]) -> io::Result<()> {
+    /// `TimedOut` at the deadline, socket errors.
+    pub(crate) fn write_all_by(&self, mut buf: &[u8], patience: &Patience) -> io::Result<()> {
         while !buf.is_empty() {
             match self.write_some(&[IoSlice::new(buf)]) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
                 Ok(n) => buf = &buf[n..],
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => patience.wait(self, true)?,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
             }
         }
         Ok(())
+    }
+}
+
+/// How a handshake step waits for its non-blocking socket: until
+/// `deadline` in all, trying the socket again without sleeping until
+/// `spin_until` (a client waiting for its welcome: on a VM, waking a CPU
+/// that went idle costs tens of µs), then sleeping in `poll(2)`. Deadlines
+/// by `poll` cost no `setsockopt` calls, where socket timeouts cost two to
+/// set and more to change.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Patience {
+    deadline: Instant,
+    spin_until: Instant,
+}
+
+impl Patience {
+    /// Waits until `deadline`, spinning for the first `spin` of it.
+    pub(crate) fn new(deadline: Instant, spin: Duration) -> Patience {
+        Patience {
+            deadline,
+            spin_until: (Instant::now() + spin).min(deadline),
+        }
+    }
+
+    /// Returns when the socket may be ready (readable, or writable when
+    /// `write`), or at once while spinning: the caller tries again.
+    ///
+    /// # Errors
+    /// `TimedOut` at the deadline; `poll` failing.
+    pub(crate) fn wait(&self, sock: impl AsFd, write: bool) -> io::Result<()> {
+        if Instant::now() < self.spin_until {
+            std::hint::spin_loop();
+            return Ok(());
+        }
+        let ready = if write {
+            poll::writable(sock, Some(self.deadline))?
+        } else {
+            poll::readable(sock, Some(self.deadline))?
+        };
+        match ready {
+            // A hang-up shows in the next read or write.
+            Ready::Yes | Ready::HungUp => Ok(()),
+            Ready::TimedOut => Err(io::ErrorKind::TimedOut.into()),
+        }
     }
 }
 

@@ -6,17 +6,18 @@ use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use super::conn::send_welcome;
+use super::conn::{send_welcome, HelloBuf};
+use super::reuse::ClientProcess;
 use super::shared::{Mode, Shared, ShmCharge};
 use crate::address::Transport;
 use crate::error::RefusalCode;
 use crate::frame::{Kind, MIN_MESSAGE_LIMIT};
-use crate::handshake::{self, Hello, Welcome, Wire, HELLO_LEN};
+use crate::handshake::{self, Hello, Welcome, Wire};
 use crate::layout::SegmentHeader;
 use crate::link::shm::ShmLink;
-use crate::link::stream::{Stream, StreamLink};
+use crate::link::stream::{Patience, Stream, StreamLink};
 use crate::link::Link;
 use crate::options::check_ring_size;
 use crate::segment::Endpoints;
@@ -37,12 +38,15 @@ pub(crate) struct Established {
     pub(crate) pid: Option<i32>,
     /// The shared memory the session holds, counted until it ends.
     pub(crate) shm: Option<ShmCharge>,
+    /// The segment's memfd, and the process it may be given back to when
+    /// the session ends cleanly (`shm:` sessions whose client's pid is known).
+    pub(crate) reuse: Option<(ClientProcess, OwnedFd)>,
 }
 
-/// Who connected: for logs, and the pid when the socket tells it.
+/// Who connected: for logs, and the process when the socket tells it.
 struct Peer {
     who: String,
-    pid: Option<i32>,
+    process: Option<ClientProcess>,
 }
 
 /// Why a handshake step refused the client, as the welcome will say.
@@ -57,54 +61,59 @@ impl Refusal {
     }
 }
 
-/// What the two sides agreed on.
+/// What the two sides agreed on, and how the rest of the handshake waits
+/// (the welcome goes out under the same deadline).
 struct Agreed {
     version: u16,
     wire: Wire,
     hello: Hello,
+    patience: Patience,
 }
 
-/// Runs the handshake on `conn`; `None` when it was refused (the client
-/// has been told why) or the connection ended. The whole handshake, from the
-/// connection's acceptance to the welcome sent, must end by `deadline`
-/// (accepted + `handshake_timeout`): a client dripping its hello a byte at a
-/// time is cut off there, not after each byte.
+/// Runs the handshake on `conn` (non-blocking, with what has arrived of the
+/// hello in `hello`); `None` when it was refused (the client has been told
+/// why) or the connection ended. The whole handshake, from the connection's
+/// acceptance to the welcome sent, must end by `deadline` (accepted +
+/// `handshake_timeout`): a client dripping its hello a byte at a time is cut
+/// off there, not after each byte.
 pub(crate) fn establish(
     shared: &Shared,
     conn: Stream,
+    hello: HelloBuf,
     transport: Transport,
     address: &str,
     deadline: Instant,
 ) -> Option<Established> {
+    // The server sleeps while it waits: its session threads share CPUs with
+    // the sessions they serve.
+    let patience = Patience::new(deadline, Duration::ZERO);
     let result = check_credentials(shared, &conn, address).and_then(|peer| {
-        let hello = read_hello(shared, &conn, address, deadline)?;
-        Ok((peer, agree(shared, hello, transport, address)?))
+        let hello = read_hello(shared, &conn, hello, address, &patience)?;
+        Ok((peer, agree(shared, hello, transport, address, patience)?))
     });
     let (peer, agreed) = match result {
         Ok(x) => x,
         Err(r) => {
-            refuse(shared, &conn, r);
+            refuse(shared, &conn, r, &patience);
             return None;
         }
     };
-    // The welcome goes out under the same deadline.
-    conn.set_deadline(deadline).ok()?;
     let id = shared.next_session_id();
     let session_name = format!("{address} session {id}");
     open(shared, conn, &agreed, id, session_name, peer)
 }
 
-fn refuse(shared: &Shared, conn: &Stream, r: Refusal) {
+fn refuse(shared: &Shared, conn: &Stream, r: Refusal, patience: &Patience) {
     shared.stats.refused.fetch_add(1, Ordering::Relaxed);
     let refusal = Welcome::Refused {
         code: r.code,
         message: r.message,
     };
-    let _ = send_welcome(conn, &refusal, None);
+    let _ = send_welcome(conn, &refusal, None, patience);
 }
 
-/// `SO_PEERCRED` against the policy, before anything is read (Unix sockets;
-/// TCP has no credentials to check).
+/// `SO_PEERCRED` against the policy, before the hello is decoded (Unix
+/// sockets; TCP has no credentials to check).
 fn check_credentials(shared: &Shared, conn: &Stream, address: &str) -> Result<Peer, Refusal> {
     let s = match conn {
         Stream::Unix(s) => s,
@@ -112,7 +121,7 @@ fn check_credentials(shared: &Shared, conn: &Stream, address: &str) -> Result<Pe
             let who = s
                 .peer_addr()
                 .map_or_else(|_| "a TCP client".into(), |a| format!("TCP client {a}"));
-            return Ok(Peer { who, pid: None });
+            return Ok(Peer { who, process: None });
         }
     };
     let cred = shmlink_sys::peer_cred(s).map_err(|e| {
@@ -127,19 +136,23 @@ fn check_credentials(shared: &Shared, conn: &Stream, address: &str) -> Result<Pe
         .map_err(|why| Refusal::new(RefusalCode::NotAllowed, why))?;
     Ok(Peer {
         who: format!("pid {} (uid {})", cred.pid, cred.uid),
-        pid: Some(cred.pid),
+        // Pid 0: the client lives in a pid namespace this server cannot see.
+        process: (cred.pid > 0).then_some(ClientProcess {
+            pid: cred.pid,
+            uid: cred.uid,
+        }),
     })
 }
 
-/// Reads and decodes the hello by the handshake's deadline.
+/// Reads the rest of the hello and decodes it, by the handshake's deadline.
 fn read_hello(
     shared: &Shared,
     conn: &Stream,
+    mut hello: HelloBuf,
     address: &str,
-    deadline: Instant,
+    patience: &Patience,
 ) -> Result<Hello, Refusal> {
-    let mut hb = [0u8; HELLO_LEN];
-    if let Err(e) = conn.read_exact_by(&mut hb, deadline) {
+    if let Err(e) = hello.read_rest(conn, patience) {
         let why = match e.kind() {
             io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => format!(
                 "no complete hello within the handshake timeout of {:?}",
@@ -152,7 +165,7 @@ fn read_hello(
             format!("server at {address}: {why}"),
         ));
     }
-    Hello::decode(&hb).map_err(|e| {
+    Hello::decode(&hello.bytes).map_err(|e| {
         Refusal::new(
             RefusalCode::BadRequest,
             format!("server at {address}: {}", e.0),
@@ -167,6 +180,7 @@ fn agree(
     hello: Hello,
     transport: Transport,
     address: &str,
+    patience: Patience,
 ) -> Result<Agreed, Refusal> {
     let version = handshake::negotiate_version(
         (hello.version_min, hello.version_max),
@@ -236,6 +250,7 @@ fn agree(
         version,
         wire,
         hello,
+        patience,
     })
 }
 
@@ -292,11 +307,17 @@ fn open(
     let caps = agreed_caps(shared, &a.hello, &conn);
     let rings = (a.hello.ring_c2s, a.hello.ring_s2c);
     let mut shm = None;
+    let mut reuse = None;
     let (link, sock) = match a.wire {
-        Wire::Shm => match make_segment(shared, a) {
+        Wire::Shm => match make_segment(shared, a, peer.process) {
             Ok((ends, fd, charge)) => {
                 shm = Some(charge);
-                open_shm(shared, conn, a, (id, caps), watch?, &name, (ends, fd))?
+                let link = open_shm(shared, conn, a, (id, caps), watch?, &name, (ends, &fd))?;
+                reuse = peer
+                    .process
+                    .filter(|_| shared.may_keep_memfd())
+                    .map(|p| (p, fd));
+                link
             }
             Err(why) if caps & handshake::CAP_STREAM_FALLBACK != 0 => {
                 shared.opts.log.write(&format!(
@@ -307,7 +328,8 @@ fn open(
             }
             Err(why) => {
                 let msg = format!("server at {name} cannot give this session shared memory: {why}");
-                refuse(shared, &conn, Refusal::new(RefusalCode::ServerFailure, msg));
+                let r = Refusal::new(RefusalCode::ServerFailure, msg);
+                refuse(shared, &conn, r, &a.patience);
                 return None;
             }
         },
@@ -333,20 +355,41 @@ fn open(
         sock,
         flags,
         peer: peer.who,
-        pid: peer.pid,
+        pid: peer.process.map(|p| p.pid),
         shm,
+        reuse,
     })
 }
 
-/// The segment of an `shm:` session (prepared ahead, or made now), counted
-/// against `max_shm_bytes`; `Err` says why there is none.
-fn make_segment(shared: &Shared, a: &Agreed) -> Result<(Endpoints, OwnedFd, ShmCharge), String> {
+/// The segment of an `shm:` session (the one this client process left,
+/// prepared ahead, or made now), counted against `max_shm_bytes`; `Err`
+/// says why there is none.
+fn make_segment(
+    shared: &Shared,
+    a: &Agreed,
+    process: Option<ClientProcess>,
+) -> Result<(Endpoints, OwnedFd, ShmCharge), String> {
     let (c2s, s2c) = (a.hello.ring_c2s as usize, a.hello.ring_s2c as usize);
-    let charge = shared.charge_shm(SegmentHeader::for_rings(c2s, s2c).total_len)?;
-    let (seg, fd) = shared
-        .segments
-        .take(c2s, s2c)
-        .map_err(|e| format!("it cannot create a segment: {e}"))?;
+    let kept = process.and_then(|p| shared.reusable.take(p, c2s, s2c));
+    let (seg, fd, charge) = match kept {
+        Some(k) => k,
+        None => {
+            let bytes = SegmentHeader::for_rings(c2s, s2c).total_len;
+            // Segments kept for other processes give way to a new session.
+            let charge = shared.charge_shm(bytes).or_else(|why| {
+                if shared.reusable.clear() {
+                    shared.charge_shm(bytes)
+                } else {
+                    Err(why)
+                }
+            })?;
+            let (seg, fd) = shared
+                .segments
+                .take(c2s, s2c)
+                .map_err(|e| format!("it cannot create a segment: {e}"))?;
+            (seg, fd, charge)
+        }
+    };
     let ends = Endpoints::new(Arc::new(seg), true).map_err(|e| e.to_string())?;
     Ok((ends, fd, charge))
 }
@@ -361,13 +404,14 @@ fn open_shm(
     (id, caps): (u64, u64),
     watch: Watch,
     peer: &str,
-    (ends, fd): (Endpoints, OwnedFd),
+    (ends, fd): (Endpoints, &OwnedFd),
 ) -> Option<(Link, Arc<Stream>)> {
     let rings = (a.hello.ring_c2s, a.hello.ring_s2c);
     send_welcome(
         &conn,
         &welcome(shared, a, id, caps, rings),
         Some(fd.as_fd()),
+        &a.patience,
     )
     .ok()?;
     let spinner = Spinner::new(shared.opts.wait);
@@ -388,7 +432,13 @@ fn open_stream(
     peer: &str,
     rings: (u32, u32),
 ) -> Option<(Link, Arc<Stream>)> {
-    send_welcome(&conn, &welcome(shared, a, id, caps, rings), None).ok()?;
+    send_welcome(
+        &conn,
+        &welcome(shared, a, id, caps, rings),
+        None,
+        &a.patience,
+    )
+    .ok()?;
     let sock = Arc::new(conn);
     // A worker port's stream session is a client-like link: no flags.
     let watch = watch.filter(|_| shared.mode == Mode::Serve);

@@ -10,6 +10,7 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 
 use shmlink_sys::fs::{lock_exclusive, set_group, set_mode};
+use shmlink_sys::net::accept_nonblocking;
 
 use super::conn::Conn;
 use crate::address::{Address, Transport};
@@ -78,14 +79,15 @@ impl Listener {
         self.address().transport()
     }
 
-    /// Accepts one waiting connection (non-blocking: `WouldBlock` when none).
+    /// Accepts one waiting connection (non-blocking: `WouldBlock` when none),
+    /// as a non-blocking socket: the handshake waits by `poll`.
     ///
     /// # Errors
     /// `WouldBlock`, out of descriptors, and the other `accept(2)` errors.
     pub(crate) fn accept(&self) -> io::Result<Conn> {
         match self {
-            Listener::Unix { sock, .. } => sock.accept().map(|(s, _)| Conn::Unix(s)),
-            Listener::Tcp { sock, .. } => sock.accept().map(|(s, _)| Conn::Tcp(s)),
+            Listener::Unix { sock, .. } => accept_nonblocking(sock).map(|s| Conn::Unix(s.into())),
+            Listener::Tcp { sock, .. } => accept_nonblocking(sock).map(|s| Conn::Tcp(s.into())),
         }
     }
 }

@@ -7,7 +7,8 @@
 //! request loop) -> [`conn`] (accepted connections, welcomes and refusals),
 //! [`shared`] (state of the whole server, the stop handle) -> [`registry`]
 //! (sessions the accept loop watches), [`listener`], [`policy`], [`pool`]
-//! (session threads), [`prepare`] (segments made ahead), [`handler`],
+//! (session threads), [`prepare`] (segments made ahead), [`reuse`]
+//! (segments kept for the process that used them), [`handler`],
 //! [`stats`], [`sync`].
 
 mod admit;
@@ -21,6 +22,7 @@ mod pool;
 mod port;
 mod prepare;
 mod registry;
+mod reuse;
 mod session;
 mod shared;
 mod stats;
@@ -39,10 +41,12 @@ pub use port::{AcceptedWorker, WorkerPort};
 pub use shared::StopHandle;
 pub use stats::Stats;
 
-/// Segments a server keeps created and mapped ahead of connecting clients (so
-/// a handshake does not wait for memfd + mmap). An idle server holds at most
-/// this many `shmlink-session` memfds that belong to no session.
-pub const PREPARED_SEGMENTS: usize = prepare::READY;
+/// Segments a server holds that belong to no session: made ahead of
+/// connecting clients (so a handshake does not wait for memfd + mmap), and
+/// kept for a few seconds for the client process whose session ended
+/// cleanly (its next session reuses it). An idle server holds at most this
+/// many `shmlink-session` memfds that belong to no session.
+pub const PREPARED_SEGMENTS: usize = prepare::READY + reuse::KEPT;
 
 /// A bound server, not yet serving.
 ///

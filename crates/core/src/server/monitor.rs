@@ -15,7 +15,7 @@ use shmlink_sys::eventfd::EventFd;
 use shmlink_sys::fs::{is_out_of_descriptors, reserve_descriptor};
 
 use super::admit;
-use super::conn::Conn;
+use super::conn::{Conn, HelloBuf};
 use super::handler::Handler;
 use super::listener::Listener;
 use super::prepare::Preparer;
@@ -105,6 +105,7 @@ impl Monitor {
         sh.wait_slots_free();
         sh.pool.close();
         sh.segments.close();
+        sh.reusable.clear();
         result
     }
 
@@ -189,8 +190,8 @@ impl Monitor {
     }
 
     /// Takes a session slot for `conn` (or refuses it over the limit) and
-    /// hands the session to a pooled thread. When the client's hello is
-    /// already queued (clients send it right after connecting), the
+    /// hands the session to a pooled thread. When the client's whole hello
+    /// is already queued (clients send it right after connecting), the
     /// handshake cannot block and runs here, so the thread gets an
     /// established session; slow clients' handshakes run on the thread,
     /// under the handshake timeout.
@@ -207,8 +208,10 @@ impl Monitor {
         let transport = l.transport();
         let handler = Arc::clone(handler);
         let deadline = Instant::now() + sh.opts.handshake_timeout;
-        let job: Box<dyn FnOnce() + Send> = if conn.hello_queued() {
-            let Some(est) = admit::establish(sh, conn.into_stream(), transport, &address, deadline)
+        let stream = conn.into_stream();
+        let mut hello = HelloBuf::new();
+        let job: Box<dyn FnOnce() + Send> = if hello.read_queued(&stream) {
+            let Some(est) = admit::establish(sh, stream, hello, transport, &address, deadline)
             else {
                 return;
             };
@@ -219,8 +222,9 @@ impl Monitor {
         } else {
             Box::new(move || {
                 let sh = slot.shared();
-                let stream = conn.into_stream();
-                if let Some(est) = admit::establish(sh, stream, transport, &address, deadline) {
+                if let Some(est) =
+                    admit::establish(sh, stream, hello, transport, &address, deadline)
+                {
                     session::serve(sh, est, &*handler);
                 }
                 drop(slot);
@@ -228,5 +232,6 @@ impl Monitor {
         };
         // A job that cannot get a thread is dropped, and its slot with it.
         let _ = sh.pool.submit(job);
+        sh.segments.refill();
     }
 }

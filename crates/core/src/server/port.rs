@@ -12,6 +12,7 @@ use shmlink_sys::eventfd::EventFd;
 use shmlink_sys::poll::{self, Ready};
 
 use super::admit;
+use super::conn::HelloBuf;
 use super::listener::Listener;
 use super::prepare::Preparer;
 use super::registry::Registry;
@@ -115,6 +116,7 @@ impl WorkerPort {
             if let Some(est) = admit::establish(
                 &self.shared,
                 conn.into_stream(),
+                HelloBuf::new(),
                 transport,
                 &address,
                 handshake,

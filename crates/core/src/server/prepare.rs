@@ -113,10 +113,21 @@ impl Preparer {
             None
         };
         drop(st);
-        self.wanted.notify_one();
         match got {
             Some(s) => Ok(s),
             None => make((c2s, s2c)),
+        }
+    }
+
+    /// Wakes the background thread to top the stock up. Called once a
+    /// session's welcome is out: woken earlier, on a busy CPU it would
+    /// make its segment before the welcome leaves.
+    pub(crate) fn refill(&self) {
+        let st = self.lock();
+        let wanted = !st.closed && !st.starved && st.ready.len() < READY;
+        drop(st);
+        if wanted {
+            self.wanted.notify_one();
         }
     }
 

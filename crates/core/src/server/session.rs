@@ -2,6 +2,7 @@
 //! the accept loop, requests answered until the client leaves or the server
 //! stops, then unregistered.
 
+use std::os::fd::OwnedFd;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -10,7 +11,8 @@ use super::admit::Established;
 use super::answer::Answer;
 use super::handler::Handler;
 use super::registry::{Entry, Wake};
-use super::shared::Shared;
+use super::reuse::ClientProcess;
+use super::shared::{Shared, ShmCharge};
 use crate::callee::{panic_text, reply, Limits};
 use crate::deadline::Deadline;
 use crate::error::{Error, RemoteError};
@@ -28,8 +30,10 @@ pub(crate) fn serve(shared: &Shared, est: Established, handler: &dyn Handler) {
         sock,
         flags,
         peer,
-        // Counted against `max_shm_bytes` until the session ends.
-        shm: _shm,
+        // Counted against `max_shm_bytes` until the session ends (or, kept
+        // for reuse, until the kept segment is freed).
+        shm,
+        reuse,
         ..
     } = est;
     // An `shm:` session sleeps on its futexes and is watched through its
@@ -50,7 +54,32 @@ pub(crate) fn serve(shared: &Shared, est: Established, handler: &dyn Handler) {
     let end = serve_requests(shared, &mut session, handler);
     report(shared, &session, id, &peer, &end);
     shared.registry.remove(id, ctrl.as_deref());
+    drop(entry);
+    give_back(shared, session, reuse, shm);
     shared.stats.sessions_closed.fetch_add(1, Ordering::AcqRel);
+}
+
+/// Keeps the segment of a session its client ended with a `Goodbye` for
+/// the client's process (see `reuse`); any other end frees it.
+fn give_back(
+    shared: &Shared,
+    session: Session,
+    reuse: Option<(ClientProcess, OwnedFd)>,
+    charge: Option<ShmCharge>,
+) {
+    let (Some((process, fd)), Some(charge), Link::Shm(l)) = (reuse, charge, session.link()) else {
+        return;
+    };
+    if !session.ended_by_goodbye() || shared.stopping() {
+        return;
+    }
+    let segment = Arc::clone(l.segment());
+    drop(session);
+    // The last reference now: the session's ring ends and its registry
+    // entry are gone. Anything else still holding it keeps it from reuse.
+    if let Ok(segment) = Arc::try_unwrap(segment) {
+        shared.reusable.give_back(process, segment, fd, charge);
+    }
 }
 
 /// Tells the client why the session ends where it should know, and logs

@@ -11,6 +11,7 @@ use super::policy::Policy;
 use super::pool::Pool;
 use super::prepare::Preparer;
 use super::registry::Registry;
+use super::reuse::Reusable;
 use super::stats::Stats;
 use super::sync::lock;
 use crate::options::ServerOptions;
@@ -37,6 +38,8 @@ pub(crate) struct Shared {
     pub(crate) stop_evt: EventFd,
     stopping: AtomicBool,
     pub(crate) segments: Arc<Preparer>,
+    /// Segments kept for the client processes that used them.
+    pub(crate) reusable: Reusable<ShmCharge>,
     pub(crate) pool: Arc<Pool>,
     /// Session slots in use: sessions running or being handshaken.
     live: Mutex<usize>,
@@ -44,7 +47,13 @@ pub(crate) struct Shared {
     next_id: AtomicU64,
     /// Bytes of session segments held now (against `max_shm_bytes`).
     shm_bytes: Arc<AtomicU64>,
+    /// The soft limit on open descriptors when the server started.
+    fd_limit: u64,
 }
+
+/// Descriptors left for everything but sessions (listeners, epoll, the
+/// prepared and kept segments, the host's own) when sessions keep memfds.
+const FD_RESERVE: u64 = 64;
 
 /// Bytes of shared memory a session holds, counted against the server's
 /// `max_shm_bytes` from [`Shared::charge_shm`] until dropped.
@@ -77,12 +86,25 @@ impl Shared {
             stop_evt,
             stopping: AtomicBool::new(false),
             segments,
+            reusable: Reusable::default(),
             pool: Arc::new(Pool::default()),
             live: Mutex::new(0),
             all_done: Condvar::new(),
             next_id: AtomicU64::new(1),
             shm_bytes: Arc::new(AtomicU64::new(0)),
+            fd_limit: shmlink_sys::process::descriptor_limit()
+                .0
+                .unwrap_or(u64::MAX),
         }
+    }
+
+    /// Whether a new session may hold its segment's memfd, to give the
+    /// segment back for its process's next session: only while sessions
+    /// use less than half the descriptor limit (each holds its socket, and
+    /// with the memfd two), so keeping memfds never costs a session.
+    pub(crate) fn may_keep_memfd(&self) -> bool {
+        let live = *lock(&self.live) as u64;
+        live.saturating_mul(2).saturating_add(FD_RESERVE) < self.fd_limit
     }
 
     /// Counts `bytes` of session segments against `max_shm_bytes`; `Err`

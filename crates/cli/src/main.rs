@@ -8,6 +8,7 @@ mod bench;
 mod call;
 mod chaos;
 mod child;
+mod connect_cost;
 mod echo;
 mod parse;
 mod pool;
@@ -48,6 +49,11 @@ enum Command {
     /// Measure latency, throughput, session setup and CPU cost per call over
     /// every transport and wait strategy, next to raw baselines.
     Bench(Box<bench::BenchArgs>),
+    /// Time where a short-lived session goes: connect, one call, close,
+    /// over a raw Unix socket, unix: and shm:, with the server's CPU time
+    /// per session by thread.
+    #[command(name = "connect-cost")]
+    ConnectCost(connect_cost::ConnectCostArgs),
     /// Kill clients and the server at random while they make checked calls
     /// over shm, unix and tcp; count wrong replies, hangs and leaks (all
     /// must be 0) and the recovery time after each server restart.
@@ -60,6 +66,9 @@ enum Command {
     /// One client process of `chaos`.
     #[command(name = "__chaos-client", hide = true)]
     ChaosClient(chaos::ClientArgs),
+    /// The raw Unix-socket server of `connect-cost`.
+    #[command(name = "__raw-echo", hide = true)]
+    RawEcho(connect_cost::RawEchoArgs),
     /// The peer process of the raw baselines (used by `bench`).
     #[command(name = "__baseline-peer", hide = true)]
     BaselinePeer(bench::PeerArgs),
@@ -73,6 +82,8 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::run(&args),
         Command::BaselinePeer(args) => bench::run_peer(&args),
         Command::Chaos(args) => chaos::run(&args),
+        Command::ConnectCost(args) => connect_cost::run(&args),
+        Command::RawEcho(args) => connect_cost::run_raw_echo(&args),
         Command::Pool(args) => pool::run(&args),
         Command::ChaosClient(args) => chaos::run_client(args),
     };

@@ -64,16 +64,27 @@ impl Epoll {
         Ok(epoll::delete(&self.0, fd)?)
     }
 
-    /// `epoll_wait` without a timeout: replaces `tokens` with the tokens of
-    /// the descriptors that are ready (at most `tokens`' capacity, at least
-    /// one). A signal interrupting the wait returns with `tokens` empty.
+    /// `epoll_wait`, until a descriptor is ready (`now == false`) or not
+    /// waiting at all (`now`, a timeout of 0): replaces `tokens` with the
+    /// tokens of the descriptors that are ready (at most `tokens`' capacity).
+    /// A signal interrupting the wait returns with `tokens` empty, as does a
+    /// look (`now`) that finds nothing ready.
     ///
     /// # Errors
     /// `EBADF`/`EINVAL` on a broken set (never in normal operation).
-    pub fn wait(&self, tokens: &mut Vec<u64>) -> io::Result<()> {
+    pub fn wait(&self, tokens: &mut Vec<u64>, now: bool) -> io::Result<()> {
         tokens.clear();
         let mut events = Vec::with_capacity(tokens.capacity().max(1));
-        match epoll::wait(&self.0, rustix::buffer::spare_capacity(&mut events), None) {
+        let zero = rustix::time::Timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        let timeout = now.then_some(&zero);
+        match epoll::wait(
+            &self.0,
+            rustix::buffer::spare_capacity(&mut events),
+            timeout,
+        ) {
             Ok(_) => {}
             Err(Errno::INTR) => return Ok(()),
             Err(e) => return Err(e.into()),
@@ -99,12 +110,14 @@ mod tests {
         assert!(ep.add(&d, 9, Interest::HangUp).is_err(), "EEXIST");
         a.write_all(b"x").expect("write");
         let mut tokens = Vec::with_capacity(8);
-        ep.wait(&mut tokens).expect("wait");
+        ep.wait(&mut tokens, false).expect("wait");
         assert_eq!(tokens, vec![7]);
         ep.delete(&b).expect("delete");
         assert!(ep.delete(&b).is_err(), "ENOENT");
+        ep.wait(&mut tokens, true).expect("look");
+        assert!(tokens.is_empty(), "nothing ready: {tokens:?}");
         drop(c);
-        ep.wait(&mut tokens).expect("wait");
+        ep.wait(&mut tokens, true).expect("look");
         assert_eq!(tokens, vec![9]);
     }
 }

@@ -8,7 +8,7 @@ use std::io;
 use std::os::fd::OwnedFd;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use shmlink_sys::epoll::Interest;
 use shmlink_sys::eventfd::EventFd;
@@ -26,7 +26,7 @@ use super::stats::Stats;
 use super::sync::lock;
 use crate::address::{Address, Transport};
 use crate::error::{Error, RefusalCode, Result};
-use crate::options::{ServerOptions, DEFAULT_RING_SIZE};
+use crate::options::{ServerOptions, WaitStrategy, DEFAULT_RING_SIZE};
 
 /// Epoll token of the stop event (session ids count up from 1).
 const STOP_TOKEN: u64 = u64::MAX;
@@ -109,14 +109,26 @@ impl Monitor {
         result
     }
 
+    /// Waits for events; after accepting a connection it keeps looking
+    /// without sleeping for the wait strategy's spin bound (yielding the
+    /// CPU between looks), as session threads do for requests: clients
+    /// that reconnect for every call then find it awake, where waking an
+    /// idle CPU costs tens of µs on a VM. An idle server sleeps.
     fn event_loop(&self, handler: &Arc<dyn Handler>) -> Result<()> {
         let sh = &self.shared;
+        let spin = accept_spin(sh.opts.wait);
+        let mut awake_until: Option<Instant> = None;
         let mut tokens = Vec::with_capacity(64);
         loop {
+            let look = awake_until.is_some_and(|t| Instant::now() < t);
             sh.registry
                 .epoll()
-                .wait(&mut tokens)
+                .wait(&mut tokens, look)
                 .map_err(|e| Error::io("waiting for server events", e))?;
+            if look && tokens.is_empty() {
+                std::thread::yield_now();
+                continue;
+            }
             for &token in &tokens {
                 if token == STOP_TOKEN {
                     return Ok(());
@@ -124,6 +136,7 @@ impl Monitor {
                     let i = (token - LISTENER_TOKEN) as usize;
                     if let Some(l) = self.listeners.get(i) {
                         self.accept_all(l, handler);
+                        awake_until = (!spin.is_zero()).then(|| Instant::now() + spin);
                     }
                 } else {
                     sh.registry.control_event(token);
@@ -233,5 +246,16 @@ impl Monitor {
         // A job that cannot get a thread is dropped, and its slot with it.
         let _ = sh.pool.submit(job);
         sh.segments.refill();
+    }
+}
+
+/// How long the accept loop stays awake after a connection: the spin bound
+/// of the server's wait strategy (`busy` servers use the default bound: an
+/// idle server must sleep), none for `sleep`.
+fn accept_spin(wait: WaitStrategy) -> Duration {
+    match wait {
+        WaitStrategy::Sleep => Duration::ZERO,
+        WaitStrategy::Spin(d) => d,
+        WaitStrategy::Busy => WaitStrategy::DEFAULT_SPIN,
     }
 }

@@ -160,8 +160,10 @@ pub(crate) fn run(args: &ConnectCostArgs) -> anyhow::Result<()> {
         ("unix", Target::Shmlink(find("unix:")?), echo.pid()),
         ("shm", Target::Shmlink(find("shm:")?), echo.pid()),
     ];
-    let mut options = ClientOptions::default();
-    options.wait = args.wait;
+    let options = ClientOptions {
+        wait: args.wait,
+        ..ClientOptions::default()
+    };
     let request = vec![0x5a_u8; args.size];
     let mut rounds: Vec<Vec<Round>> = vec![Vec::new(); targets.len()];
     for _ in 0..args.rounds {

@@ -18,6 +18,7 @@ use crate::deadline::Deadline;
 use crate::error::{Error, RemoteError};
 use crate::frame::{Extra, Kind, Message, CODE_HANDLER_PANICKED, CODE_SHUTTING_DOWN};
 use crate::handshake::CAP_FDS;
+use crate::link::stream::Stream;
 use crate::link::Link;
 use crate::session::Session;
 use shmlink_arena::Loan;
@@ -55,30 +56,41 @@ pub(crate) fn serve(shared: &Shared, est: Established, handler: &dyn Handler) {
     report(shared, &session, id, &peer, &end);
     shared.registry.remove(id, ctrl.as_deref());
     drop(entry);
-    give_back(shared, session, reuse, shm);
+    give_back(shared, session, ctrl, reuse, shm);
     shared.stats.sessions_closed.fetch_add(1, Ordering::AcqRel);
 }
 
 /// Keeps the segment of a session its client ended with a `Goodbye` for
-/// the client's process (see `reuse`); any other end frees it.
+/// the client's process (see `reuse`); any other end frees it. The
+/// control socket is kept with it, shut down for writing (the client sees
+/// the session end as before): the segment is used again only once the
+/// client has closed its end too (checked when its process reconnects).
+/// A socket still open has another holder, a forked child that said
+/// goodbye for the parent, which may still write into the rings.
 fn give_back(
     shared: &Shared,
     session: Session,
+    ctrl: Option<Arc<Stream>>,
     reuse: Option<(ClientProcess, OwnedFd)>,
     charge: Option<ShmCharge>,
 ) {
-    let (Some((process, fd)), Some(charge), Link::Shm(l)) = (reuse, charge, session.link()) else {
+    let (Some((process, fd)), Some(charge), Some(ctrl), Link::Shm(l)) =
+        (reuse, charge, ctrl, session.link())
+    else {
         return;
     };
     if !session.ended_by_goodbye() || shared.stopping() {
         return;
     }
+    ctrl.shutdown_write();
     let segment = Arc::clone(l.segment());
     drop(session);
     // The last reference now: the session's ring ends and its registry
     // entry are gone. Anything else still holding it keeps it from reuse.
     if let Ok(segment) = Arc::try_unwrap(segment) {
-        shared.reusable.give_back(process, segment, fd, charge);
+        shared
+            .reusable
+            .give_back(process, segment, fd, (charge, ctrl));
     }
 }
 

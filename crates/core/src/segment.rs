@@ -311,4 +311,171 @@ mod tests {
             }
         );
     }
+
+    /// Pops one record whole, or `None` when the ring is empty.
+    fn pop(c: &mut RingConsumer) -> Option<Vec<u8>> {
+        let got = c
+            .try_pop(|r| {
+                let mut v = Vec::new();
+                r.read_to_vec(&mut v);
+                v
+            })
+            .expect("pop");
+        match got {
+            shmlink_ring::Pop::Done { value, .. } => Some(value),
+            shmlink_ring::Pop::Empty => None,
+        }
+    }
+
+    /// Pushes one record; panics when the ring is full.
+    fn push(p: &mut RingProducer, record: &[u8]) {
+        match p.try_push(&[record]).expect("push") {
+            shmlink_ring::Push::Done { .. } => {}
+            shmlink_ring::Push::Full => panic!("ring full for a {} byte record", record.len()),
+        }
+    }
+
+    /// A record of `len` bytes that differs with `seed` and every position.
+    fn record(seed: u8, len: usize) -> Vec<u8> {
+        (0..len)
+            .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+            .collect()
+    }
+
+    /// Both sides' ends over one segment (the server's `seg`, the client's
+    /// mapping opened from `fd`), checked as a client checks them.
+    fn both_ends(seg: Segment, fd: &OwnedFd, c2s: usize, s2c: usize) -> (Endpoints, Endpoints) {
+        let server = Endpoints::new(Arc::new(seg), true).expect("server ends");
+        let opened = Segment::open(fd, c2s, s2c).expect("the client accepts the segment");
+        let client = Endpoints::new(Arc::new(opened), false).expect("client ends");
+        (server, client)
+    }
+
+    /// Records go both ways intact, enough of them to wrap both rings
+    /// (records of several sizes, so pads are needed at the wrap too).
+    fn records_pass_both_ways(server: &mut Endpoints, client: &mut Endpoints, seed: u8) {
+        let mut sent = 0usize;
+        for (i, len) in [0usize, 1, 7, 100, 1000, 1500, 333, 2000]
+            .iter()
+            .cycle()
+            .take(40)
+            .enumerate()
+        {
+            let seed = seed.wrapping_add(i as u8);
+            let up = record(seed, *len);
+            push(&mut client.producer, &up);
+            assert_eq!(
+                pop(&mut server.consumer).as_deref(),
+                Some(&up[..]),
+                "c2s {i}"
+            );
+            let down = record(seed ^ 0x5A, *len + 3);
+            push(&mut server.producer, &down);
+            assert_eq!(
+                pop(&mut client.consumer).as_deref(),
+                Some(&down[..]),
+                "s2c {i}"
+            );
+            sent += len;
+        }
+        assert!(sent > 2 * 8192, "the rings wrapped ({sent} bytes each way)");
+        assert_eq!(pop(&mut server.consumer), None);
+        assert_eq!(pop(&mut client.consumer), None);
+    }
+
+    /// A header page scribbled over (segment header, both ring headers:
+    /// what no client accepts and no ring can start from) is, after
+    /// `reset`, a segment both sides accept again, whose rings carry
+    /// records intact.
+    #[test]
+    fn reset_undoes_a_scribbled_header_page() {
+        let (c2s, s2c) = (4096, 8192);
+        let (seg, fd) = Segment::create(c2s, s2c).expect("create");
+        let garbage: Vec<u8> = (0..DATA_AT).map(|i| ((i as u8) ^ 0xA5) | 1).collect();
+        seg.map.write_at(0, &garbage);
+        let refused = Segment::open(&fd, c2s, s2c).expect_err("a scribbled header");
+        assert!(refused.contains("does not match"), "{refused}");
+        let seg = Arc::new(seg);
+        assert!(
+            Endpoints::new(Arc::clone(&seg), true).is_err(),
+            "scribbled ring headers"
+        );
+        let seg = Arc::try_unwrap(seg).expect("nothing else holds the segment");
+
+        seg.reset();
+        let mut header = [0u8; SEGMENT_HEADER_LEN];
+        seg.map.read_at(0, &mut header);
+        assert_eq!(
+            SegmentHeader::decode(&header),
+            Some(SegmentHeader::for_rings(c2s, s2c))
+        );
+        let mut rest = vec![0u8; DATA_AT - SEGMENT_HEADER_LEN];
+        seg.map.read_at(SEGMENT_HEADER_LEN, &mut rest);
+        assert!(rest.iter().all(|&b| b == 0), "the ring headers are zeroed");
+        let (mut server, mut client) = both_ends(seg, &fd, c2s, s2c);
+        records_pass_both_ways(&mut server, &mut client, 1);
+    }
+
+    /// A segment used by a session (rings wrapped, a record left unread in
+    /// each, a consumer announced asleep) starts over after `reset`: its
+    /// next session's ends see empty rings (the stale data is never read)
+    /// and pass records intact.
+    #[test]
+    fn reset_starts_a_used_segment_over() {
+        let (c2s, s2c) = (4096, 4096);
+        let (seg, fd) = Segment::create(c2s, s2c).expect("create");
+        let (mut server, mut client) = both_ends(seg, &fd, c2s, s2c);
+        records_pass_both_ways(&mut server, &mut client, 2);
+        // The server's consumer announces sleep on its empty ring and is
+        // woken by a record it never reads; the client leaves one too.
+        assert!(server.consumer.prepare_sleep().expect("sleep").is_some());
+        match client
+            .producer
+            .try_push(&[b"left unread (c2s)"])
+            .expect("push")
+        {
+            shmlink_ring::Push::Done { wake } => assert!(wake, "the bell was rung"),
+            shmlink_ring::Push::Full => panic!("ring full"),
+        }
+        push(&mut server.producer, b"left unread (s2c)");
+        let Endpoints {
+            segment,
+            producer,
+            consumer,
+        } = server;
+        drop((producer, consumer, client));
+        let seg = Arc::try_unwrap(segment).expect("the session's ends are gone");
+        let o = std::sync::atomic::Ordering::Relaxed;
+        assert_ne!(
+            seg.ring_header(Direction::ClientToServer).data_bell.load(o),
+            0
+        );
+
+        seg.reset();
+        for dir in [Direction::ClientToServer, Direction::ServerToClient] {
+            let h = seg.ring_header(dir);
+            let words = (h.tail.load(o), h.head.load(o));
+            let bells = (
+                h.data_bell.load(o),
+                h.data_sleep.load(o),
+                h.space_bell.load(o),
+                h.space_sleep.load(o),
+            );
+            assert_eq!((words, bells), ((0, 0), (0, 0, 0, 0)), "{dir:?}");
+        }
+        let (mut server, mut client) = both_ends(seg, &fd, c2s, s2c);
+        assert_eq!(pop(&mut server.consumer), None, "nothing stale c2s");
+        assert_eq!(pop(&mut client.consumer), None, "nothing stale s2c");
+        records_pass_both_ways(&mut server, &mut client, 3);
+    }
+
+    #[test]
+    fn has_rings_compares_both_sizes() {
+        let (seg, _fd) = Segment::create(4096, 8192).expect("create");
+        assert!(seg.has_rings(4096, 8192));
+        assert!(!seg.has_rings(8192, 4096), "swapped");
+        assert!(!seg.has_rings(4096, 4096));
+        assert!(!seg.has_rings(8192, 8192));
+        assert!(!seg.has_rings(4096, 16384));
+    }
 }

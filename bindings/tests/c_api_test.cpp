@@ -358,6 +358,28 @@ TEST_P(CApiTest, ForkedChildFreeingAnInheritedClientEndsTheParentsSession) {
   EXPECT_NE(call(c.get(), "after", out), SHMLINK_OK);
 }
 
+TEST_P(CApiTest, ANewSessionOfTheParentIsNotDisturbedByItsEndedOne) {
+  // The server keeps the segment of a session ended by a goodbye for the
+  // same process's next session, but only once the client closed its
+  // socket. Here the child's goodbye ended the session while the parent's
+  // client still holds the socket and the rings: the parent's next session
+  // must get a segment of its own, or the old client's requests would land
+  // in it.
+  ClientPtr c = connect();
+  Buffer out;
+  ASSERT_EQ(call(c.get(), "before", out), SHMLINK_OK);
+  release_in_child(c, shmlink_client_free);
+  ASSERT_TRUE(wait_until([&] { return stats().active_sessions == 0; }));
+  ClientPtr d = connect();
+  for (int i = 0; i < 50; i++) {
+    EXPECT_NE(call(c.get(), "old " + std::to_string(i), out), SHMLINK_OK);
+    std::string want = "new " + std::to_string(i);
+    ASSERT_EQ(call(d.get(), want, out), SHMLINK_OK) << last_error();
+    ASSERT_EQ(out.str(), want);
+  }
+  EXPECT_EQ(stats().active_sessions, 1u);
+}
+
 TEST_P(CApiTest, StartTwiceAndWaitFollowTheStateRules) {
   EXPECT_EQ(shmlink_server_start(server_.get(), scripted_handler, &state_), SHMLINK_E_STATE);
   EXPECT_EQ(shmlink_server_serve(server_.get(), scripted_handler, &state_), SHMLINK_E_STATE);

@@ -83,7 +83,9 @@ impl<C> Reusable<C> {
         let at = kept
             .iter()
             .rposition(|k| k.owner == owner && k.segment.has_rings(c2s, s2c))?;
-        let k = kept.swap_remove(at);
+        // `remove`, not `swap_remove`: the list stays oldest first, which
+        // `give_back` evicts by.
+        let k = kept.remove(at);
         Some((k.segment, k.fd, k.charge))
     }
 
@@ -296,12 +298,11 @@ mod tests {
         assert_eq!(take(&r, ME, (4096, 4096)), None);
     }
 
-    /// Found by this test: `take` removes with `swap_remove`, which moves
+    /// Found by this test: `take` removed with `swap_remove`, which moved
     /// the newest kept segment into the taken one's place, so `give_back`'s
-    /// `remove(0)` no longer evicts the oldest once anything was taken from
-    /// the front: here it evicts the newest but one and keeps the oldest.
+    /// `remove(0)` no longer evicted the oldest once anything was taken from
+    /// the front.
     #[test]
-    #[ignore = "reuse.rs: take's swap_remove breaks the age order give_back evicts by"]
     fn the_oldest_goes_even_after_a_take() {
         let (r, charges) = (Reusable::default(), Charges::default());
         let owner = |i: usize| ClientProcess {

@@ -187,7 +187,7 @@ static void unknown_option(uint32_t arg, zend_string *key, zend_ulong index, con
   }
 }
 
-#define CLIENT_OPTIONS "timeout, persistent, wait, ring_size, max_message_size"
+#define CLIENT_OPTIONS "timeout, persistent, wait, ring_size, max_message_size, shm_required"
 
 bool php_shmlink_client_options(uint32_t arg, HashTable *options, shmlink_client_options *out,
                                 bool *persistent) {
@@ -219,6 +219,13 @@ bool php_shmlink_client_options(uint32_t arg, HashTable *options, shmlink_client
     } else if (zend_string_equals_literal(key, "max_message_size")) {
       ok = php_shmlink_size_option(arg, "max_message_size", value, SHMLINK_MIN_MESSAGE_SIZE,
                                    SHMLINK_MAX_MESSAGE_SIZE, &out->max_message_size);
+    } else if (zend_string_equals_literal(key, "shm_required")) {
+      ok = Z_TYPE_P(value) == IS_TRUE || Z_TYPE_P(value) == IS_FALSE;
+      if (ok) {
+        out->shm_required = Z_TYPE_P(value) == IS_TRUE ? 1 : 0;
+      } else {
+        type_error(arg, "shm_required", "bool", value);
+      }
     } else {
       ok = false;
       unknown_option(arg, key, index, CLIENT_OPTIONS);

@@ -83,10 +83,10 @@ static void drop(php_shmlink_session *s) {
 
 /* The list key: every option after normalisation, then the address. */
 static zend_string *make_key(const char *address, const shmlink_client_options *o) {
-  char head[160];
-  int n =
-      snprintf(head, sizeof head, "shmlink t=%" PRIu64 " w=%u s=%u r=%" PRIu64 " m=%" PRIu64 " ",
-               o->timeout_us, o->wait, o->spin_us, o->ring_size, o->max_message_size);
+  char head[176];
+  int n = snprintf(
+      head, sizeof head, "shmlink t=%" PRIu64 " w=%u s=%u r=%" PRIu64 " m=%" PRIu64 " q=%u ",
+      o->timeout_us, o->wait, o->spin_us, o->ring_size, o->max_message_size, o->shm_required);
   size_t alen = strlen(address);
   zend_string *key = zend_string_alloc((size_t)n + alen, 1);
   memcpy(ZSTR_VAL(key), head, (size_t)n);

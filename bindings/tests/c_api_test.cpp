@@ -302,6 +302,38 @@ TEST_P(CApiTest, ClosedClientFailsWithClosed) {
   EXPECT_TRUE(wait_until([&] { return stats().active_sessions == 0; }));
 }
 
+TEST_P(CApiTest, PastMaxShmBytesSessionsUseTheSocketUnlessShmIsRequired) {
+  shmlink_server_options so;
+  shmlink_server_options_init(&so);
+  so.max_shm_bytes = 135168;  // one session with 64 KiB rings (132 KiB)
+  serve(&so);
+  ClientPtr first = connect();
+  ClientPtr second = connect();
+  Buffer out;
+  ASSERT_EQ(call(second.get(), "over the socket", out), SHMLINK_OK) << last_error();
+  EXPECT_EQ(out.str(), "over the socket");
+  shmlink_client_options strict;
+  shmlink_client_options_init(&strict);
+  EXPECT_EQ(strict.shm_required, 0u) << "falling back is the default";
+  strict.shm_required = 1;
+  shmlink_client* c = nullptr;
+  if (GetParam() == Transport::Shm) {
+    EXPECT_EQ(shmlink_client_transport(first.get()), SHMLINK_TRANSPORT_SHM);
+    EXPECT_EQ(shmlink_client_transport(second.get()), SHMLINK_TRANSPORT_UNIX);
+    EXPECT_EQ(shmlink_client_connect(address_.c_str(), &strict, &c), SHMLINK_E_REFUSED);
+    EXPECT_NE(std::string(last_error()).find("max_shm_bytes"), std::string::npos) << last_error();
+  } else {
+    // Nothing to require on a socket transport: the option changes nothing.
+    ASSERT_EQ(shmlink_client_connect(address_.c_str(), &strict, &c), SHMLINK_OK) << last_error();
+    shmlink_client_free(c);
+  }
+  strict.shm_required = 2;
+  EXPECT_EQ(shmlink_client_connect(address_.c_str(), &strict, &c), SHMLINK_E_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(last_error()).find("shm_required"), std::string::npos) << last_error();
+  ASSERT_EQ(call(first.get(), "still", out), SHMLINK_OK) << last_error();
+  EXPECT_EQ(out.str(), "still");
+}
+
 TEST_P(CApiTest, IsConnectedTellsABusySessionFromADeadOne) {
   ClientPtr c = connect();
   Buffer out;

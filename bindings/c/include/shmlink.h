@@ -182,7 +182,8 @@ typedef struct shmlink_buffer {
 // `shmlink_client_options_init` or zero-initialise.
 //
 // Fields are only ever appended: `max_arena_bytes`, `arena_threshold` and
-// `no_arena` were, so the struct is larger than in releases before them.
+// `no_arena` were, so the struct is larger than in releases before them
+// (`shm_required` took the padding after `no_arena`).
 // The library reads the whole struct: rebuild code compiled against an
 // older header (a zeroed struct keeps the old behaviour).
 typedef struct shmlink_client_options {
@@ -211,6 +212,12 @@ typedef struct shmlink_client_options {
   // whatever `max_arena_bytes` says); 0: lend (default). Other values are
   // invalid.
   uint32_t no_arena;
+  // 1: an `shm:` session must have shared memory: a server that cannot
+  // give it one (its shared-memory limit reached, memfd or mmap failing)
+  // refuses the connect (`SHMLINK_E_REFUSED`, saying why) instead of
+  // continuing over the socket; 0: continue over the socket (default;
+  // `shmlink_client_transport` tells). Other values are invalid.
+  uint32_t shm_required;
 } shmlink_client_options;
 
 // Options of a server. Zero in any field means its default; fill with
@@ -218,7 +225,7 @@ typedef struct shmlink_client_options {
 // during `shmlink_server_bind` only.
 //
 // Fields are only ever appended: `refuse_fds`, then `max_arena_bytes` and
-// `refuse_arena` were, so the struct is larger than in releases before
+// `refuse_arena`, then `max_shm_bytes` were, so the struct is larger than in releases before
 // them. The library reads the whole struct: rebuild code compiled against
 // an older header (a zeroed struct keeps the old behaviour).
 typedef struct shmlink_server_options {
@@ -264,6 +271,11 @@ typedef struct shmlink_server_options {
   // calls and responses stream); 0: take and lend them (default). Other
   // values are invalid.
   uint32_t refuse_arena;
+  // Most bytes of session segments (rings and header, 64 KiB rings: 132
+  // KiB a session) held at once; an `shm:` session past it continues
+  // over its socket, or is refused when its client requires shared
+  // memory (0: no limit).
+  uint64_t max_shm_bytes;
 } shmlink_server_options;
 
 // Serves one request: reads `request[0..request_len]`, fills `response`

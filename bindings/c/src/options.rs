@@ -48,7 +48,8 @@ pub const SHMLINK_WAIT_BUSY: u32 = 3;
 /// `shmlink_client_options_init` or zero-initialise.
 ///
 /// Fields are only ever appended: `max_arena_bytes`, `arena_threshold` and
-/// `no_arena` were, so the struct is larger than in releases before them.
+/// `no_arena` were, so the struct is larger than in releases before them
+/// (`shm_required` took the padding after `no_arena`).
 /// The library reads the whole struct: rebuild code compiled against an
 /// older header (a zeroed struct keeps the old behaviour).
 #[repr(C)]
@@ -79,6 +80,12 @@ pub struct shmlink_client_options {
     /// whatever `max_arena_bytes` says); 0: lend (default). Other values are
     /// invalid.
     pub no_arena: u32,
+    /// 1: an `shm:` session must have shared memory: a server that cannot
+    /// give it one (its shared-memory limit reached, memfd or mmap failing)
+    /// refuses the connect (`SHMLINK_E_REFUSED`, saying why) instead of
+    /// continuing over the socket; 0: continue over the socket (default;
+    /// `shmlink_client_transport` tells). Other values are invalid.
+    pub shm_required: u32,
 }
 
 /// Options of a server. Zero in any field means its default; fill with
@@ -86,7 +93,7 @@ pub struct shmlink_client_options {
 /// during `shmlink_server_bind` only.
 ///
 /// Fields are only ever appended: `refuse_fds`, then `max_arena_bytes` and
-/// `refuse_arena` were, so the struct is larger than in releases before
+/// `refuse_arena`, then `max_shm_bytes` were, so the struct is larger than in releases before
 /// them. The library reads the whole struct: rebuild code compiled against
 /// an older header (a zeroed struct keeps the old behaviour).
 #[repr(C)]
@@ -134,6 +141,11 @@ pub struct shmlink_server_options {
     /// calls and responses stream); 0: take and lend them (default). Other
     /// values are invalid.
     pub refuse_arena: u32,
+    /// Most bytes of session segments (rings and header, 64 KiB rings: 132
+    /// KiB a session) held at once; an `shm:` session past it continues
+    /// over its socket, or is refused when its client requires shared
+    /// memory (0: no limit).
+    pub max_shm_bytes: u64,
 }
 
 impl Default for shmlink_server_options {
@@ -155,6 +167,7 @@ impl Default for shmlink_server_options {
             refuse_fds: 0,
             max_arena_bytes: 0,
             refuse_arena: 0,
+            max_shm_bytes: 0,
         }
     }
 }
@@ -175,6 +188,7 @@ pub unsafe extern "C" fn shmlink_client_options_init(options: *mut shmlink_clien
         max_arena_bytes: d.max_arena_bytes,
         arena_threshold: d.arena_threshold as u64,
         no_arena: u32::from(d.max_arena_bytes == 0),
+        shm_required: u32::from(d.shm_required),
     };
     if !options.is_null() {
         // SAFETY: `options` is writable, per the contract; `write` does not
@@ -200,6 +214,7 @@ pub unsafe extern "C" fn shmlink_server_options_init(options: *mut shmlink_serve
         refuse_fds: u32::from(!d.accept_fds),
         max_arena_bytes: d.max_arena_bytes,
         refuse_arena: u32::from(d.max_arena_bytes == 0),
+        max_shm_bytes: 0,
         ..shmlink_server_options::default()
     };
     if !options.is_null() {
@@ -278,6 +293,11 @@ pub(crate) fn client_options(o: Option<&shmlink_client_options>) -> Result<Clien
             // Beyond the address space: no request reaches it.
             v => usize::try_from(v).unwrap_or(usize::MAX),
         },
+        shm_required: match o.shm_required {
+            0 => false,
+            1 => true,
+            n => return Err(invalid("shm_required", format!("{n} is not 0 or 1"))),
+        },
         ..d
     })
 }
@@ -326,6 +346,10 @@ pub(crate) unsafe fn server_options(
             "refuse_arena",
             d.max_arena_bytes,
         )?,
+        max_shm_bytes: match o.max_shm_bytes {
+            0 => d.max_shm_bytes,
+            n => n,
+        },
         // Sessions ended for a protocol error or a stalled client are
         // reported on standard error (the C host's log).
         ..d

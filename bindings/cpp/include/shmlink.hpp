@@ -71,6 +71,7 @@ struct ClientOptions {
   uint64_t max_arena_bytes = 0;      // most arena mapped for loans and lent responses (0: 2 GiB)
   uint64_t arena_threshold = 0;  // calls at least this large lend (0: 64 KiB; UINT64_MAX: never)
   bool lend = true;              // false: no arena (loans fail, every request and response streams)
+  bool shm_required = false;     // true: refuse to continue an shm: session over its socket
 };
 
 // Options of a server; 0 (or empty) in any field means the library default.
@@ -88,6 +89,7 @@ struct ServerOptions {
   bool accept_fds = true;        // false: requests with descriptors are refused, nothing sent
   uint64_t max_arena_bytes = 0;  // per session: client arena mapped, own lent (0: 2 GiB)
   bool accept_arena = true;      // false: no lent requests or responses (everything streams)
+  uint64_t max_shm_bytes = 0;    // session segments held at once; past it, the socket (0: no limit)
 };
 
 // Outcome of a non-throwing operation; true when it succeeded.
@@ -241,6 +243,7 @@ inline bool client_options(const ClientOptions& options, shmlink_client_options&
   o.max_arena_bytes = options.max_arena_bytes;
   o.arena_threshold = options.arena_threshold;
   o.no_arena = options.lend ? 0 : 1;
+  o.shm_required = options.shm_required ? 1 : 0;
   return true;
 }
 
@@ -936,6 +939,7 @@ class Server {
     o.refuse_fds = options.accept_fds ? 0 : 1;
     o.max_arena_bytes = options.max_arena_bytes;
     o.refuse_arena = options.accept_arena ? 0 : 1;
+    o.max_shm_bytes = options.max_shm_bytes;
     if (!detail::micros(options.handshake_timeout, o.handshake_timeout_us) ||
         !detail::micros(options.send_timeout, o.send_timeout_us)) {
       status = detail::make_status(SHMLINK_E_INVALID_ARGUMENT, detail::kNegativeTimeout);

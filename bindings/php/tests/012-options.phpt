@@ -25,6 +25,7 @@ $bad = [
     ['ring_size' => 65536.0],
     ['max_message_size' => 0],
     ['max_message_size' => '1M'],
+    ['shm_required' => 1],
 ];
 foreach ($bad as $o) {
     echo shmlink_throws(fn () => new Shmlink\Client($a, $o)), "\n";
@@ -69,8 +70,8 @@ $st = Shmlink\stats();
 echo "connects={$st['connects']} errors={$st['errors']}\n";
 ?>
 --EXPECT--
-ValueError: Shmlink\Client::__construct(): Argument #2 ($options) contains unknown option "nope" (known: timeout, persistent, wait, ring_size, max_message_size)
-ValueError: Shmlink\Client::__construct(): Argument #2 ($options) contains unknown option 0 (known: timeout, persistent, wait, ring_size, max_message_size)
+ValueError: Shmlink\Client::__construct(): Argument #2 ($options) contains unknown option "nope" (known: timeout, persistent, wait, ring_size, max_message_size, shm_required)
+ValueError: Shmlink\Client::__construct(): Argument #2 ($options) contains unknown option 0 (known: timeout, persistent, wait, ring_size, max_message_size, shm_required)
 TypeError: Shmlink\Client::__construct(): Argument #2 ($options) option "timeout" must be of type float, string given
 ValueError: Shmlink\Client::__construct(): Argument #2 ($options) option "timeout" must be a finite number of seconds greater than 0
 ValueError: Shmlink\Client::__construct(): Argument #2 ($options) option "timeout" must be a finite number of seconds greater than 0
@@ -85,6 +86,7 @@ ValueError: Shmlink\Client::__construct(): Argument #2 ($options) option "ring_s
 TypeError: Shmlink\Client::__construct(): Argument #2 ($options) option "ring_size" must be of type int, float given
 ValueError: Shmlink\Client::__construct(): Argument #2 ($options) option "max_message_size" must be between 1024 and 68719476720, 0 given
 TypeError: Shmlink\Client::__construct(): Argument #2 ($options) option "max_message_size" must be of type int, string given
+TypeError: Shmlink\Client::__construct(): Argument #2 ($options) option "shm_required" must be of type bool, int given
 ValueError: Shmlink\Client::__construct(): Argument #2 ($options) option "max_message_size" must be between 1024 and 68719476720, 9223372036854775807 given
 valid:
 10

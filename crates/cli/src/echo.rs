@@ -61,6 +61,12 @@ pub(crate) struct EchoArgs {
     #[arg(long, value_name = "BYTES", value_parser = parse::size,
           default_value_t = ServerOptions::default().max_message_size)]
     max_message: usize,
+    /// Most bytes of shm: session segments held at once (KiB/MiB/GiB
+    /// suffixes allowed; a session with 64 KiB rings holds 132 KiB); past
+    /// it, shm: sessions continue over their socket, or are refused when
+    /// the client requires shared memory. Default: no limit.
+    #[arg(long, value_name = "BYTES", value_parser = parse::size)]
+    max_shm_bytes: Option<usize>,
 }
 
 /// Runs the echo server until SIGINT or SIGTERM.
@@ -79,6 +85,9 @@ pub(crate) fn run(args: &EchoArgs) -> anyhow::Result<()> {
         max_sessions: args.max_sessions,
         wait: args.wait,
         max_message_size: args.max_message,
+        max_shm_bytes: args
+            .max_shm_bytes
+            .map_or(ServerOptions::default().max_shm_bytes, |n| n as u64),
         ..ServerOptions::default()
     };
     // Signals are registered before binding, so that a signal arriving as

@@ -2,6 +2,8 @@
 //! set up: shared by the full measurement (`run`) and the `--paths` one
 //! (`lend`).
 
+use std::time::Duration;
+
 use shmlink::{ClientOptions, Transport, WaitStrategy};
 
 /// How a point's requests travel (`--paths`).
@@ -44,17 +46,23 @@ pub(crate) struct Target {
 
 impl Target {
     /// The client's options for requests of `size` bytes: copy streams
-    /// every request, arena lends every one (loans are explicit).
+    /// every request, arena lends every one (loans are explicit). The call
+    /// timeout grows with the size (the default plus 20 s a GiB): on a VM
+    /// whose host hands memory back lazily, first touches of a 1 GiB
+    /// message have taken over 5 s of kernel time; the bench measures
+    /// that instead of failing.
     pub(crate) fn options(&self, size: usize) -> ClientOptions {
+        let d = ClientOptions::default();
         ClientOptions {
+            timeout: d.timeout + Duration::from_secs_f64(20.0 * size as f64 / (1u64 << 30) as f64),
             wait: self.wait.unwrap_or_default(),
-            max_message_size: size.max(ClientOptions::default().max_message_size),
+            max_message_size: size.max(d.max_message_size),
             arena_threshold: if self.path == LendPath::Arena {
                 0
             } else {
                 usize::MAX
             },
-            ..ClientOptions::default()
+            ..d
         }
     }
 

@@ -353,7 +353,6 @@ mod tests {
     fn a_segment_is_kept_for_keep_for_only() {
         let (r, charges) = (Reusable::default(), Charges::default());
         keep(&r, &charges, ME, (4096, 4096), 1);
-        let given = Instant::now();
         keep(
             &r,
             &charges,
@@ -361,6 +360,8 @@ mod tests {
             (4096, 4096),
             2,
         );
+        // After both were given back: each was kept at or before this.
+        let given = Instant::now();
         while given.elapsed() < KEEP_FOR {
             std::thread::sleep(KEEP_FOR.saturating_sub(given.elapsed()));
         }

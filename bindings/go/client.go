@@ -51,6 +51,11 @@ type Options struct {
 	RingSize uint64
 	// Largest message sent or accepted (0: 64 MiB).
 	MaxMessageSize uint64
+	// An shm: session the server cannot give shared memory (its limit
+	// reached, memfd or mmap failing) continues over its socket
+	// (Transport says "unix"); with ShmRequired, Dial fails instead with
+	// the server's reason.
+	ShmRequired bool
 }
 
 // CallID identifies a pipelined call (Send/Recv).
@@ -128,6 +133,9 @@ func clientOptions(opts *Options) C.shmlink_client_options {
 	}
 	if opts.MaxMessageSize > 0 {
 		o.max_message_size = C.uint64_t(opts.MaxMessageSize)
+	}
+	if opts.ShmRequired {
+		o.shm_required = 1
 	}
 	return o
 }
@@ -433,6 +441,26 @@ func (c *Client) Connected() bool {
 		return false
 	}
 	return C.shmlink_client_is_connected(c.c.client) == 1
+}
+
+// Transport is the transport the session really uses: "shm", "unix" (also
+// an shm: session the server could give no shared memory) or "tcp"; "" once
+// closed.
+func (c *Client) Transport() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.c == nil {
+		return ""
+	}
+	switch C.shmlink_client_transport(c.c.client) {
+	case C.SHMLINK_TRANSPORT_SHM:
+		return "shm"
+	case C.SHMLINK_TRANSPORT_UNIX:
+		return "unix"
+	case C.SHMLINK_TRANSPORT_TCP:
+		return "tcp"
+	}
+	return ""
 }
 
 // Timeout is the client's default call timeout.

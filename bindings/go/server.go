@@ -38,6 +38,10 @@ type ServerOptions struct {
 	HandshakeTimeout time.Duration
 	// Time writing a response may wait for ring space (0: 5 s).
 	SendTimeout time.Duration
+	// Most bytes of shm: session segments held at once (64 KiB rings: 132
+	// KiB a session); past it sessions continue over their socket, or are
+	// refused when the client requires shared memory (0: no limit).
+	MaxShmBytes uint64
 }
 
 // Handler serves one request. It is called from many session threads at
@@ -105,6 +109,7 @@ func Listen(addrs []string, opts *ServerOptions) (*Server, error) {
 		if opts.SendTimeout > 0 {
 			o.send_timeout_us = C.uint64_t(micros(opts.SendTimeout))
 		}
+		o.max_shm_bytes = C.uint64_t(opts.MaxShmBytes)
 	}
 	var e C.gs_err
 	var s *C.shmlink_server

@@ -98,6 +98,49 @@ func TestRoundTripsGoServer(t *testing.T) {
 	}
 }
 
+func TestPastMaxShmBytesSessionsUseTheSocketUnlessShmIsRequired(t *testing.T) {
+	dir := shortDir(t)
+	// Room for one session's segment (64 KiB rings: 132 KiB).
+	srv, err := Listen([]string{"shm:" + filepath.Join(dir, "m.sock")}, &ServerOptions{MaxShmBytes: 135168})
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(prefixHandler) }()
+	defer func() {
+		srv.Close()
+		if err := <-served; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	}()
+	addr := srv.Addrs()[0]
+	first, err := Dial(addr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	second, err := Dial(addr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	if got := [2]string{first.Transport(), second.Transport()}; got != [2]string{"shm", "unix"} {
+		t.Fatalf("transports = %v, want [shm unix]", got)
+	}
+	if resp, err := second.Call(context.Background(), []byte("x")); err != nil || string(resp) != "go:x" {
+		t.Fatalf("over the socket: %q, %v", resp, err)
+	}
+	_, err = Dial(addr, &Options{ShmRequired: true})
+	var e *Error
+	if !errors.As(err, &e) || e.Status != StatusRefused || !strings.Contains(e.Message, "max_shm_bytes") {
+		t.Fatalf("strict dial: %v, want a refusal naming max_shm_bytes", err)
+	}
+	first.Close()
+	if first.Transport() != "" {
+		t.Fatalf("closed client's transport = %q", first.Transport())
+	}
+}
+
 func TestRemoteErrors(t *testing.T) {
 	srv := goServer(t, prefixHandler)
 	c, err := Dial(addrOf(t, srv.Addrs(), "shm:"), nil)

@@ -190,10 +190,12 @@ fn wait_strategy(py: Python<'_>, wait: &str) -> PyResult<WaitStrategy> {
 /// A session with a shmlink server.
 ///
 /// Client(address, *, timeout=5.0, wait="spin", ring_size=None,
-/// max_message_size=None)
+/// max_message_size=None, shm_required=False)
 ///
 /// The address picks the transport: ``shm:PATH``, ``unix:PATH`` or
-/// ``tcp:HOST:PORT``. Connecting and every call wait with the GIL released.
+/// ``tcp:HOST:PORT``. An ``shm:`` session the server cannot give shared
+/// memory continues over its socket (``transport`` says ``"unix"``), or,
+/// with ``shm_required=True``, is refused (``ConnectError`` saying why). Connecting and every call wait with the GIL released.
 /// Several threads may share a client: their calls are serialized.
 #[pyclass(module = "shmlink._shmlink", name = "Client", subclass)]
 struct PyClient {
@@ -229,7 +231,8 @@ impl PyClient {
 #[pymethods]
 impl PyClient {
     #[new]
-    #[pyo3(signature = (address, *, timeout = 5.0, wait = "spin", ring_size = None, max_message_size = None))]
+    #[pyo3(signature = (address, *, timeout = 5.0, wait = "spin", ring_size = None, max_message_size = None,
+        shm_required = false))]
     fn new(
         py: Python<'_>,
         address: &str,
@@ -237,6 +240,7 @@ impl PyClient {
         wait: &str,
         ring_size: Option<usize>,
         max_message_size: Option<usize>,
+        shm_required: bool,
     ) -> PyResult<Self> {
         let defaults = ClientOptions::default();
         let options = ClientOptions {
@@ -244,6 +248,7 @@ impl PyClient {
             wait: wait_strategy(py, wait)?,
             ring_size: ring_size.unwrap_or(defaults.ring_size),
             max_message_size: max_message_size.unwrap_or(defaults.max_message_size),
+            shm_required,
             // Large requests lent through the arena, as the core defaults.
             ..defaults
         };
@@ -469,7 +474,12 @@ fn exception_reply(py: Python<'_>, e: &PyErr) -> RemoteError {
 ///
 /// Server(addresses, *, allowed_uids=None, allowed_gids=None,
 /// max_sessions=None, wait=None, max_message_size=None, socket_mode=None,
-/// socket_group=None, handshake_timeout=None, send_timeout=None)
+/// socket_group=None, handshake_timeout=None, send_timeout=None,
+/// max_shm_bytes=None)
+///
+/// ``max_shm_bytes``: most bytes of ``shm:`` session segments held at once
+/// (64 KiB rings: 132 KiB a session); past it sessions continue over their
+/// socket, or are refused when the client requires shared memory.
 ///
 /// Binding happens in the constructor (``addresses`` then holds the real
 /// TCP port when ``tcp:HOST:0`` was asked for); ``serve(handler)`` serves.
@@ -497,7 +507,7 @@ impl PyServer {
     #[new]
     #[pyo3(signature = (addresses, *, allowed_uids = None, allowed_gids = None, max_sessions = None,
         wait = None, max_message_size = None, socket_mode = None, socket_group = None,
-        handshake_timeout = None, send_timeout = None))]
+        handshake_timeout = None, send_timeout = None, max_shm_bytes = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -511,6 +521,7 @@ impl PyServer {
         socket_group: Option<u32>,
         handshake_timeout: Option<f64>,
         send_timeout: Option<f64>,
+        max_shm_bytes: Option<u64>,
     ) -> PyResult<Self> {
         let addresses = one_or_many(addresses)?;
         let d = ServerOptions::default();
@@ -533,6 +544,7 @@ impl PyServer {
                 Some(t) => duration("send_timeout", t)?,
                 None => d.send_timeout,
             },
+            max_shm_bytes: max_shm_bytes.unwrap_or(d.max_shm_bytes),
             log: d.log,
             // Descriptors and lent requests accepted, as the core defaults.
             ..d

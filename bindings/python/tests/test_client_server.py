@@ -31,6 +31,22 @@ def test_round_trip_in_process(serve, transport):
     assert not c.is_connected
 
 
+def test_past_max_shm_bytes_sessions_use_the_socket_unless_shm_is_required(serve):
+    # Room for one session's segment (64 KiB rings: 132 KiB).
+    addrs = serve(reverse, max_shm_bytes=135168)
+    with shmlink.Client(addrs["shm"]) as first, shmlink.Client(addrs["shm"]) as second:
+        assert first.transport == "shm"
+        assert second.transport == "unix"
+        assert second.call(b"abc") == b"cba"
+        with pytest.raises(shmlink.ConnectError, match="max_shm_bytes"):
+            shmlink.Client(addrs["shm"], shm_required=True)
+        assert first.call(b"xyz") == b"zyx"
+    # Both gone: shared memory again (the process may get its own segment back).
+    with shmlink.Client(addrs["shm"], shm_required=True) as strict:
+        assert strict.transport == "shm"
+        assert strict.call(b"12") == b"21"
+
+
 def test_tcp_port_zero_is_resolved(serve):
     addrs = serve(reverse)
     host, port = addrs["tcp"][len("tcp:"):].rsplit(":", 1)

@@ -41,8 +41,16 @@ def test_past_max_shm_bytes_sessions_use_the_socket_unless_shm_is_required(serve
         with pytest.raises(shmlink.ConnectError, match="max_shm_bytes"):
             shmlink.Client(addrs["shm"], shm_required=True)
         assert first.call(b"xyz") == b"zyx"
-    # Both gone: shared memory again (the process may get its own segment back).
-    with shmlink.Client(addrs["shm"], shm_required=True) as strict:
+    # Once the server has seen the first session end (it reads the goodbye on
+    # its own thread), shared memory again (this process may get its own
+    # segment back).
+    def strict_client():
+        try:
+            return shmlink.Client(addrs["shm"], shm_required=True)
+        except shmlink.ConnectError:
+            return None
+
+    with wait_until(strict_client, what="the first session to end on the server") as strict:
         assert strict.transport == "shm"
         assert strict.call(b"12") == b"21"
 

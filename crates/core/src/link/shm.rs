@@ -22,13 +22,17 @@ use crate::watch::{Spinner, Verdict, Watch, LIVENESS_SLICE};
 /// One side of a shared-memory session.
 #[derive(Debug)]
 pub(crate) struct ShmLink {
-    ends: Endpoints,
-    spinner: Spinner,
+    // Fields drop in this order: a client's control socket (watch, and the
+    // descriptor channel, a duplicate of it) closes before its segment is
+    // unmapped, right after the `Goodbye`: the server keeps the segment
+    // for this process's next session only when it sees the socket close.
     watch: Watch,
-    address: String,
     /// The control socket, when the session agreed on file descriptors:
     /// they travel there, each message's in a record (see [`super::fds`]).
     fd_channel: Option<Arc<Stream>>,
+    ends: Endpoints,
+    spinner: Spinner,
+    address: String,
 }
 
 impl ShmLink {

@@ -44,15 +44,6 @@ impl Stream {
         }
     }
 
-    /// Shuts down the writing side: the peer reads the end of the stream
-    /// (and sees a hang-up) while this side stays open.
-    pub(crate) fn shutdown_write(&self) {
-        let _ = match self {
-            Stream::Unix(s) => s.shutdown(std::net::Shutdown::Write),
-            Stream::Tcp(s) => s.shutdown(std::net::Shutdown::Write),
-        };
-    }
-
     /// Shuts down the reading side (used by the server to stop a session).
     pub(crate) fn shutdown_read(&self) {
         let _ = match self {

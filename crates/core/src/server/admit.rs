@@ -370,14 +370,9 @@ fn make_segment(
     process: Option<ClientProcess>,
 ) -> Result<(Endpoints, OwnedFd, ShmCharge), String> {
     let (c2s, s2c) = (a.hello.ring_c2s as usize, a.hello.ring_s2c as usize);
-    // A kept segment is used only if the client closed the control socket
-    // of its earlier session (else another holder of that session may
-    // still write into it): dropped otherwise.
-    let kept = process
-        .and_then(|p| shared.reusable.take(p, c2s, s2c))
-        .filter(|(_, _, (_, old))| shmlink_sys::poll::peer_gone(&**old));
+    let kept = process.and_then(|p| shared.reusable.take(p, c2s, s2c));
     let (seg, fd, charge) = match kept {
-        Some((seg, fd, (charge, _old))) => (seg, fd, charge),
+        Some(k) => k,
         None => {
             let bytes = SegmentHeader::for_rings(c2s, s2c).total_len;
             // Segments kept for other processes give way to a new session.

@@ -6,6 +6,7 @@ use std::os::fd::OwnedFd;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use super::admit::Established;
 use super::answer::Answer;
@@ -56,21 +57,24 @@ pub(crate) fn serve(shared: &Shared, est: Established, handler: &dyn Handler) {
     report(shared, &session, id, &peer, &end);
     shared.registry.remove(id, ctrl.as_deref());
     drop(entry);
-    give_back(shared, session, ctrl, reuse, shm);
+    give_back(shared, session, ctrl.as_deref(), reuse, shm);
     shared.stats.sessions_closed.fetch_add(1, Ordering::AcqRel);
 }
 
+/// How long a session thread looks for the client's control socket to
+/// close after its `Goodbye` (a client closes it right after: see
+/// `ShmLink`'s field order), yielding between looks.
+const CLOSE_LOOK: Duration = Duration::from_micros(200);
+
 /// Keeps the segment of a session its client ended with a `Goodbye` for
-/// the client's process (see `reuse`); any other end frees it. The
-/// control socket is kept with it, shut down for writing (the client sees
-/// the session end as before): the segment is used again only once the
-/// client has closed its end too (checked when its process reconnects).
-/// A socket still open has another holder, a forked child that said
-/// goodbye for the parent, which may still write into the rings.
+/// the client's process (see `reuse`); any other end frees it. The client
+/// must also have closed its control socket, seen within [`CLOSE_LOOK`]: a
+/// socket still open has another holder, a forked child that said goodbye
+/// for the parent, which may still write into the rings.
 fn give_back(
     shared: &Shared,
     session: Session,
-    ctrl: Option<Arc<Stream>>,
+    ctrl: Option<&Stream>,
     reuse: Option<(ClientProcess, OwnedFd)>,
     charge: Option<ShmCharge>,
 ) {
@@ -82,15 +86,19 @@ fn give_back(
     if !session.ended_by_goodbye() || shared.stopping() {
         return;
     }
-    ctrl.shutdown_write();
+    let since = Instant::now();
+    while !shmlink_sys::poll::peer_gone(ctrl) {
+        if since.elapsed() >= CLOSE_LOOK {
+            return;
+        }
+        std::thread::yield_now();
+    }
     let segment = Arc::clone(l.segment());
     drop(session);
     // The last reference now: the session's ring ends and its registry
     // entry are gone. Anything else still holding it keeps it from reuse.
     if let Ok(segment) = Arc::try_unwrap(segment) {
-        shared
-            .reusable
-            .give_back(process, segment, fd, (charge, ctrl));
+        shared.reusable.give_back(process, segment, fd, charge);
     }
 }
 

@@ -14,7 +14,6 @@ use super::registry::Registry;
 use super::reuse::Reusable;
 use super::stats::Stats;
 use super::sync::lock;
-use crate::link::stream::Stream;
 use crate::options::ServerOptions;
 
 /// What a listener does with the sessions it accepts.
@@ -40,8 +39,7 @@ pub(crate) struct Shared {
     stopping: AtomicBool,
     pub(crate) segments: Arc<Preparer>,
     /// Segments kept for the client processes that used them.
-    /// Each with its charge and the ended session's control socket.
-    pub(crate) reusable: Reusable<(ShmCharge, Arc<Stream>)>,
+    pub(crate) reusable: Reusable<ShmCharge>,
     pub(crate) pool: Arc<Pool>,
     /// Session slots in use: sessions running or being handshaken.
     live: Mutex<usize>,

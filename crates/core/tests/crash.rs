@@ -5,14 +5,13 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use shmlink::{Client, ClientOptions, RemoteError, Server, ServerOptions};
+use support::child::Peer;
 use support::*;
 
 const ROLE: &str = "SHMLINK_TEST_ROLE";
@@ -144,108 +143,6 @@ fn child_client(addr: &str, mode: &str) {
 
 // ---------- the parent side ----------
 
-/// A child process whose output lines arrive on a channel; killed on drop.
-struct Peer {
-    child: Child,
-    lines: mpsc::Receiver<String>,
-    log: Arc<Mutex<Vec<String>>>,
-}
-
-impl Peer {
-    fn spawn(role: &str) -> Peer {
-        let exe = std::env::current_exe().expect("current exe");
-        let mut child = Command::new(exe)
-            .args(["--exact", "role_child", "--nocapture", "--test-threads=1"])
-            .env(ROLE, role)
-            .env("RUST_BACKTRACE", "0")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn child");
-        let (tx, rx) = mpsc::channel();
-        let log = Arc::new(Mutex::new(Vec::new()));
-        let out = child.stdout.take().expect("stdout");
-        let err = child.stderr.take().expect("stderr");
-        let (tx2, log1, log2) = (tx.clone(), Arc::clone(&log), Arc::clone(&log));
-        thread::spawn(move || {
-            for line in BufReader::new(out).lines().map_while(Result::ok) {
-                log1.lock().expect("log").push(line.clone());
-                let _ = tx.send(line);
-            }
-        });
-        thread::spawn(move || {
-            for line in BufReader::new(err).lines().map_while(Result::ok) {
-                log2.lock().expect("log").push(format!("stderr: {line}"));
-                let _ = tx2.send(String::new());
-            }
-        });
-        Peer {
-            child,
-            lines: rx,
-            log,
-        }
-    }
-
-    fn log(&self) -> String {
-        self.log.lock().expect("log").join("\n")
-    }
-
-    /// Waits for `@@KEY...@@`; returns the text after KEY. Panics on a BAD
-    /// marker, on the child's exit, or after `timeout`.
-    fn expect(&mut self, key: &str, timeout: Duration) -> String {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(line) => {
-                    if let Some(bad) = marker(&line, "BAD") {
-                        panic!("child reported BAD{bad}\nchild log:\n{}", self.log());
-                    }
-                    if let Some(v) = marker(&line, key) {
-                        return v.trim().to_string();
-                    }
-                }
-                Err(e) => panic!(
-                    "no @@{key}@@ from the child ({e:?}, exit status {:?})\nchild log:\n{}",
-                    self.child.try_wait(),
-                    self.log()
-                ),
-            }
-        }
-    }
-
-    /// SIGKILL, then reap.
-    fn kill(&mut self) -> Instant {
-        let t = Instant::now();
-        self.child.kill().expect("SIGKILL child");
-        let _ = self.child.wait();
-        t
-    }
-
-    /// Markers seen so far that have not been consumed, checked for BAD.
-    fn drain_check(&mut self) {
-        while let Ok(line) = self.lines.try_recv() {
-            if let Some(bad) = marker(&line, "BAD") {
-                panic!("child reported BAD{bad}\nchild log:\n{}", self.log());
-            }
-        }
-    }
-}
-
-impl Drop for Peer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn marker(line: &str, key: &str) -> Option<String> {
-    let start = line.find(&format!("@@{key}"))? + 2 + key.len();
-    let rest = &line[start..];
-    Some(rest[..rest.find("@@")?].to_string())
-}
-
 /// (a) The server process dies while a call is in its handler.
 /// Mappings of arena segments in this process (`/proc/self/maps`).
 fn arena_mappings() -> usize {
@@ -260,7 +157,7 @@ fn arena_mappings() -> usize {
 fn server_killed_holding_a_lent_request(t: T) {
     let dir = TempDir::new("kills");
     let bind = t.bind_addr(&dir, "s");
-    let mut peer = Peer::spawn(&format!("server|{bind}"));
+    let mut peer = Peer::spawn(ROLE, &format!("server|{bind}"));
     let addr = peer.expect("READY ", Duration::from_secs(20));
     let before = arena_mappings();
     let mut busy =
@@ -299,7 +196,7 @@ fn server_killed_holding_a_lent_request(t: T) {
 fn a_lent_response_outlives_a_killed_server(t: T) {
     let dir = TempDir::new("kills");
     let bind = t.bind_addr(&dir, "s");
-    let mut peer = Peer::spawn(&format!("server|{bind}"));
+    let mut peer = Peer::spawn(ROLE, &format!("server|{bind}"));
     let addr = peer.expect("READY ", Duration::from_secs(20));
     let before = arena_mappings();
     let mut c = Client::connect(&addr, opts_timeout(Duration::from_secs(10))).expect("client");
@@ -321,7 +218,7 @@ fn a_lent_response_outlives_a_killed_server(t: T) {
 fn server_killed_mid_call(t: T) {
     let dir = TempDir::new("kills");
     let bind = t.bind_addr(&dir, "s");
-    let mut peer = Peer::spawn(&format!("server|{bind}"));
+    let mut peer = Peer::spawn(ROLE, &format!("server|{bind}"));
     let addr = peer.expect("READY ", Duration::from_secs(20));
     let mut idle =
         Client::connect(&addr, opts_timeout(Duration::from_secs(10))).expect("idle client");
@@ -464,7 +361,7 @@ fn wait_sessions_closed(p: &Parent, t: T, what: &str, since: Instant) {
 fn client_killed_mid_call(t: T) {
     let base = snapshot();
     let p = parent_server(t);
-    let mut peer = Peer::spawn(&format!("client|{}|midcall", p.srv.addr));
+    let mut peer = Peer::spawn(ROLE, &format!("client|{}|midcall", p.srv.addr));
     peer.expect("CONNECTED", Duration::from_secs(20));
     assert!(
         p.gate.wait_entered(1, Duration::from_secs(10)),
@@ -485,7 +382,7 @@ fn client_killed_idle(t: T) {
     let base = snapshot();
     let p = parent_server(t);
     p.gate.open();
-    let mut peer = Peer::spawn(&format!("client|{}|idle", p.srv.addr));
+    let mut peer = Peer::spawn(ROLE, &format!("client|{}|idle", p.srv.addr));
     peer.expect("IDLE", Duration::from_secs(20));
     assert_eq!(p.srv.stats().active_sessions(), 1);
     let killed = peer.kill();
@@ -503,7 +400,7 @@ fn client_killed_streaming(t: T) {
     p.gate.open();
     let mut rng = Rng::new(3);
     for round in 0..3 {
-        let mut peer = Peer::spawn(&format!("client|{}|stream", p.srv.addr));
+        let mut peer = Peer::spawn(ROLE, &format!("client|{}|stream", p.srv.addr));
         let before = p.calls.load(Ordering::SeqCst);
         // Let it complete a few large calls, then kill it somewhere in the
         // middle of the next transfer (most of its time is spent streaming).
@@ -529,7 +426,7 @@ fn random_kill_points(t: T) {
     for i in 0..20 {
         let seed = rng.next_u64();
         let k = rng.below(8);
-        let mut peer = Peer::spawn(&format!("client|{}|random:{seed}", p.srv.addr));
+        let mut peer = Peer::spawn(ROLE, &format!("client|{}|random:{seed}", p.srv.addr));
         if k == 0 {
             peer.expect("START", Duration::from_secs(20));
         } else {
@@ -538,7 +435,7 @@ fn random_kill_points(t: T) {
         // Sometimes let it run on a little (the kill then lands inside a
         // call), sometimes kill at once.
         for _ in 0..rng.below(3) {
-            let _ = peer.lines.recv_timeout(Duration::from_millis(500));
+            peer.skip_line(Duration::from_millis(500));
         }
         peer.kill();
         peer.drain_check();

@@ -19,15 +19,13 @@ mod support;
 
 use std::collections::HashSet;
 use std::fs;
-use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::MetadataExt;
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::{mpsc, Arc, Mutex, MutexGuard};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
 
 use shmlink::wire::SegmentHeader;
 use shmlink::{Client, ClientOptions, Server, ServerOptions, Transport};
+use support::child::Peer;
 use support::{wait_until, watchdog, xform, xform_into, Rng, TempDir, LIMIT, T};
 
 const ROLE: &str = "SHMLINK_REUSE_ROLE";
@@ -226,108 +224,6 @@ fn child_client(addr: &str) {
 
 // ---------- the parent side ----------
 
-/// A child process driven through its stdin, whose marked output lines
-/// arrive on a channel; killed on drop.
-struct Peer {
-    child: Child,
-    stdin: ChildStdin,
-    lines: mpsc::Receiver<String>,
-    log: Arc<Mutex<Vec<String>>>,
-}
-
-impl Peer {
-    fn spawn(role: &str) -> Peer {
-        let exe = std::env::current_exe().expect("current exe");
-        let mut child = Command::new(exe)
-            .args(["--exact", "role_child", "--nocapture", "--test-threads=1"])
-            .env(ROLE, role)
-            .env("RUST_BACKTRACE", "0")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn child");
-        let stdin = child.stdin.take().expect("stdin");
-        let out = child.stdout.take().expect("stdout");
-        let err = child.stderr.take().expect("stderr");
-        let (tx, rx) = mpsc::channel();
-        let log = Arc::new(Mutex::new(Vec::new()));
-        let (tx2, log1, log2) = (tx.clone(), Arc::clone(&log), Arc::clone(&log));
-        thread::spawn(move || {
-            for line in BufReader::new(out).lines().map_while(Result::ok) {
-                log1.lock().expect("log").push(line.clone());
-                let _ = tx.send(line);
-            }
-        });
-        thread::spawn(move || {
-            for line in BufReader::new(err).lines().map_while(Result::ok) {
-                log2.lock().expect("log").push(format!("stderr: {line}"));
-                let _ = tx2.send(String::new());
-            }
-        });
-        Peer {
-            child,
-            stdin,
-            lines: rx,
-            log,
-        }
-    }
-
-    fn log(&self) -> String {
-        self.log.lock().expect("log").join("\n")
-    }
-
-    fn send(&mut self, cmd: &str) {
-        writeln!(self.stdin, "{cmd}")
-            .and_then(|()| self.stdin.flush())
-            .unwrap_or_else(|e| panic!("command {cmd:?} to the child: {e}\n{}", self.log()));
-    }
-
-    /// Waits for `@@KEY...@@`; returns the text after KEY. Panics on the
-    /// child's exit or after `timeout`.
-    fn expect(&mut self, key: &str, timeout: Duration) -> String {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(line) => {
-                    if let Some(v) = marker(&line, key) {
-                        return v.trim().to_string();
-                    }
-                }
-                Err(e) => panic!(
-                    "no @@{key}@@ from the child ({e:?}, exit status {:?})\nchild log:\n{}",
-                    self.child.try_wait(),
-                    self.log()
-                ),
-            }
-        }
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    /// SIGKILL, then reap.
-    fn kill(&mut self) {
-        self.child.kill().expect("SIGKILL child");
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Peer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn marker(line: &str, key: &str) -> Option<String> {
-    let start = line.find(&format!("@@{key}"))? + 2 + key.len();
-    let rest = &line[start..];
-    Some(rest[..rest.find("@@")?].to_string())
-}
-
 /// A server in a child process.
 struct ChildServer {
     peer: Peer,
@@ -339,7 +235,7 @@ impl ChildServer {
     fn start(max_shm_bytes: u64) -> ChildServer {
         let dir = TempDir::new("reuse");
         let bind = T::Shm.bind_addr(&dir, "s");
-        let mut peer = Peer::spawn(&format!("server|{bind}|{max_shm_bytes}"));
+        let mut peer = Peer::spawn(ROLE, &format!("server|{bind}|{max_shm_bytes}"));
         let addr = peer.expect("READY ", STEP);
         ChildServer {
             peer,
@@ -378,7 +274,7 @@ impl ChildServer {
 
     /// A client process of its own, waiting for commands.
     fn client_process(&self) -> Peer {
-        Peer::spawn(&format!("client|{}", self.addr))
+        Peer::spawn(ROLE, &format!("client|{}", self.addr))
     }
 }
 

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use shmlink::{Client, ClientOptions, Handler, Log, RunningServer, Server, ServerOptions};
 
+pub mod child;
 pub mod raw;
 
 /// Default per-test watchdog.

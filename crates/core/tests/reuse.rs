@@ -24,9 +24,9 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use shmlink::wire::SegmentHeader;
-use shmlink::{Client, ClientOptions, Server, ServerOptions, Transport};
-use support::child::Peer;
-use support::{wait_until, watchdog, xform, xform_into, Rng, TempDir, LIMIT, T};
+use shmlink::{Client, ClientOptions, ServerOptions, Transport};
+use support::child::{self, Peer};
+use support::{wait_until, watchdog, xform, Rng, TempDir, LIMIT, T};
 
 const ROLE: &str = "SHMLINK_REUSE_ROLE";
 /// The default ring size, each way.
@@ -172,14 +172,7 @@ fn child_server(bind: &str, max_shm_bytes: u64) {
         max_shm_bytes,
         ..ServerOptions::default()
     };
-    let server = Server::bind(&[bind], opts)
-        .expect("child bind")
-        .spawn(|req: &[u8], resp: &mut Vec<u8>| {
-            xform_into(req, resp);
-            Ok(())
-        })
-        .expect("child spawn");
-    say(&format!("READY {}", server.addresses()[0]));
+    let server = child::echo_server(bind, opts);
     for cmd in commands() {
         match cmd.as_str() {
             "stats" => {

@@ -29,4 +29,30 @@ pub mod poll;
 pub mod process;
 
 pub use cred::{peer_cred, PeerCred};
+
+/// `e` with the name of the call that failed in front of its text (the
+/// kind is kept), so a message read far from here says which call failed:
+/// `memfd_create: Operation not permitted (os error 1)`.
+pub(crate) fn failed<E: Into<std::io::Error>>(
+    call: &'static str,
+) -> impl FnOnce(E) -> std::io::Error {
+    move |e| {
+        let e = e.into();
+        std::io::Error::new(e.kind(), format!("{call}: {e}"))
+    }
+}
 pub use mapping::{Mapping, ReadOnlyMapping};
+
+#[cfg(test)]
+mod tests {
+    use std::io;
+
+    #[test]
+    fn a_failed_call_is_named_and_keeps_its_kind() {
+        let e = super::failed("memfd_create")(io::Error::from_raw_os_error(1));
+        assert_eq!(e.kind(), io::ErrorKind::PermissionDenied);
+        let text = e.to_string();
+        assert!(text.starts_with("memfd_create: "), "{text}");
+        assert!(text.contains("os error 1"), "{text}");
+    }
+}

@@ -9,6 +9,8 @@ use std::os::fd::{AsFd, OwnedFd};
 
 use rustix::fs::{self, MemfdFlags, SealFlags};
 
+use crate::failed;
+
 /// Seals every shmlink segment carries: it can neither shrink (a peer
 /// truncating it would make our accesses fault with `SIGBUS`) nor grow, and
 /// the seal set itself is frozen.
@@ -22,10 +24,16 @@ pub const REQUIRED_SEALS: SealFlags = SealFlags::SHRINK
 /// Fails when the kernel refuses the memfd (descriptor or memory limits), the
 /// size, or the seals.
 pub fn create_sealed(name: &str, len: u64) -> io::Result<OwnedFd> {
-    let fd = fs::memfd_create(name, MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING)?;
-    fs::ftruncate(&fd, len)?;
-    fs::fcntl_add_seals(&fd, REQUIRED_SEALS)?;
+    let fd = memfd_create(name)?;
+    fs::ftruncate(&fd, len).map_err(failed("ftruncate"))?;
+    fs::fcntl_add_seals(&fd, REQUIRED_SEALS).map_err(failed("fcntl(F_ADD_SEALS)"))?;
     Ok(fd)
+}
+
+/// `memfd_create(2)`, close-on-exec and sealable.
+fn memfd_create(name: &str) -> io::Result<OwnedFd> {
+    fs::memfd_create(name, MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING)
+        .map_err(failed("memfd_create"))
 }
 
 /// Seals of an arena segment once its owner has mapped it: those of
@@ -42,11 +50,11 @@ pub const ARENA_SEALS: SealFlags = REQUIRED_SEALS.union(SealFlags::FUTURE_WRITE)
 /// Fails when the kernel refuses the memfd, its size, the mapping or the
 /// seals (`F_SEAL_FUTURE_WRITE` needs Linux 5.1).
 pub fn create_arena(name: &str, len: u64) -> io::Result<(OwnedFd, crate::Mapping)> {
-    let fd = fs::memfd_create(name, MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING)?;
-    fs::ftruncate(&fd, len)?;
+    let fd = memfd_create(name)?;
+    fs::ftruncate(&fd, len).map_err(failed("ftruncate"))?;
     let size = usize::try_from(len).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
     let map = crate::Mapping::map_shared(&fd, size, false)?;
-    fs::fcntl_add_seals(&fd, ARENA_SEALS)?;
+    fs::fcntl_add_seals(&fd, ARENA_SEALS).map_err(failed("fcntl(F_ADD_SEALS)"))?;
     Ok((fd, map))
 }
 

@@ -304,7 +304,7 @@ fn open(
         (Mode::Serve, _) | (_, Stream::Tcp(_)) => Some(Watch::Flags(Arc::clone(&flags))),
         (Mode::TakeWorkers, Stream::Unix(s)) => s.try_clone().ok().map(Watch::Socket),
     };
-    let caps = agreed_caps(shared, &a.hello, &conn);
+    let mut caps = agreed_caps(shared, &a.hello, &conn);
     let rings = (a.hello.ring_c2s, a.hello.ring_s2c);
     let mut shm = None;
     let mut reuse = None;
@@ -324,6 +324,12 @@ fn open(
                     "shmlink: server at {name}: session {id} with {} continues over its socket: {why}",
                     peer.who
                 ));
+                // An arena is shared memory too: a server that could not
+                // make a segment does not offer one (the client's segments
+                // would not map here either; ours could not be made).
+                if let NoSegment::Failed(_) = why {
+                    caps &= !(handshake::CAP_DESCRIPTORS | handshake::CAP_LENT_RESPONSES);
+                }
                 open_stream(shared, conn, a, (id, caps), watch, &name, (0, 0))?
             }
             Err(why) => {
@@ -368,7 +374,7 @@ fn make_segment(
     shared: &Shared,
     a: &Agreed,
     process: Option<ClientProcess>,
-) -> Result<(Endpoints, OwnedFd, ShmCharge), String> {
+) -> Result<(Endpoints, OwnedFd, ShmCharge), NoSegment> {
     let (c2s, s2c) = (a.hello.ring_c2s as usize, a.hello.ring_s2c as usize);
     let kept = process.and_then(|p| shared.reusable.take(p, c2s, s2c));
     let (seg, fd, charge) = match kept {
@@ -376,22 +382,42 @@ fn make_segment(
         None => {
             let bytes = SegmentHeader::for_rings(c2s, s2c).total_len;
             // Segments kept for other processes give way to a new session.
-            let charge = shared.charge_shm(bytes).or_else(|why| {
-                if shared.reusable.clear() {
-                    shared.charge_shm(bytes)
-                } else {
-                    Err(why)
-                }
-            })?;
+            let charge = shared
+                .charge_shm(bytes)
+                .or_else(|why| {
+                    if shared.reusable.clear() {
+                        shared.charge_shm(bytes)
+                    } else {
+                        Err(why)
+                    }
+                })
+                .map_err(NoSegment::Limit)?;
             let (seg, fd) = shared
                 .segments
                 .take(c2s, s2c)
-                .map_err(|e| format!("it cannot create a segment: {e}"))?;
+                .map_err(|e| NoSegment::Failed(format!("it cannot create a segment: {e}")))?;
             (seg, fd, charge)
         }
     };
-    let ends = Endpoints::new(Arc::new(seg), true).map_err(|e| e.to_string())?;
+    let ends = Endpoints::new(Arc::new(seg), true).map_err(|e| NoSegment::Failed(e.to_string()))?;
     Ok((ends, fd, charge))
+}
+
+/// Why an `shm:` session has no segment.
+#[derive(Debug)]
+enum NoSegment {
+    /// `max_shm_bytes` is reached.
+    Limit(String),
+    /// The kernel refused the memfd, its size, seals or mapping.
+    Failed(String),
+}
+
+impl std::fmt::Display for NoSegment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NoSegment::Limit(why) | NoSegment::Failed(why) => f.write_str(why),
+        }
+    }
 }
 
 /// An `shm:` session: a segment (prepared ahead, or made now) whose memfd

@@ -135,3 +135,18 @@ fn marker(line: &str, key: &str) -> Option<String> {
     let rest = &line[start..];
     Some(rest[..rest.find("@@")?].to_string())
 }
+
+/// The child side: an echo server (each request answered with its `xform`)
+/// bound to `bind`, its address announced as `@@READY address@@`.
+#[allow(dead_code)] // not every test binary runs a server child
+pub fn echo_server(bind: &str, opts: shmlink::ServerOptions) -> shmlink::RunningServer {
+    let server = shmlink::Server::bind(&[bind], opts)
+        .expect("child bind")
+        .spawn(|req: &[u8], resp: &mut Vec<u8>| {
+            super::xform_into(req, resp);
+            Ok(())
+        })
+        .expect("child spawn");
+    println!("@@READY {}@@", server.addresses()[0]);
+    server
+}

@@ -3,20 +3,23 @@
 # pool bench` (a PHP worker called directly, then through a pool of one)
 # for every pair of the pool's --wait (for its clients) and --worker-wait
 # (for the worker's answer), the client spinning as PHP clients do by
-# default. Writes a markdown table to stdout.
+# default, the workers waiting for calls as --idle-worker-wait says (the
+# pool's default when not given). Writes a markdown table to stdout.
 #
-#   bench/pool/waits.sh [--calls N] [--rounds N]
+#   bench/pool/waits.sh [--calls N] [--rounds N] [--idle-worker-wait HOW]
 #
 # Needs the release build and the PHP extension (ci/main.sh builds both).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 calls=20000
 rounds=3
+idle=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --calls) calls=$2; shift ;;
     --rounds) rounds=$2; shift ;;
-    *) echo "usage: bench/pool/waits.sh [--calls N] [--rounds N]" >&2; exit 2 ;;
+    --idle-worker-wait) idle=(--idle-worker-wait "$2"); shift ;;
+    *) echo "usage: bench/pool/waits.sh [--calls N] [--rounds N] [--idle-worker-wait HOW]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -30,7 +33,7 @@ for wait in spin sleep busy; do
   for worker_wait in spin sleep busy; do
     json=$(mktemp)
     target/release/shmlink pool bench --calls "$calls" --rounds "$rounds" --churn-seconds 0 \
-      --wait "$wait" --worker-wait "$worker_wait" --json "$json" -- \
+      --wait "$wait" --worker-wait "$worker_wait" ${idle[@]+"${idle[@]}"} --json "$json" -- \
       php -d extension="$ext" -d opcache.enable_cli=1 bench/pool/worker.php >/dev/null 2>&1
     python3 - "$json" "$wait" "$worker_wait" <<'EOF'
 import json, sys

@@ -86,13 +86,17 @@ pub(crate) struct PoolArgs {
     #[arg(long, value_name = "PATH")]
     control: Option<PathBuf>,
     /// How the pool waits for its clients' calls on shm: sleep, spin, spin:MICROS or busy
-    /// [default: sleep with fewer than 4 CPUs, else spin].
+    /// [default: spin].
     #[arg(long, value_name = "HOW")]
     wait: Option<WaitStrategy>,
     /// How the pool waits for a worker's answer: sleep, spin, spin:MICROS or busy
-    /// [default: sleep when the pool may use one CPU only, else spin].
+    /// [default: sleep when the pool may use fewer than 4 CPUs, else spin].
     #[arg(long, value_name = "HOW")]
     worker_wait: Option<WaitStrategy>,
+    /// How workers wait for their next call (set in their SHMLINK_WORKER_WAIT): sleep, spin,
+    /// spin:MICROS or busy [default: sleep when the pool may use fewer than 4 CPUs, else spin].
+    #[arg(long, value_name = "HOW")]
+    idle_worker_wait: Option<WaitStrategy>,
     /// The worker command and its arguments.
     #[arg(last = true, value_name = "COMMAND", required = true)]
     command_line: Vec<String>,
@@ -161,6 +165,9 @@ fn supervise(args: &PoolArgs) -> anyhow::Result<()> {
     }
     if let Some(w) = args.worker_wait {
         opts.worker_wait = w;
+    }
+    if let Some(w) = args.idle_worker_wait {
+        opts.idle_worker_wait = w;
     }
     if !args.http.is_empty() {
         let mut h = FrontOptions::new(args.http.clone());

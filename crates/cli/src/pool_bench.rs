@@ -10,7 +10,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use clap::Args;
-use shmlink::{Client, ClientOptions, Log, ServerOptions, WaitStrategy, WorkerPort, WORKER_ENV};
+use shmlink::{
+    Client, ClientOptions, Log, ServerOptions, WaitStrategy, WorkerPort, WORKER_ENV,
+    WORKER_WAIT_ENV,
+};
 use shmlink_pool::{Pool, PoolOptions};
 
 use crate::child::TempDir;
@@ -41,6 +44,10 @@ pub(crate) struct DispatchArgs {
     /// The pool's --worker-wait [default: as the pool's].
     #[arg(long, value_name = "HOW")]
     pub(crate) worker_wait: Option<WaitStrategy>,
+    /// The pool's --idle-worker-wait [default: as the pool's]. A worker
+    /// called directly waits as its own options say.
+    #[arg(long, value_name = "HOW")]
+    pub(crate) idle_worker_wait: Option<WaitStrategy>,
     /// Seconds of each churn case (recycling, reload, kill -9) after the
     /// rounds; 0 leaves them out.
     #[arg(long, value_name = "SECONDS", default_value_t = 3.0)]
@@ -62,6 +69,9 @@ pub(crate) fn run(args: &DispatchArgs) -> anyhow::Result<()> {
     let worker_wait = args
         .worker_wait
         .unwrap_or_else(shmlink_pool::default_worker_wait);
+    let idle_worker_wait = args
+        .idle_worker_wait
+        .unwrap_or_else(shmlink_pool::default_idle_worker_wait);
     let dir = TempDir::new()?;
     let request: Vec<u8> = (0..args.size).map(|i| (i * 7 + 3) as u8).collect();
     let mut direct = Vec::new();
@@ -95,14 +105,15 @@ pub(crate) fn run(args: &DispatchArgs) -> anyhow::Result<()> {
          | a worker called directly | {dp50:.2} | {dp99:.2} | {dcps:.0} |\n\
          | the same worker through `shmlink pool` | {pp50:.2} | {pp99:.2} | {pcps:.0} |\n\n\
          The pool's dispatch adds {:.2} µs to p50 ({} B requests, {} calls a round, median of {} rounds; \
-         client waits {}, pool --wait {}, --worker-wait {}).",
+         client waits {}, pool --wait {}, --worker-wait {}, --idle-worker-wait {}).",
         pp50 - dp50,
         args.size,
         args.calls,
         args.rounds,
         args.client_wait,
         pool_wait,
-        worker_wait
+        worker_wait,
+        idle_worker_wait
     );
     let churn = if args.churn_seconds > 0.0 {
         let setup = pool_churn::Setup {
@@ -127,6 +138,7 @@ pub(crate) fn run(args: &DispatchArgs) -> anyhow::Result<()> {
             "command": args.command_line,
             "client_wait": args.client_wait.to_string(), "wait": pool_wait.to_string(),
             "worker_wait": worker_wait.to_string(),
+            "idle_worker_wait": idle_worker_wait.to_string(),
             "direct": {"p50_us": dp50, "p99_us": dp99, "calls_per_s": dcps},
             "pool": {"p50_us": pp50, "p99_us": pp99, "calls_per_s": pcps},
             "dispatch_p50_us": pp50 - dp50,
@@ -254,6 +266,9 @@ fn pool_options(args: &DispatchArgs) -> PoolOptions {
     if let Some(w) = args.worker_wait {
         opts.worker_wait = w;
     }
+    if let Some(w) = args.idle_worker_wait {
+        opts.idle_worker_wait = w;
+    }
     opts
 }
 
@@ -278,6 +293,7 @@ fn spawn(command: &[String], port: &str) -> anyhow::Result<Child> {
     Command::new(program)
         .args(rest)
         .env(WORKER_ENV, port)
+        .env_remove(WORKER_WAIT_ENV)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .spawn()

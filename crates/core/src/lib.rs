@@ -67,4 +67,4 @@ pub use server::{
     WorkerPort, PREPARED_SEGMENTS,
 };
 pub use shmlink_arena::Loan;
-pub use worker::{Worker, CODE_NOT_ANSWERED, WORKER_ENV};
+pub use worker::{Worker, CODE_NOT_ANSWERED, WORKER_ENV, WORKER_WAIT_ENV};

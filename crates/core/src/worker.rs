@@ -20,6 +20,14 @@ use crate::session::Session;
 /// connect to.
 pub const WORKER_ENV: &str = "SHMLINK_WORKER";
 
+/// The environment variable a supervisor sets to how its workers wait for
+/// their next call (`sleep`, `spin`, `spin:MICROS` or `busy`, as
+/// [`WaitStrategy`](crate::WaitStrategy) parses it). When set, it is the
+/// worker's wait strategy whatever its options say: the supervisor knows
+/// which CPUs its workers share with it (on two CPUs, a worker spinning
+/// while idle holds the CPU its supervisor needs to hand it the next call).
+pub const WORKER_WAIT_ENV: &str = "SHMLINK_WORKER_WAIT";
+
 /// Remote error code a caller receives when a worker took its next call
 /// without answering this one.
 pub const CODE_NOT_ANSWERED: u32 = 0xFFFF_0006;
@@ -52,13 +60,20 @@ pub struct Worker {
 }
 
 impl Worker {
-    /// Connects to the supervisor at `address`.
+    /// Connects to the supervisor at `address`;
+    /// [`WORKER_WAIT_ENV`], when set, replaces `options.wait`.
     ///
     /// # Errors
-    /// Invalid address or options, connection failures, refusals, an
+    /// Invalid address, options or `SHMLINK_WORKER_WAIT`, connection failures, refusals, an
     /// address that does not take workers.
-    pub fn connect(address: &str, options: ClientOptions) -> Result<Worker> {
+    pub fn connect(address: &str, mut options: ClientOptions) -> Result<Worker> {
         let address: Address = address.parse()?;
+        if let Ok(wait) = std::env::var(WORKER_WAIT_ENV) {
+            options.wait = wait.parse().map_err(|_| Error::InvalidOption {
+                name: "SHMLINK_WORKER_WAIT",
+                reason: format!("{wait:?} is not one of sleep, spin, spin:MICROS, busy"),
+            })?;
+        }
         options.validate()?;
         let session = connect::connect(&address, &options, Role::Worker)?;
         Ok(Worker {

@@ -46,7 +46,7 @@ use shmlink::{Log, RunningServer, Server, ServerOptions, WorkerPort};
 
 pub use codes::*;
 pub use error::PoolError;
-pub use options::{default_wait, default_worker_wait, PoolOptions};
+pub use options::{default_idle_worker_wait, default_wait, default_worker_wait, PoolOptions};
 pub use status::{Status, WorkerStatus};
 
 use table::{Phase, Shared};

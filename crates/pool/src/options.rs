@@ -42,40 +42,51 @@ pub struct PoolOptions {
     /// How the pool waits for a worker's answer. Default:
     /// [`default_worker_wait`].
     pub worker_wait: WaitStrategy,
+    /// How the workers wait for their next call (passed to each in
+    /// `SHMLINK_WORKER_WAIT`, which replaces the wait strategy of its
+    /// options). Default: [`default_idle_worker_wait`].
+    pub idle_worker_wait: WaitStrategy,
     /// The HTTP front, if any: each request becomes a call to a worker.
     pub http: Option<shmlink_http::FrontOptions>,
 }
 
+// A call through the pool has three parties: the client, the pool's session
+// thread and the worker. On fewer than 4 CPUs they cannot all spin: one of
+// them would always be off its CPU, and a spinner holds its CPU until it
+// yields (every 10 µs). So there the pool's session threads are the only
+// spinners: they keep a CPU awake for the next call (waking an idle vCPU
+// costs tens of µs), and the hand-offs to and from the worker go through
+// the doorbell, which gives the CPU to the party that needs it at once.
+// Measured (2 CPUs, PHP client on CPU 0, pool and worker on CPU 1, 2 KiB):
+// ~18,000 calls/s with the session thread sleeping and the worker
+// spinning, 77,000-92,000 with the session thread spinning and the worker
+// and the pool's wait for it sleeping (docs/design.md, "Waits in the pool").
+
 /// How the pool's session threads wait for their clients' next call when
-/// nothing says otherwise: they sleep when the pool may run on fewer than 4
-/// CPUs (the machine's, or its affinity's), and spin (adaptively) on more.
-///
-/// A call through the pool has three parties: the client, the pool's
-/// session thread and the worker. The client and the worker spin while
-/// they wait (the default everywhere); a session thread that spins too
-/// makes three spinners, and on 2 CPUs one of them is always off its CPU:
-/// measured with `bench/pool/waits.sh`, a PHP worker through the pool
-/// answered at p50 31 µs with the session thread spinning and 8-10 µs with
-/// it sleeping (2 CPUs, docs/design.md).
+/// nothing says otherwise: they spin (adaptively, the default strategy):
+/// an idle client's session thread soon sleeps, a busy one's finds each
+/// call at once.
 pub fn default_wait() -> WaitStrategy {
-    if cpus() < 4 {
-        WaitStrategy::Sleep
-    } else {
-        WaitStrategy::default()
-    }
+    WaitStrategy::default()
 }
 
-/// How the pool waits for a worker's answer when nothing says otherwise: it
-/// sleeps when the pool may run on one CPU only (its affinity, e.g. under
-/// `taskset`), and spins (adaptively) otherwise.
-///
-/// On one CPU the worker the pool waits for needs that very CPU: a pool
-/// pinned there with its PHP worker answered a PHP client at p50 ~30 µs
-/// sleeping against ~55 µs spinning (the scenario, docs/design.md). With two
-/// CPUs or more, spinning is slightly faster (p50 8 against 10 µs,
-/// `bench/pool/waits.sh`).
+/// How the pool waits for a worker's answer when nothing says otherwise:
+/// it sleeps when the pool may run on fewer than 4 CPUs (its affinity, or
+/// the machine's), handing its CPU to the worker; it spins (adaptively) on
+/// more.
 pub fn default_worker_wait() -> WaitStrategy {
-    if cpus() < 2 {
+    few_cpus_sleep()
+}
+
+/// How workers wait for their next call when nothing says otherwise: they
+/// sleep when the pool may run on fewer than 4 CPUs, and spin (adaptively)
+/// on more.
+pub fn default_idle_worker_wait() -> WaitStrategy {
+    few_cpus_sleep()
+}
+
+fn few_cpus_sleep() -> WaitStrategy {
+    if cpus() < 4 {
         WaitStrategy::Sleep
     } else {
         WaitStrategy::default()
@@ -90,8 +101,9 @@ fn cpus() -> usize {
 impl PoolOptions {
     /// Options for `command` behind `listen`, with the defaults: 2 workers,
     /// no recycling, 10 s queue timeout, 256 queued calls, 30 s per call,
-    /// 10 s to start, 5 s to stop, [`default_wait`] for clients and
-    /// [`default_worker_wait`] for workers.
+    /// 10 s to start, 5 s to stop, [`default_wait`] for clients,
+    /// [`default_worker_wait`] for workers' answers and
+    /// [`default_idle_worker_wait`] for idle workers.
     pub fn new(listen: Vec<String>, command: Vec<String>) -> PoolOptions {
         PoolOptions {
             listen,
@@ -109,6 +121,7 @@ impl PoolOptions {
             control: None,
             wait: default_wait(),
             worker_wait: default_worker_wait(),
+            idle_worker_wait: default_idle_worker_wait(),
             http: None,
         }
     }

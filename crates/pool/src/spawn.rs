@@ -1,23 +1,26 @@
 //! Starting a worker process: the command with `SHMLINK_WORKER` set to the
-//! pool's worker port, stdin closed, stdout and stderr captured line by line
-//! into the pool's log with the worker's pid in front (so a worker printing
-//! to stdout cannot corrupt anything: its output is not the protocol).
+//! pool's worker port and `SHMLINK_WORKER_WAIT` to how it waits for calls,
+//! stdin closed, stdout and stderr captured line by line into the pool's
+//! log with the worker's pid in front (so a worker printing to stdout
+//! cannot corrupt anything: its output is not the protocol).
 
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use shmlink::{Log, WORKER_ENV};
+use shmlink::{Log, WaitStrategy, WORKER_ENV, WORKER_WAIT_ENV};
 
-/// Starts `command` as a worker of the port at `port`; returns the child
-/// and the threads copying its output into `log`.
+/// Starts `command` as a worker of the port at `port`, told to wait for
+/// its calls as `wait` says; returns the child and the threads copying its
+/// output into `log`.
 ///
 /// # Errors
 /// When the command cannot be started (not found, not executable).
 pub(crate) fn start(
     command: &[String],
     port: &str,
+    wait: WaitStrategy,
     log: &Arc<Log>,
 ) -> std::io::Result<(Child, Vec<JoinHandle<()>>)> {
     let (program, args) = command
@@ -26,6 +29,7 @@ pub(crate) fn start(
     let mut child = Command::new(program)
         .args(args)
         .env(WORKER_ENV, port)
+        .env(WORKER_WAIT_ENV, wait.to_string())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -202,7 +202,12 @@ fn start_missing(inner: &Inner, t: &mut Table) {
         let place = (0..inner.opts.workers)
             .find(|p| !taken.contains(p))
             .unwrap_or(0);
-        match spawn::start(&inner.opts.command, &inner.port_address, &inner.log) {
+        match spawn::start(
+            &inner.opts.command,
+            &inner.port_address,
+            inner.opts.idle_worker_wait,
+            &inner.log,
+        ) {
             Ok((child, copies)) => {
                 inner.keep(copies);
                 if t.restarts.len() < inner.opts.workers {

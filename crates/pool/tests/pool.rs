@@ -136,6 +136,50 @@ fn calls_over_every_transport_and_pipelined() {
     pool.stop();
 }
 
+/// The pool tells its workers how to wait for calls (`SHMLINK_WORKER_WAIT`):
+/// what `idle_worker_wait` says, sleeping by default on fewer than 4 CPUs.
+#[test]
+fn workers_wait_for_calls_as_the_pool_says() {
+    let dir = Dir::new("idle-wait");
+    let mut o = opts(&dir, 1);
+    assert_eq!(o.idle_worker_wait, shmlink_pool::default_idle_worker_wait());
+    let few = std::thread::available_parallelism().map_or(1, usize::from) < 4;
+    assert_eq!(
+        o.idle_worker_wait == shmlink::WaitStrategy::Sleep,
+        few,
+        "sleep on fewer than 4 CPUs only"
+    );
+    o.idle_worker_wait = shmlink::WaitStrategy::Spin(Duration::from_micros(123));
+    let (pool, _lines) = start(o);
+    ready(&pool, 1);
+    let mut c = client(&pool.addresses()[0]);
+    assert_eq!(
+        c.call(b"env:SHMLINK_WORKER_WAIT").expect("call"),
+        b"spin:123"
+    );
+    pool.stop();
+}
+
+/// A worker given a wait it cannot parse says so and does not start.
+#[test]
+fn a_worker_with_a_bad_wait_in_its_environment_says_why() {
+    let dir = Dir::new("bad-wait");
+    let out = std::process::Command::new(WORKER)
+        .env(
+            shmlink::WORKER_ENV,
+            format!("shm:{}", dir.path("none.sock").display()),
+        )
+        .env(shmlink::WORKER_WAIT_ENV, "fast")
+        .output()
+        .expect("run the worker");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("SHMLINK_WORKER_WAIT") && err.contains("\"fast\""),
+        "{err}"
+    );
+}
+
 #[test]
 fn a_worker_killed_mid_call_fails_that_call_only_and_is_replaced() {
     let dir = Dir::new("kill");

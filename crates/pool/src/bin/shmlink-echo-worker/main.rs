@@ -8,13 +8,12 @@
 //! - `hang`: never answers;
 //! - `sleep:MS`: answers after MS milliseconds;
 //! - `grow:MIB`: keeps MIB more mebibytes of memory, then answers its pid;
+//! - `env:NAME`: answers the value of its environment variable NAME;
 //! - anything else: answers `echo:` and the request.
 //!
 //! A call from the HTTP front (an encoded HTTP request) is answered by
 //! path instead: see `http.rs`.
 //!
-//! `SHMLINK_WORKER_WAIT` (sleep, spin, spin:MICROS, busy) sets how it waits
-//! for calls.
 //!
 //! `SHMLINK_TEST_WORKER_START=crash` makes it exit before connecting,
 //! `=hang` makes it never connect (a worker that fails at start).
@@ -38,14 +37,8 @@ fn main() {
         },
         _ => {}
     }
-    let mut options = ClientOptions::default();
-    if let Some(w) = std::env::var("SHMLINK_WORKER_WAIT")
-        .ok()
-        .and_then(|w| w.parse().ok())
-    {
-        options.wait = w;
-    }
-    let mut worker = match Worker::from_env(options) {
+    // How it waits for calls comes from SHMLINK_WORKER_WAIT, set by the pool.
+    let mut worker = match Worker::from_env(ClientOptions::default()) {
         Ok(w) => w,
         Err(e) => {
             eprintln!("shmlink-echo-worker: {e}");
@@ -61,6 +54,8 @@ fn main() {
         let text = std::str::from_utf8(req).unwrap_or("");
         if text == "pid" {
             resp.extend_from_slice(std::process::id().to_string().as_bytes());
+        } else if let Some(name) = text.strip_prefix("env:") {
+            resp.extend_from_slice(std::env::var(name).unwrap_or_default().as_bytes());
         } else if text == "fail" {
             return Err(RemoteError::new(42, "asked to fail"));
         } else if text == "crash" {

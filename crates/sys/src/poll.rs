@@ -77,8 +77,15 @@ pub fn readable_or_writable(fd: impl AsFd, deadline: Option<Instant>) -> io::Res
 /// side) or the socket is in error, checked without blocking. Unread data does
 /// not count.
 pub fn peer_gone(fd: impl AsFd) -> bool {
+    hangs_up_within(fd, Duration::ZERO)
+}
+
+/// Whether the peer of a socket hangs up (as [`peer_gone`] says) within
+/// `timeout`: `poll(2)` for `POLLRDHUP`, sleeping until then. An interrupted
+/// wait (`EINTR`) says no.
+pub fn hangs_up_within(fd: impl AsFd, timeout: Duration) -> bool {
     let mut fds = [PollFd::from_borrowed_fd(fd.as_fd(), PollFlags::RDHUP)];
-    match poll(&mut fds, Some(&to_timespec(Duration::ZERO))) {
+    match poll(&mut fds, Some(&to_timespec(timeout))) {
         Ok(0) => false,
         Ok(_) => fds[0]
             .revents()
@@ -141,6 +148,17 @@ mod tests {
         assert_eq!(readable(&b, None).expect("poll"), Ready::Yes);
         drop(a);
         assert!(peer_gone(&b));
+    }
+
+    #[test]
+    fn a_hang_up_is_awaited_up_to_the_timeout() {
+        let (a, b) = std::os::unix::net::UnixStream::pair().expect("pair");
+        let t = Instant::now();
+        assert!(!hangs_up_within(&b, Duration::from_millis(20)));
+        assert!(t.elapsed() >= Duration::from_millis(20), "it waited");
+        let closer = std::thread::spawn(move || drop(a));
+        assert!(hangs_up_within(&b, Duration::from_secs(10)));
+        closer.join().expect("closer");
     }
 
     #[test]

@@ -66,11 +66,18 @@ pub(crate) fn serve(shared: &Shared, est: Established, handler: &dyn Handler) {
 /// `ShmLink`'s field order), yielding between looks.
 const CLOSE_LOOK: Duration = Duration::from_micros(200);
 
+/// How long it then waits for that close, asleep: a client descheduled
+/// between its `Goodbye` and its close (a loaded machine, a sanitizer
+/// build) still gets its segment back; a socket another process holds
+/// open (the fork case) costs the session thread this long, not its CPU.
+const CLOSE_WAIT: Duration = Duration::from_millis(20);
+
 /// Keeps the segment of a session its client ended with a `Goodbye` for
 /// the client's process (see `reuse`); any other end frees it. The client
-/// must also have closed its control socket, seen within [`CLOSE_LOOK`]: a
-/// socket still open has another holder, a forked child that said goodbye
-/// for the parent, which may still write into the rings.
+/// must also have closed its control socket, seen within [`CLOSE_LOOK`]
+/// and [`CLOSE_WAIT`]: a socket still open has another holder, a forked
+/// child that said goodbye for the parent, which may still write into the
+/// rings.
 fn give_back(
     shared: &Shared,
     session: Session,
@@ -89,16 +96,32 @@ fn give_back(
     let since = Instant::now();
     while !shmlink_sys::poll::peer_gone(ctrl) {
         if since.elapsed() >= CLOSE_LOOK {
+            if shmlink_sys::poll::hangs_up_within(ctrl, CLOSE_WAIT) {
+                break;
+            }
             return;
         }
         std::thread::yield_now();
     }
-    let segment = Arc::clone(l.segment());
+    let mut segment = Arc::clone(l.segment());
     drop(session);
-    // The last reference now: the session's ring ends and its registry
-    // entry are gone. Anything else still holding it keeps it from reuse.
-    if let Ok(segment) = Arc::try_unwrap(segment) {
-        shared.reusable.give_back(process, segment, fd, charge);
+    // The last reference soon: the session's ring ends and its registry
+    // entry are gone, but the monitor may be handling this very hang-up
+    // with a clone of the entry (which holds the segment to ring its
+    // bells) for a moment. Anything holding it longer keeps it from reuse.
+    let since = Instant::now();
+    loop {
+        match Arc::try_unwrap(segment) {
+            Ok(segment) => {
+                shared.reusable.give_back(process, segment, fd, charge);
+                return;
+            }
+            Err(held) if since.elapsed() < CLOSE_WAIT => {
+                segment = held;
+                std::thread::yield_now();
+            }
+            Err(_) => return,
+        }
     }
 }
 

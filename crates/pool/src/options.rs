@@ -57,10 +57,8 @@ pub struct PoolOptions {
 // spinners: they keep a CPU awake for the next call (waking an idle vCPU
 // costs tens of µs), and the hand-offs to and from the worker go through
 // the doorbell, which gives the CPU to the party that needs it at once.
-// Measured (2 CPUs, PHP client on CPU 0, pool and worker on CPU 1, 2 KiB):
-// ~18,000 calls/s with the session thread sleeping and the worker
-// spinning, 77,000-92,000 with the session thread spinning and the worker
-// and the pool's wait for it sleeping (docs/design.md, "Waits in the pool").
+// The measurements behind this are in docs/design.md ("How the pool
+// waits, and what a call through it costs") and the scenario's pool rows.
 
 /// How the pool's session threads wait for their clients' next call when
 /// nothing says otherwise: they spin (adaptively, the default strategy):

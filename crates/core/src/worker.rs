@@ -69,9 +69,13 @@ impl Worker {
     pub fn connect(address: &str, mut options: ClientOptions) -> Result<Worker> {
         let address: Address = address.parse()?;
         if let Ok(wait) = std::env::var(WORKER_WAIT_ENV) {
-            options.wait = wait.parse().map_err(|_| Error::InvalidOption {
-                name: "SHMLINK_WORKER_WAIT",
-                reason: format!("{wait:?} is not one of sleep, spin, spin:MICROS, busy"),
+            // The strategy's own parse error, named for the variable.
+            options.wait = wait.parse().map_err(|e| match e {
+                Error::InvalidOption { reason, .. } => Error::InvalidOption {
+                    name: "SHMLINK_WORKER_WAIT",
+                    reason,
+                },
+                other => other,
             })?;
         }
         options.validate()?;

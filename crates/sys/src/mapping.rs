@@ -139,8 +139,8 @@ fn mmap_shared(
             "cannot map an empty segment",
         ));
     }
-    // SAFETY: a fresh mapping at an address chosen by the kernel (null hint)
-    // aliases no Rust object; the result is checked before use.
+    // A fresh mapping at an address chosen by the kernel (null hint).
+    // SAFETY: it aliases no Rust object; the result is checked before use.
     let raw = unsafe { mm::mmap(std::ptr::null_mut(), len, prot, flags, fd, 0) }
         .map_err(crate::failed("mmap"))?;
     NonNull::new(raw.cast::<u8>()).ok_or_else(|| io::Error::other("mmap returned a null mapping"))

@@ -93,15 +93,8 @@ fn give_back(
     if !session.ended_by_goodbye() || shared.stopping() {
         return;
     }
-    let since = Instant::now();
-    while !shmlink_sys::poll::peer_gone(ctrl) {
-        if since.elapsed() >= CLOSE_LOOK {
-            if shmlink_sys::poll::hangs_up_within(ctrl, CLOSE_WAIT) {
-                break;
-            }
-            return;
-        }
-        std::thread::yield_now();
+    if !closes_soon(ctrl) {
+        return;
     }
     let mut segment = Arc::clone(l.segment());
     drop(session);
@@ -123,6 +116,19 @@ fn give_back(
             Err(_) => return,
         }
     }
+}
+
+/// Whether the client's end of `ctrl` closes: looked for (yielding) up to
+/// [`CLOSE_LOOK`], then waited for, asleep, up to [`CLOSE_WAIT`].
+fn closes_soon(ctrl: &Stream) -> bool {
+    let since = Instant::now();
+    while since.elapsed() < CLOSE_LOOK {
+        if shmlink_sys::poll::peer_gone(ctrl) {
+            return true;
+        }
+        std::thread::yield_now();
+    }
+    shmlink_sys::poll::hangs_up_within(ctrl, CLOSE_WAIT)
 }
 
 /// Tells the client why the session ends where it should know, and logs

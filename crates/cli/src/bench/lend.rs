@@ -1,10 +1,10 @@
 //! A point of a `--paths` run: sequential calls only, each request
 //! travelling by its path (streamed, lent by `call()`, or written in place
-//! into a loan), the loan's fill timed apart from the round trip, and the
-//! memory both processes and the arena hold from after the first call to
-//! the end.
+//! into a loan), the loan's fill timed apart from the round trip, a control
+//! call after an equal fill elsewhere, and the memory both processes and the
+//! arena hold from after the first call to the end.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::Context;
 use shmlink::Client;
@@ -28,9 +28,9 @@ pub(crate) fn measure(
     let client = &mut client;
     let mut checks = Checks::default();
     let mut fill = Latency::new()?;
-    let mut paused = Latency::new()?;
+    let mut control = Latency::new()?;
+    let mut scratch: Option<Vec<u8>> = None;
     let small = [7u8; 64];
-    let mut last_fill = Duration::ZERO;
     let mut after_first = None;
     let seq = measure::sequential(ctx, |i| {
         let req = payloads.get(i);
@@ -39,8 +39,7 @@ pub(crate) fn measure(
             let mut loan = client.loan(req.len())?;
             loan.copy_from_slice(req);
             let t0 = Instant::now();
-            last_fill = t0.duration_since(f0);
-            fill.record(last_fill);
+            fill.record(t0.duration_since(f0));
             (t0, client.call_loan(loan)?)
         } else {
             let t0 = Instant::now();
@@ -50,15 +49,14 @@ pub(crate) fn measure(
         checks.check(ctx.shape, req, &resp);
         client.recycle(resp);
         if target.path == LendPath::Loan {
-            // The control: the same idle pause as the fill, then a small
-            // call, timed apart.
-            let until = t1 + last_fill;
-            while Instant::now() < until {
-                std::hint::spin_loop();
-            }
+            // The control: the same fill again, into memory of the client's
+            // own, then a small call, timed apart. It meets the caches and
+            // TLBs the loan call met, without the arena.
+            let own = scratch.get_or_insert_with(|| vec![0; req.len()]);
+            own.copy_from_slice(req);
             let p0 = Instant::now();
             let r = client.call(&small)?;
-            paused.record(p0.elapsed());
+            control.record(p0.elapsed());
             checks.check(ctx.shape, &small, &r);
             client.recycle(r);
         }
@@ -78,7 +76,7 @@ pub(crate) fn measure(
     Ok(Record {
         path: target.path.name().into(),
         fill_p50_us: (target.path == LendPath::Loan).then(|| fill.quantile_us(0.5)),
-        pause_p50_us: (target.path == LendPath::Loan).then(|| paused.quantile_us(0.5)),
+        control_p50_us: (target.path == LendPath::Loan).then(|| control.quantile_us(0.5)),
         mem_growth_mib: Some(growth / MIB),
         baseline: Some(target.baseline().to_string()),
         ..seq.record(transport, wait, size, ctx.shape.len_for(size))

@@ -110,7 +110,7 @@ impl Sequential {
             idle_server_cpu_pct: None,
             path: "-".into(),
             fill_p50_us: None,
-            pause_p50_us: None,
+            control_p50_us: None,
             mem_growth_mib: None,
             baseline: None,
             p50_vs_baseline: None,

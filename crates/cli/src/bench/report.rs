@@ -74,7 +74,7 @@ fn paths_table(records: &[Record]) -> String {
         "÷ copy",
         "unix copy ÷ this",
         "fill p50 µs",
-        "64 B after an equal pause p50 µs",
+        "64 B after an equal fill p50 µs",
         "memory growth MiB",
     ];
     let same = |r: &Record, path: &str, transport: &str, wait: &str| {
@@ -101,7 +101,7 @@ fn paths_table(records: &[Record]) -> String {
                 copy.map_or_else(dash, |c| format!("{:.2}", r.p50_us / c.p50_us)),
                 unix.map_or_else(dash, |u| format!("{:.1}", u.p50_us / r.p50_us)),
                 r.fill_p50_us.map_or_else(dash, us),
-                r.pause_p50_us.map_or_else(dash, us),
+                r.control_p50_us.map_or_else(dash, us),
                 r.mem_growth_mib.map_or_else(dash, |m| format!("{m:.1}")),
             ]
         })
@@ -395,7 +395,7 @@ mod tests {
         Record {
             path: "copy".into(),
             fill_p50_us: None,
-            pause_p50_us: None,
+            control_p50_us: None,
             mem_growth_mib: None,
             transport: transport.into(),
             client: "rust".into(),

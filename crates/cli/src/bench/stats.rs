@@ -98,10 +98,10 @@ pub(crate) struct Record {
     /// the round trip).
     pub(crate) fill_p50_us: Option<f64>,
     /// Loan path, the control: median round trip of a 64-byte call made
-    /// right after an idle pause as long as the fill, µs. What the pause
-    /// alone costs the next call (on a VM, a call after milliseconds idle is
-    /// slower whatever it carries).
-    pub(crate) pause_p50_us: Option<f64>,
+    /// right after the same fill into memory of the client's own, µs: what
+    /// the caches and TLBs a fill leaves (and the time it takes) cost the
+    /// next call whatever it carries, arena or not.
+    pub(crate) control_p50_us: Option<f64>,
     /// `--paths` points: growth of the client's and server's RSS and of the
     /// arena's mapped bytes from after the first calls to the end, MiB.
     pub(crate) mem_growth_mib: Option<f64>,
@@ -200,7 +200,7 @@ pub(crate) fn median_of_rounds(mut rounds: Vec<Vec<Record>>) -> Vec<Record> {
             rec.server_cpu_us_per_call = fo(|r| r.server_cpu_us_per_call);
             rec.idle_server_cpu_pct = fo(|r| r.idle_server_cpu_pct);
             rec.fill_p50_us = fo(|r| r.fill_p50_us);
-            rec.pause_p50_us = fo(|r| r.pause_p50_us);
+            rec.control_p50_us = fo(|r| r.control_p50_us);
             rec.mem_growth_mib = fo(|r| r.mem_growth_mib);
             rec
         })

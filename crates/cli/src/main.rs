@@ -11,6 +11,7 @@ mod child;
 mod connect_cost;
 mod echo;
 mod parse;
+mod placement;
 mod pool;
 mod pool_bench;
 mod pool_churn;

@@ -18,6 +18,7 @@ use shmlink_pool::{Pool, PoolOptions};
 
 use crate::child::TempDir;
 use crate::parse;
+use crate::placement::Placement;
 use crate::pool_churn::{self, Churn};
 
 /// Options of `shmlink pool bench`.
@@ -48,6 +49,10 @@ pub(crate) struct DispatchArgs {
     /// called directly waits as its own options say.
     #[arg(long, value_name = "HOW")]
     pub(crate) idle_worker_wait: Option<WaitStrategy>,
+    /// Let the scheduler place the parties (by default the client runs on
+    /// the first allowed CPU, the pool and its workers on the last).
+    #[arg(long)]
+    pub(crate) no_pin: bool,
     /// Seconds of each churn case (recycling, reload, kill -9) after the
     /// rounds; 0 leaves them out.
     #[arg(long, value_name = "SECONDS", default_value_t = 3.0)]
@@ -72,14 +77,15 @@ pub(crate) fn run(args: &DispatchArgs) -> anyhow::Result<()> {
     let idle_worker_wait = args
         .idle_worker_wait
         .unwrap_or_else(shmlink_pool::default_idle_worker_wait);
+    let placement = Placement::new(!args.no_pin)?;
     let dir = TempDir::new()?;
     let request: Vec<u8> = (0..args.size).map(|i| (i * 7 + 3) as u8).collect();
     let mut direct = Vec::new();
     let mut pooled = Vec::new();
     let mut expected: Option<Vec<u8>> = None;
     for round in 0..args.rounds.max(1) {
-        let d = measure_direct(args, &dir, round, &request, &mut expected)?;
-        let p = measure_pool(args, &dir, round, &request, &mut expected)?;
+        let d = measure_direct(args, &placement, &dir, round, &request, &mut expected)?;
+        let p = measure_pool(args, &placement, &dir, round, &request, &mut expected)?;
         eprintln!(
             "shmlink pool bench: round {}: direct p50 {:.2} µs, through the pool p50 {:.2} µs",
             round + 1,
@@ -105,7 +111,7 @@ pub(crate) fn run(args: &DispatchArgs) -> anyhow::Result<()> {
          | a worker called directly | {dp50:.2} | {dp99:.2} | {dcps:.0} |\n\
          | the same worker through `shmlink pool` | {pp50:.2} | {pp99:.2} | {pcps:.0} |\n\n\
          The pool's dispatch adds {:.2} µs to p50 ({} B requests, {} calls a round, median of {} rounds; \
-         client waits {}, pool --wait {}, --worker-wait {}, --idle-worker-wait {}).",
+         client waits {}, pool --wait {}, --worker-wait {}, --idle-worker-wait {}; {}).",
         pp50 - dp50,
         args.size,
         args.calls,
@@ -113,7 +119,8 @@ pub(crate) fn run(args: &DispatchArgs) -> anyhow::Result<()> {
         args.client_wait,
         pool_wait,
         worker_wait,
-        idle_worker_wait
+        idle_worker_wait,
+        placement.describe()
     );
     let churn = if args.churn_seconds > 0.0 {
         let setup = pool_churn::Setup {
@@ -122,6 +129,7 @@ pub(crate) fn run(args: &DispatchArgs) -> anyhow::Result<()> {
             size: args.size,
             length: Duration::from_secs_f64(args.churn_seconds),
             dir: &dir,
+            placement,
         };
         let rows = pool_churn::run(&setup)?;
         println!(
@@ -137,7 +145,7 @@ pub(crate) fn run(args: &DispatchArgs) -> anyhow::Result<()> {
             "size": args.size, "calls": args.calls, "rounds": args.rounds,
             "command": args.command_line,
             "client_wait": args.client_wait.to_string(), "wait": pool_wait.to_string(),
-            "worker_wait": worker_wait.to_string(),
+            "worker_wait": worker_wait.to_string(), "placement": placement.describe(),
             "idle_worker_wait": idle_worker_wait.to_string(),
             "direct": {"p50_us": dp50, "p99_us": dp99, "calls_per_s": dcps},
             "pool": {"p50_us": pp50, "p99_us": pp99, "calls_per_s": pcps},
@@ -200,6 +208,7 @@ fn check(r: &[u8], expected: &mut Option<Vec<u8>>) -> anyhow::Result<()> {
 
 fn measure_direct(
     args: &DispatchArgs,
+    placement: &Placement,
     dir: &TempDir,
     round: usize,
     request: &[u8],
@@ -217,7 +226,7 @@ fn measure_direct(
             ..ServerOptions::default()
         },
     )?;
-    let mut child = spawn(&args.command_line, &addr)?;
+    let mut child = placement.start_servers(|| spawn(&args.command_line, &addr))?;
     let accepted = port.accept(Duration::from_secs(20))?;
     let Some(mut worker) = accepted else {
         let _ = child.kill();
@@ -231,6 +240,7 @@ fn measure_direct(
 
 fn measure_pool(
     args: &DispatchArgs,
+    placement: &Placement,
     dir: &TempDir,
     round: usize,
     request: &[u8],
@@ -244,7 +254,7 @@ fn measure_pool(
     opts.listen = vec![addr.clone()];
     opts.workers = 1;
     opts.control = Some(dir.path().join(format!("pool{round}.ctl")));
-    let pool = Pool::start_with_log(opts, Log::off())?;
+    let pool = placement.start_servers(|| Ok(Pool::start_with_log(opts, Log::off())?))?;
     pool_churn::wait_for(&pool, Duration::from_secs(20), |p| {
         p.status().workers.iter().any(|w| w.state == "idle")
     })

@@ -14,6 +14,7 @@ use shmlink_pool::{Pool, PoolOptions, Status};
 use shmlink_sys::process::{kill, Sig};
 
 use crate::child::TempDir;
+use crate::placement::Placement;
 
 /// Width of the windows the dip is measured over.
 const WINDOW: Duration = Duration::from_millis(100);
@@ -42,6 +43,8 @@ pub(crate) struct Setup<'a> {
     pub(crate) size: usize,
     pub(crate) length: Duration,
     pub(crate) dir: &'a TempDir,
+    /// Where the pool and the client run.
+    pub(crate) placement: Placement,
 }
 
 /// What happens to the pool a third of the way into a case.
@@ -87,7 +90,9 @@ fn one(setup: &Setup<'_>, n: usize, case: Case) -> anyhow::Result<Churn> {
     if case == Case::Recycle {
         opts.max_jobs = 1000;
     }
-    let pool = Pool::start_with_log(opts, Log::off())?;
+    let pool = setup
+        .placement
+        .start_servers(|| Ok(Pool::start_with_log(opts, Log::off())?))?;
     wait_for(&pool, Duration::from_secs(20), |p| {
         serving(&p.status()) == WORKERS
     })

@@ -63,8 +63,8 @@ pub use options::{
 };
 pub use response::Response;
 pub use server::{
-    AcceptedWorker, Answer, Handler, InPlace, RunningServer, Server, Stats, StopHandle, WithFds,
-    WorkerPort, PREPARED_SEGMENTS,
+    AcceptedWorker, Answer, BatchAnswer, Handler, InPlace, RunningServer, Server, Stats,
+    StopHandle, WithFds, WorkerPort, PREPARED_SEGMENTS,
 };
 pub use shmlink_arena::Loan;
 pub use worker::{Worker, CODE_NOT_ANSWERED, WORKER_ENV, WORKER_WAIT_ENV};

@@ -361,6 +361,12 @@ impl Session {
         self.asm.recycle(body);
     }
 
+    /// Whether the first frame of a message can be received at once (never
+    /// waits): one filed while sending, in the ring, or in the read buffer.
+    pub(crate) fn ready_now(&mut self) -> bool {
+        !self.drained.is_empty() || self.link.ready_now()
+    }
+
     /// Waits until a message can be received without waiting for its first
     /// frame, without receiving it: `false` when `deadline` passed first.
     ///

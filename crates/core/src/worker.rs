@@ -29,6 +29,8 @@ pub const WORKER_ENV: &str = "SHMLINK_WORKER";
 pub const WORKER_WAIT_ENV: &str = "SHMLINK_WORKER_WAIT";
 
 /// Remote error code a caller receives when a worker took its next call
+/// without answering this one, or when a server's handler given several
+/// pipelined calls at once ([`crate::Handler::handle_batch`]) returned
 /// without answering this one.
 pub const CODE_NOT_ANSWERED: u32 = 0xFFFF_0006;
 

@@ -14,7 +14,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use shmlink::{Client, Error, Handler, RemoteError};
+use shmlink::{BatchAnswer, Client, Error, Handler, RemoteError};
 
 use crate::codes::{CODE_WORKER_DIED, CODE_WORKER_TIMEOUT};
 use crate::table::Lease;
@@ -48,9 +48,62 @@ impl Handler for Dispatch {
     fn handle(&self, request: &[u8], response: &mut Vec<u8>) -> Result<(), RemoteError> {
         self.dispatch(request, response, &mut |wait| wait())
     }
+
+    /// Calls a client pipelined may run on as many workers at once.
+    fn batch_limit(&self) -> usize {
+        self.workers()
+    }
+
+    /// Pipelined calls: each sent to an idle worker of its own while there
+    /// are idle workers (the first waits in the queue as any call does),
+    /// then the answers collected in order; the calls that found no idle
+    /// worker go after those, one after another, as ordinary calls.
+    fn handle_batch(&self, requests: &[&[u8]], answer: &mut BatchAnswer<'_>) {
+        let opts = &self.inner.opts;
+        let shared = &self.inner.shared;
+        // The first call waits in the queue as any call does; if it finds
+        // no worker, it fails as any call does.
+        let first = match shared.acquire(opts.queue_timeout, opts.queue_size) {
+            Ok(lease) => lease,
+            Err(e) => {
+                let failed = Err(e);
+                self.count(&failed);
+                answer(failed.map(|()| &[][..]));
+                return self.one_by_one(&requests[1..], answer);
+            }
+        };
+        let mut flights = Vec::with_capacity(requests.len());
+        let mut lease = Some(first);
+        for request in requests {
+            let Some(mut l) = lease.take().or_else(|| shared.try_acquire()) else {
+                break;
+            };
+            let started = Instant::now();
+            let sent = l.client.send(request).map(|_| ());
+            flights.push((l, started, sent));
+        }
+        let mut response = Vec::new();
+        let taken = flights.len();
+        for ((lease, started, sent), request) in flights.into_iter().zip(requests) {
+            let result = self.land(lease, started, sent, request, &mut response);
+            self.count(&result);
+            answer(result.map(|()| response.as_slice()));
+        }
+        self.one_by_one(&requests[taken..], answer);
+    }
 }
 
 impl Dispatch {
+    /// Calls of a batch that found no idle worker: ordinary calls, one
+    /// after another.
+    fn one_by_one(&self, requests: &[&[u8]], answer: &mut BatchAnswer<'_>) {
+        let mut response = Vec::new();
+        for request in requests {
+            let result = self.dispatch(request, &mut response, &mut |wait| wait());
+            answer(result.map(|()| response.as_slice()));
+        }
+    }
+
     /// Workers the pool keeps running.
     pub(crate) fn workers(&self) -> usize {
         self.inner.opts.workers
@@ -69,11 +122,43 @@ impl Dispatch {
         park: Park<'_>,
     ) -> Result<(), RemoteError> {
         let result = self.call(request, response, park);
+        self.count(&result);
+        result
+    }
+
+    /// Counts a call and whether it failed.
+    fn count(&self, result: &Result<(), RemoteError>) {
         self.inner.calls.fetch_add(1, Ordering::Relaxed);
         if result.is_err() {
             self.inner.errors.fetch_add(1, Ordering::Relaxed);
         }
-        result
+    }
+
+    /// The answer to a call of a batch, sent (`sent`) to the leased worker
+    /// at `started`; a worker that died before reading it hands it to
+    /// [`Dispatch::call`], as a call that found it dead would be.
+    fn land(
+        &self,
+        mut lease: Lease,
+        started: Instant,
+        sent: shmlink::Result<()>,
+        request: &[u8],
+        response: &mut Vec<u8>,
+    ) -> Result<(), RemoteError> {
+        let timeout = self.inner.opts.call_timeout;
+        let result =
+            sent.and_then(|()| answer_of(&mut lease.client, started, timeout, &mut |w| w()));
+        match result {
+            Err(e @ Error::PeerGone { .. }) if lease.client.request_unread() => {
+                self.inner.say(&format!(
+                    "worker {} died before reading a call ({e}); the call goes to another worker",
+                    lease.pid
+                ));
+                self.inner.shared.discard(lease, "died", true);
+                self.call(request, response, &mut |wait| wait())
+            }
+            result => self.settle(lease, result, response),
+        }
     }
 
     fn call(
@@ -185,6 +270,18 @@ fn exchange(
 ) -> shmlink::Result<Vec<u8>> {
     let started = Instant::now();
     client.send(request)?;
+    answer_of(client, started, timeout, park)
+}
+
+/// The answer to the call sent to `client` at `started`: its first bytes
+/// awaited inline for up to [`FIRST_WAIT`], the rest through the park; the
+/// whole call within `timeout`.
+fn answer_of(
+    client: &mut Client,
+    started: Instant,
+    timeout: Duration,
+    park: Park<'_>,
+) -> shmlink::Result<Vec<u8>> {
     let left = || timeout.saturating_sub(started.elapsed());
     let reply = if client.wait_readable(FIRST_WAIT.min(timeout))? {
         client.recv_timeout(left())?

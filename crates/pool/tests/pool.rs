@@ -136,6 +136,87 @@ fn calls_over_every_transport_and_pipelined() {
     pool.stop();
 }
 
+/// Calls a client pipelined run on several workers at once: sent while a
+/// first call waits at a gate the test then opens, two calls that each
+/// wait for the other to be running (`meet:`) are both answered, by two
+/// workers, over every transport. Run one after another, the first would
+/// wait alone.
+#[test]
+fn pipelined_calls_run_on_several_workers_at_once() {
+    let dir = Dir::new("spread");
+    let mut o = opts(&dir, 2);
+    o.listen
+        .push(format!("unix:{}", dir.path("p-unix.sock").display()));
+    o.listen.push("tcp:127.0.0.1:0".into());
+    let (pool, _lines) = start(o);
+    ready(&pool, 2);
+    for (n, addr) in pool.addresses().iter().enumerate() {
+        let mut c = client(addr);
+        let gate = dir.path(&format!("gate-{n}"));
+        let meeting = dir.path(&format!("meeting-{n}"));
+        std::fs::create_dir(&gate).expect("gate dir");
+        std::fs::create_dir(&meeting).expect("meeting dir");
+        // The first call holds the session until the test's file joins the
+        // worker's in the gate directory; the two others are sent once it
+        // runs, so they wait together behind it.
+        let first = c
+            .send(format!("meet:{}:2", gate.display()).as_bytes())
+            .expect("send");
+        wait_until(
+            "the first call at its gate",
+            Duration::from_secs(10),
+            || std::fs::read_dir(&gate).map_or(0, |d| d.count()) == 1,
+        );
+        let req = format!("meet:{}:2", meeting.display());
+        let ids = [
+            c.send(req.as_bytes()).expect("send"),
+            c.send(req.as_bytes()).expect("send"),
+        ];
+        std::fs::write(gate.join("opener"), b"").expect("open the gate");
+        let mut pids = HashSet::new();
+        for _ in 0..3 {
+            let r = c.recv().expect("recv");
+            let body = String::from_utf8(r.result.expect("answered")).expect("utf8");
+            assert_ne!(
+                body, "alone",
+                "over {addr}: the calls ran one after another"
+            );
+            if r.id != first {
+                assert!(ids.contains(&r.id), "a known id");
+                pids.insert(body);
+            }
+        }
+        assert_eq!(pids.len(), 2, "over {addr}: two workers answered: {pids:?}");
+        // A worker dying in the middle of a batch fails its call alone.
+        let gate = dir.path(&format!("gate-{n}-again"));
+        std::fs::create_dir(&gate).expect("gate dir");
+        let held = c
+            .send(format!("meet:{}:2", gate.display()).as_bytes())
+            .expect("send");
+        wait_until("the call at its gate", Duration::from_secs(10), || {
+            std::fs::read_dir(&gate).map_or(0, |d| d.count()) == 1
+        });
+        let crash = c.send(b"crash").expect("send");
+        let echo = c.send(b"after a crash").expect("send");
+        std::fs::write(gate.join("opener"), b"").expect("open the gate");
+        for _ in 0..3 {
+            let r = c.recv().expect("recv");
+            match r.id {
+                id if id == crash => assert_eq!(
+                    remote_code(r.result.map_err(Error::Remote)),
+                    CODE_WORKER_DIED
+                ),
+                id if id == echo => assert_eq!(r.result.expect("echo"), b"echo:after a crash"),
+                id => assert_eq!(id, held, "a known id"),
+            }
+        }
+        // Sequential calls still work after a batch.
+        assert_eq!(c.call(b"x").expect("call"), b"echo:x");
+        ready(&pool, 2);
+    }
+    pool.stop();
+}
+
 /// The pool tells its workers how to wait for calls (`SHMLINK_WORKER_WAIT`):
 /// what `idle_worker_wait` says, sleeping by default on fewer than 4 CPUs.
 #[test]

@@ -113,6 +113,15 @@ impl Link {
         }
     }
 
+    /// Whether a frame can be received at once: in the ring, or already in
+    /// the socket's read buffer (never waits).
+    pub(crate) fn ready_now(&mut self) -> bool {
+        match self {
+            Link::Shm(l) => l.ready_now(),
+            Link::Stream(l) => l.ready_now(),
+        }
+    }
+
     /// Sends one frame if that needs no waiting; never waits, and ignores
     /// failures (used for `Goodbye`, when the session is ending anyway).
     pub(crate) fn try_send_now(&mut self, h: &FrameHeader, payload: &[u8]) {

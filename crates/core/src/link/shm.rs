@@ -215,6 +215,12 @@ impl ShmLink {
         }
     }
 
+    /// Whether a frame is in the incoming ring now (never waits; a ring
+    /// that fails its checks says yes, for the receive to report it).
+    pub(crate) fn ready_now(&mut self) -> bool {
+        self.ends.consumer.has_data().unwrap_or(true)
+    }
+
     /// Waits until a frame is in the incoming ring, without taking it:
     /// `false` when `deadline` passed first.
     ///

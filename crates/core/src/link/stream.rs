@@ -521,6 +521,12 @@ impl StreamLink {
         self.gone("connection closed by peer")
     }
 
+    /// Whether bytes of a frame are already read into the buffer (never
+    /// waits, makes no syscall).
+    pub(crate) fn ready_now(&self) -> bool {
+        self.rend > self.rpos
+    }
+
     /// Waits until bytes of a frame can be read, without reading them:
     /// `false` when `deadline` passed first.
     ///

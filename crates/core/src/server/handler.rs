@@ -5,6 +5,10 @@ use std::os::fd::OwnedFd;
 use super::answer::Answer;
 use crate::error::RemoteError;
 
+/// Where [`Handler::handle_batch`] gives each answer, in the requests'
+/// order: the response's bytes, or the error the caller receives.
+pub type BatchAnswer<'a> = dyn FnMut(std::result::Result<&[u8], RemoteError>) + 'a;
+
 /// What serves requests: a function from request bytes to response bytes (or
 /// an error the caller receives as [`Error::Remote`](crate::Error::Remote)).
 /// Called from one thread per session, so it must be `Sync`.
@@ -68,6 +72,32 @@ pub trait Handler: Send + Sync + 'static {
     /// Default `false`.
     fn answers_in_place(&self) -> bool {
         false
+    }
+
+    /// How many requests a session hands this handler at once through
+    /// [`Handler::handle_batch`] when its client sent them without waiting
+    /// for answers (pipelined) and they are all there already. Asked once
+    /// per session. Default 1: every request through [`Handler::handle`]
+    /// (or [`Handler::respond`]) on its own, one after another.
+    fn batch_limit(&self) -> usize {
+        1
+    }
+
+    /// Handles requests that were waiting together (2 to
+    /// [`Handler::batch_limit`] of them, none with descriptors or lent
+    /// bytes), so that a handler able to work on several at once (the pool,
+    /// which gives each to a worker of its own) can. It must call `answer`
+    /// once per request, in their order, with the response or the error;
+    /// each answer goes to the client as it is given. A request left
+    /// unanswered when it returns (or panics) gets an error. The default
+    /// answers each through [`Handler::handle`].
+    fn handle_batch(&self, requests: &[&[u8]], answer: &mut BatchAnswer<'_>) {
+        let mut response = Vec::new();
+        for request in requests {
+            response.clear();
+            let result = self.handle(request, &mut response);
+            answer(result.map(|()| response.as_slice()));
+        }
     }
 
     /// Handles a one-way message (default: `handle`, response discarded).

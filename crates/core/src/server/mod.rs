@@ -36,7 +36,7 @@ use crate::error::{Error, Result};
 use crate::options::ServerOptions;
 
 pub use answer::Answer;
-pub use handler::{Handler, InPlace, WithFds};
+pub use handler::{BatchAnswer, Handler, InPlace, WithFds};
 pub use port::{AcceptedWorker, WorkerPort};
 pub use shared::StopHandle;
 pub use stats::Stats;

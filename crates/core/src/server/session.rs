@@ -2,6 +2,7 @@
 //! the accept loop, requests answered until the client leaves or the server
 //! stops, then unregistered.
 
+use std::cell::Cell;
 use std::os::fd::OwnedFd;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
@@ -22,6 +23,7 @@ use crate::handshake::CAP_FDS;
 use crate::link::stream::Stream;
 use crate::link::Link;
 use crate::session::Session;
+use crate::worker::CODE_NOT_ANSWERED;
 use shmlink_arena::Loan;
 
 /// Serves an established session until it ends, then frees it.
@@ -150,8 +152,11 @@ fn report(shared: &Shared, session: &Session, id: u64, peer: &str, end: &Error) 
 fn serve_requests(shared: &Shared, session: &mut Session, handler: &dyn Handler) -> Error {
     let mut resp = Vec::new();
     let in_place = session.lends() && handler.answers_in_place();
+    let batch_limit = handler.batch_limit();
+    let mut batch = Batch::default();
     loop {
-        let m = match session.recv(&mut Deadline::Never) {
+        let next = batch.next.take();
+        let m = match next.unwrap_or_else(|| session.recv(&mut Deadline::Never)) {
             Ok(m) => m,
             Err(e) => {
                 if shared.stopping() && matches!(e, Error::Closed { .. }) {
@@ -162,6 +167,12 @@ fn serve_requests(shared: &Shared, session: &mut Session, handler: &dyn Handler)
             }
         };
         match m.kind {
+            Kind::Request if batch_limit > 1 && batches(&m) && session.ready_now() => {
+                batch.gather(session, m, batch_limit);
+                if let Err(e) = batch.answer(shared, session, handler) {
+                    return e;
+                }
+            }
             Kind::Request => {
                 if let Err(e) = answer(shared, session, handler, in_place, m, &mut resp) {
                     return e;
@@ -176,6 +187,90 @@ fn serve_requests(shared: &Shared, session: &mut Session, handler: &dyn Handler)
                 return session.violation(detail);
             }
         }
+    }
+}
+
+/// Whether a request may go in a batch: one without descriptors or lent
+/// bytes (those go through [`Handler::respond`], one at a time).
+fn batches(m: &Message) -> bool {
+    m.kind == Kind::Request && !m.has_extra()
+}
+
+/// Requests a client pipelined, taken together for a handler that works on
+/// several at once ([`Handler::batch_limit`] above 1).
+#[derive(Default)]
+struct Batch {
+    requests: Vec<Message>,
+    /// What receiving gave while gathering that does not go in the batch (a
+    /// message of another kind, or why the session ended): the loop's next.
+    next: Option<Result<Message, Error>>,
+}
+
+impl Batch {
+    /// Takes `first` and the requests that can be received at once after
+    /// it, up to `limit`.
+    fn gather(&mut self, session: &mut Session, first: Message, limit: usize) {
+        self.requests.push(first);
+        while self.requests.len() < limit && session.ready_now() {
+            match session.recv(&mut Deadline::Never) {
+                Ok(m) if batches(&m) => self.requests.push(m),
+                other => {
+                    self.next = Some(other);
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Hands the batch to the handler, sending each answer as it comes;
+    /// a request it left unanswered (or a panic cut short) gets an error.
+    fn answer(
+        &mut self,
+        shared: &Shared,
+        session: &mut Session,
+        handler: &dyn Handler,
+    ) -> Result<(), Error> {
+        let bodies: Vec<&[u8]> = self.requests.iter().map(|m| m.body.as_slice()).collect();
+        let given = Cell::new(0);
+        let mut failed = None;
+        let mut send = |result: Result<&[u8], RemoteError>| {
+            let Some(m) = self.requests.get(given.get()) else {
+                return;
+            };
+            given.set(given.get() + 1);
+            if failed.is_none() {
+                let (result, body) = match result {
+                    Ok(body) => (Ok(()), body),
+                    Err(e) => (Err(e), &[][..]),
+                };
+                if let Err(e) = send_answer(shared, session, m.id, result, body, None) {
+                    failed = Some(e);
+                }
+            }
+        };
+        let ran = catch_unwind(AssertUnwindSafe(|| {
+            handler.handle_batch(&bodies, &mut send)
+        }));
+        if given.get() < bodies.len() {
+            let why = match ran {
+                Ok(()) => RemoteError::new(
+                    CODE_NOT_ANSWERED,
+                    "the handler returned without answering this call",
+                ),
+                Err(p) => RemoteError::new(
+                    CODE_HANDLER_PANICKED,
+                    format!("handler panicked: {}", panic_text(&*p)),
+                ),
+            };
+            while given.get() < bodies.len() {
+                send(Err(why.clone()));
+            }
+        }
+        drop(bodies);
+        for m in self.requests.drain(..) {
+            session.recycle(m.body);
+        }
+        failed.map_or(Ok(()), Err)
     }
 }
 

@@ -9,6 +9,9 @@
 //! - `sleep:MS`: answers after MS milliseconds;
 //! - `grow:MIB`: keeps MIB more mebibytes of memory, then answers its pid;
 //! - `env:NAME`: answers the value of its environment variable NAME;
+//! - `meet:DIR:N`: leaves a file named by its pid in DIR, waits (up to
+//!   10 s) until DIR holds N files, then answers its pid, or `alone` if
+//!   the others never came (calls that must run at once);
 //! - anything else: answers `echo:` and the request.
 //!
 //! A call from the HTTP front (an encoded HTTP request) is answered by
@@ -56,6 +59,8 @@ fn main() {
             resp.extend_from_slice(std::process::id().to_string().as_bytes());
         } else if let Some(name) = text.strip_prefix("env:") {
             resp.extend_from_slice(std::env::var(name).unwrap_or_default().as_bytes());
+        } else if let Some(rest) = text.strip_prefix("meet:") {
+            resp.extend_from_slice(meet(rest).as_bytes());
         } else if text == "fail" {
             return Err(RemoteError::new(42, "asked to fail"));
         } else if text == "crash" {
@@ -83,4 +88,28 @@ fn main() {
         eprintln!("shmlink-echo-worker: {e}");
         std::process::exit(1);
     }
+}
+
+/// `meet:DIR:N`: this worker's pid once DIR holds N files (this worker's
+/// among them), or `alone` after 10 s.
+fn meet(arg: &str) -> String {
+    let Some((dir, n)) = arg.rsplit_once(':') else {
+        return "bad meet".into();
+    };
+    let Ok(n) = n.parse::<usize>() else {
+        return "bad meet".into();
+    };
+    let pid = std::process::id().to_string();
+    if std::fs::write(std::path::Path::new(dir).join(&pid), b"").is_err() {
+        return "bad meet".into();
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while std::time::Instant::now() < deadline {
+        let here = std::fs::read_dir(dir).map_or(0, |d| d.count());
+        if here >= n {
+            return pid;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    "alone".into()
 }

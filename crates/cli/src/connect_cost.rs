@@ -19,6 +19,7 @@ use clap::Args;
 use shmlink::{Client, ClientOptions, WaitStrategy};
 
 use crate::child::{wait_ready_file, ChildGuard, TempDir};
+use crate::placement::Placement;
 
 /// Options of `shmlink connect-cost`.
 #[derive(Debug, Args)]
@@ -114,15 +115,9 @@ pub(crate) fn run(args: &ConnectCostArgs) -> anyhow::Result<()> {
     }
     let exe = std::env::current_exe().context("cannot find this executable")?;
     let server_bin = args.server_bin.clone().unwrap_or_else(|| exe.clone());
-    let cpus = shmlink_sys::process::allowed_cpus().context("cannot read the allowed CPUs")?;
-    let (client_cpu, server_cpu) = match cpus.as_slice() {
-        [first, .., last] => (Some(*first), Some(*last)),
-        _ => (None, None),
-    };
-    if let Some(cpu) = client_cpu {
-        shmlink_sys::affinity::pin_current_thread(cpu)
-            .with_context(|| format!("cannot pin the client to CPU {cpu}"))?;
-    }
+    // The client on the first allowed CPU (pinned here), the servers on
+    // the last (told by `--pin-cpu`).
+    let server_cpu = Placement::new(true)?.server_cpu();
     let dir = TempDir::new()?;
     let raw_path = dir.path().join("raw.sock");
     let mut raw_cmd = Command::new(&exe);

@@ -1,9 +1,10 @@
-//! Where a pool measurement's parties run: the client on the first CPU
-//! this process may use, the pool's threads and its workers on the last, as
-//! `shmlink bench` and the main job's scenario place a client and a server.
-//! Threads and processes inherit the affinity of the thread that starts
-//! them, so the servers are started while the calling thread is pinned to
-//! their CPU, and the thread then moves to the client's.
+//! Where a measurement's parties run: the client on the first CPU this
+//! process may use, the servers on the last (a pool's threads and workers,
+//! or server commands told their CPU), as `shmlink bench` and the main
+//! job's scenario place a client and a server. Threads and processes
+//! inherit the affinity of the thread that starts them, so servers started
+//! here are started while the calling thread is pinned to their CPU, and
+//! the thread then moves to the client's.
 
 use anyhow::Context;
 
@@ -45,6 +46,12 @@ impl Placement {
         let started = start();
         pin(client)?;
         started
+    }
+
+    /// The servers' CPU, if pinned (for servers started as commands, which
+    /// pin themselves).
+    pub(crate) fn server_cpu(&self) -> Option<usize> {
+        self.cpus.map(|(_, server)| server)
     }
 
     /// How the parties were placed, for the report.

@@ -152,21 +152,11 @@ fn pipelined_calls_run_on_several_workers_at_once() {
     ready(&pool, 2);
     for (n, addr) in pool.addresses().iter().enumerate() {
         let mut c = client(addr);
-        let gate = dir.path(&format!("gate-{n}"));
         let meeting = dir.path(&format!("meeting-{n}"));
-        std::fs::create_dir(&gate).expect("gate dir");
         std::fs::create_dir(&meeting).expect("meeting dir");
-        // The first call holds the session until the test's file joins the
-        // worker's in the gate directory; the two others are sent once it
-        // runs, so they wait together behind it.
-        let first = c
-            .send(format!("meet:{}:2", gate.display()).as_bytes())
-            .expect("send");
-        wait_until(
-            "the first call at its gate",
-            Duration::from_secs(10),
-            || std::fs::read_dir(&gate).map_or(0, |d| d.count()) == 1,
-        );
+        // The two calls are sent once the first runs, so they wait together
+        // behind it.
+        let (first, gate) = held_at_gate(&mut c, &dir.path(&format!("gate-{n}")));
         let req = format!("meet:{}:2", meeting.display());
         let ids = [
             c.send(req.as_bytes()).expect("send"),
@@ -188,14 +178,7 @@ fn pipelined_calls_run_on_several_workers_at_once() {
         }
         assert_eq!(pids.len(), 2, "over {addr}: two workers answered: {pids:?}");
         // A worker dying in the middle of a batch fails its call alone.
-        let gate = dir.path(&format!("gate-{n}-again"));
-        std::fs::create_dir(&gate).expect("gate dir");
-        let held = c
-            .send(format!("meet:{}:2", gate.display()).as_bytes())
-            .expect("send");
-        wait_until("the call at its gate", Duration::from_secs(10), || {
-            std::fs::read_dir(&gate).map_or(0, |d| d.count()) == 1
-        });
+        let (held, gate) = held_at_gate(&mut c, &dir.path(&format!("gate-{n}-again")));
         let crash = c.send(b"crash").expect("send");
         let echo = c.send(b"after a crash").expect("send");
         std::fs::write(gate.join("opener"), b"").expect("open the gate");
@@ -215,6 +198,20 @@ fn pipelined_calls_run_on_several_workers_at_once() {
         ready(&pool, 2);
     }
     pool.stop();
+}
+
+/// Sends a call that holds its worker (and the session) until a file of
+/// the test's joins the worker's in the fresh directory `gate`, and waits
+/// until it runs; returns its id and the gate (open it by writing a file).
+fn held_at_gate(c: &mut Client, gate: &Path) -> (u64, std::path::PathBuf) {
+    std::fs::create_dir(gate).expect("gate dir");
+    let id = c
+        .send(format!("meet:{}:2", gate.display()).as_bytes())
+        .expect("send");
+    wait_until("a call at its gate", Duration::from_secs(10), || {
+        std::fs::read_dir(gate).map_or(0, |d| d.count()) == 1
+    });
+    (id, gate.to_path_buf())
 }
 
 /// The pool tells its workers how to wait for calls (`SHMLINK_WORKER_WAIT`):

@@ -13,11 +13,12 @@ use crate::address::Address;
 use crate::error::{Error, Result};
 use crate::frame::{Kind, MIN_MESSAGE_LIMIT};
 use crate::handshake::{self, Hello, Welcome, Wire, WELCOME_LEN};
+use crate::kept;
 use crate::link::shm::ShmLink;
 use crate::link::stream::{Patience, Stream, StreamLink};
 use crate::link::Link;
 use crate::options::{ClientOptions, WaitStrategy};
-use crate::segment::{Endpoints, Segment};
+use crate::segment::Endpoints;
 use crate::session::Session;
 use crate::watch::{Spinner, Watch};
 
@@ -197,12 +198,14 @@ pub(crate) fn connect(address: &Address, opts: &ClientOptions, role: Role) -> Re
                     v.len()
                 ),
             })?;
+            // A mapping kept from an earlier session of ours when the server
+            // gave us that segment again, else a fresh one.
             let segment =
-                Segment::open(&fd, ring_c2s, ring_s2c).map_err(|detail| Error::Protocol {
+                kept::open(&fd, ring_c2s, ring_s2c).map_err(|detail| Error::Protocol {
                     peer: name.clone(),
                     detail,
                 })?;
-            let ends = Endpoints::new(Arc::new(segment), false).map_err(|e| Error::Protocol {
+            let ends = Endpoints::new(segment, false).map_err(|e| Error::Protocol {
                 peer: name.clone(),
                 detail: e.to_string(),
             })?;

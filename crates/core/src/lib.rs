@@ -34,6 +34,7 @@ mod descriptor;
 mod error;
 mod frame;
 mod handshake;
+mod kept;
 mod layout;
 mod le;
 mod link;
@@ -57,6 +58,7 @@ pub use frame::{
     CODE_CLOSED, CODE_HANDLER_EXCEPTION, CODE_HANDLER_PANICKED, CODE_PROTOCOL_ERROR,
     CODE_RESPONSE_TOO_LARGE, CODE_SHUTTING_DOWN, MAX_FDS, MIN_MESSAGE_LIMIT,
 };
+pub use kept::release_kept_mappings;
 pub use options::{
     ClientOptions, Log, ServerOptions, WaitStrategy, DEFAULT_ARENA_BYTES, DEFAULT_MAX_MESSAGE,
     DEFAULT_RING_SIZE, MAX_MESSAGE_SIZE, MAX_RING_SIZE, MIN_RING_SIZE,

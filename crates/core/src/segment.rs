@@ -16,7 +16,8 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 
 use shmlink_ring::{Consumer, Memory, Producer, RawMemory, RingError, RingHeader};
-use shmlink_sys::{memfd, Mapping};
+use shmlink_sys::memfd::{self, FileId};
+use shmlink_sys::Mapping;
 
 use crate::layout::{SegmentHeader, DATA_AT, SEGMENT_HEADER_LEN};
 
@@ -34,6 +35,9 @@ pub(crate) enum Direction {
 pub(crate) struct Segment {
     map: Mapping,
     layout: SegmentHeader,
+    /// The file mapped, on the client side (see [`crate::kept`]); `None`
+    /// for a segment this process created.
+    file: Option<FileId>,
 }
 
 impl Segment {
@@ -49,42 +53,85 @@ impl Segment {
         // The ring headers after it are all zero (a fresh memfd), which is
         // their valid initial state.
         map.write_at(0, &layout.encode());
-        Ok((Segment { map, layout }, fd))
+        Ok((
+            Segment {
+                map,
+                layout,
+                file: None,
+            },
+            fd,
+        ))
     }
 
-    /// Client side: checks and maps a segment received from the server.
+    /// Client side: checks and maps a segment received from the server (the
+    /// library opens them through [`crate::kept::open`], which may find the
+    /// file mapped already).
     ///
     /// # Errors
     /// A message saying which check failed, with the values.
+    #[cfg(test)]
     pub(crate) fn open(fd: impl AsFd, c2s: usize, s2c: usize) -> Result<Segment, String> {
+        let file = memfd::identify(&fd).map_err(not_a_memfd)?;
+        Segment::open_identified(fd, file, c2s, s2c)
+    }
+
+    /// [`Segment::open`] for a descriptor already identified (`fstat`):
+    /// checks its seals and size, maps it and checks its header.
+    ///
+    /// # Errors
+    /// As [`Segment::open`].
+    pub(crate) fn open_identified(
+        fd: impl AsFd,
+        (id, len): (FileId, u64),
+        c2s: usize,
+        s2c: usize,
+    ) -> Result<Segment, String> {
         let expect = SegmentHeader::for_rings(c2s, s2c);
-        let facts = memfd::inspect(&fd)
-            .map_err(|e| format!("segment descriptor is not a sealed memfd: {e}"))?;
-        if !facts.sealed {
+        let seals = memfd::seals(&fd).map_err(not_a_memfd)?;
+        if !seals.sealed {
             return Err("segment is not sealed against resizing".into());
         }
-        if facts.len != expect.total_len {
+        if len != expect.total_len {
             return Err(format!(
-                "segment is {} bytes, expected {}",
-                facts.len, expect.total_len
+                "segment is {len} bytes, expected {}",
+                expect.total_len
             ));
         }
         let map = Mapping::map_shared(&fd, expect.total_len as usize, false)
             .map_err(|e| format!("cannot map segment of {} bytes: {e}", expect.total_len))?;
+        let segment = Segment {
+            map,
+            layout: expect,
+            file: Some(id),
+        };
+        segment.check_header()?;
+        Ok(segment)
+    }
+
+    /// Client side: whether the header the server wrote describes the
+    /// layout this segment was opened with (checked whenever a session
+    /// starts on it, kept mappings included).
+    ///
+    /// # Errors
+    /// A message with what was found and what was expected.
+    pub(crate) fn check_header(&self) -> Result<(), String> {
         // A copy: the server may write the header at any time; we only
         // compare what we copied.
         let mut bytes = [0u8; SEGMENT_HEADER_LEN];
-        map.read_at(0, &mut bytes);
+        self.map.read_at(0, &mut bytes);
         let got = SegmentHeader::decode(&bytes);
-        if got != Some(expect) {
+        if got != Some(self.layout) {
             return Err(format!(
-                "segment header {got:?} does not match the negotiated layout {expect:?}"
+                "segment header {got:?} does not match the negotiated layout {:?}",
+                self.layout
             ));
         }
-        Ok(Segment {
-            map,
-            layout: expect,
-        })
+        Ok(())
+    }
+
+    /// The file mapped, when this side received it (client side).
+    pub(crate) fn file(&self) -> Option<FileId> {
+        self.file
     }
 
     /// The layout in force.
@@ -139,6 +186,10 @@ impl Segment {
             self.map.write_at(off as usize, &[0]);
         }
     }
+}
+
+fn not_a_memfd(e: std::io::Error) -> String {
+    format!("segment descriptor is not a sealed memfd: {e}")
 }
 
 /// A ring's control block in a segment; keeps the segment mapped.

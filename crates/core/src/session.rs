@@ -315,9 +315,11 @@ impl Session {
     /// never waits): an `shm:` peer's session thread, which may be spinning
     /// on the ring, ends at once instead of when the hang-up of the control
     /// socket reaches it.
+    /// Once it is on an `shm:` ring the mapping is kept for a later session
+    /// of this process (see [`crate::kept`]).
     pub(crate) fn say_goodbye(&mut self) {
-        if self.broken.is_none() {
-            self.send_goodbye(CODE_CLOSED, "");
+        if self.broken.is_none() && self.send_goodbye(CODE_CLOSED, "") {
+            self.link.keep_mapping();
         }
     }
 
@@ -330,14 +332,14 @@ impl Session {
 
     /// Sends a `Goodbye` with a code and a reason (cut to fit the peer's
     /// limit), if that needs no waiting.
-    fn send_goodbye(&mut self, code: u32, reason: &str) {
+    fn send_goodbye(&mut self, code: u32, reason: &str) -> bool {
         let body = if code == CODE_CLOSED && reason.is_empty() {
             Vec::new()
         } else {
             Message::error_body_within(code, reason, self.peer_max)
         };
         let h = FrameHeader::whole(Kind::Goodbye, 0, body.len());
-        self.link.try_send_now(&h, &body);
+        self.link.try_send_now(&h, &body)
     }
 
     /// The peer broke the protocol: tells it why (a `Goodbye` with

@@ -11,6 +11,12 @@
 //! server holds is seen in `/proc/<server pid>/fd`: the memfds of its
 //! sessions, prepared segments and kept segments, by inode.
 //!
+//! The client side keeps the mapping of a segment its session ended with a
+//! goodbye (`kept.rs`), and takes it again when the same segment comes
+//! back: a client's kept mappings are released (`release_kept_mappings`)
+//! before looking for the live session's mapping, and checked where the
+//! reuse happens.
+//!
 //! Every step that depends on the server having ended a session first waits
 //! for its `sessions_closed` counter (the server keeps or frees a session's
 //! segment before it counts the session closed).
@@ -64,8 +70,10 @@ fn mapped_segments() -> Vec<u64> {
 }
 
 /// The transport of a live client and, over `shm:`, the inode of its
-/// segment (this process holds no other client while it asks).
+/// segment (this process holds no other client while it asks; mappings
+/// kept from earlier sessions are released first).
 fn segment_of(c: &Client) -> (Transport, Option<u64>) {
+    shmlink::release_kept_mappings();
     let mapped = mapped_segments();
     match c.transport() {
         Transport::Shm => {
@@ -112,7 +120,12 @@ fn session(addr: &str, ring: usize, seed: u64) -> (Transport, Option<u64>) {
     exercise(&mut c, seed);
     let seen = segment_of(&c);
     drop(c);
-    assert!(mapped_segments().is_empty(), "unmapped with the client");
+    let kept: Vec<u64> = seen.1.into_iter().collect();
+    assert_eq!(
+        mapped_segments(),
+        kept,
+        "the client's mapping is kept after its goodbye (shm), nothing else is mapped"
+    );
     seen
 }
 
@@ -207,7 +220,9 @@ fn child_client(addr: &str) {
             }
             "drop" => {
                 drop(client.take().expect("a client to drop"));
-                assert!(mapped_segments().is_empty(), "unmapped with the client");
+                assert!(mapped_segments().len() <= 1, "one mapping kept at most");
+                shmlink::release_kept_mappings();
+                assert!(mapped_segments().is_empty(), "unmapped once released");
                 say("DROPPED");
             }
             other => panic!("unknown client command {other:?}"),
@@ -301,8 +316,16 @@ fn a_process_gets_its_segment_back() {
         srv.wait_closed(1);
         assert!(srv.holds(first), "the server kept the segment");
         for round in 2..=4 {
-            let again = shm_session(&srv.addr, round);
-            assert_eq!(again, first, "session {round}: the same segment");
+            // The kept mapping is taken, not a second one made.
+            let mut c = Client::connect(&srv.addr, opts(RING)).expect("connect");
+            assert_eq!(
+                mapped_segments(),
+                vec![first],
+                "session {round}: one mapping"
+            );
+            exercise(&mut c, round);
+            drop(c);
+            assert_eq!(mapped_segments(), vec![first], "kept again");
             srv.wait_closed(round);
         }
         match session(&srv.addr, 2 * RING, 5) {

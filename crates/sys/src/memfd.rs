@@ -58,9 +58,33 @@ pub fn create_arena(name: &str, len: u64) -> io::Result<(OwnedFd, crate::Mapping
     Ok((fd, map))
 }
 
+/// Which file a descriptor refers to: its device and inode (`fstat(2)`).
+/// Two descriptors with the same id refer to the same file as long as one
+/// of them, or a mapping of the file, is alive: the kernel does not give a
+/// file's inode number to another file before the file is freed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FileId {
+    /// `st_dev`.
+    pub dev: u64,
+    /// `st_ino`.
+    pub ino: u64,
+}
+
+/// The seals a received segment descriptor carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Seals {
+    /// Whether it carries every seal of [`REQUIRED_SEALS`].
+    pub sealed: bool,
+    /// Whether it also carries [`ARENA_SEALS`] (no writable mapping can be
+    /// made any more).
+    pub arena_sealed: bool,
+}
+
 /// What a received segment descriptor looks like, as checked before mapping it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SegmentFacts {
+    /// Which file it is.
+    pub id: FileId,
     /// Size of the file in bytes.
     pub len: u64,
     /// Whether it carries every seal of [`REQUIRED_SEALS`].
@@ -70,21 +94,50 @@ pub struct SegmentFacts {
     pub arena_sealed: bool,
 }
 
-/// Reads the size and seals of a descriptor received from a peer.
+/// Reads the size and seals of a descriptor received from a peer
+/// ([`seals`], then [`identify`]).
 ///
 /// # Errors
 /// Fails when the descriptor is not a file that supports seals (a socket, a
 /// pipe, a regular file without sealing).
 pub fn inspect(fd: impl AsFd) -> io::Result<SegmentFacts> {
     let fd = fd.as_fd();
-    let seals = fs::fcntl_get_seals(fd)?;
-    let st = fs::fstat(fd)?;
-    let len = u64::try_from(st.st_size).map_err(|_| io::Error::from(io::ErrorKind::InvalidData))?;
+    let s = seals(fd)?;
+    let (id, len) = identify(fd)?;
     Ok(SegmentFacts {
+        id,
         len,
+        sealed: s.sealed,
+        arena_sealed: s.arena_sealed,
+    })
+}
+
+/// The seals of a descriptor (`fcntl(2)` `F_GET_SEALS`).
+///
+/// # Errors
+/// `EINVAL` when the descriptor is not a file that supports seals (a
+/// socket, a pipe, a regular file without sealing).
+pub fn seals(fd: impl AsFd) -> io::Result<Seals> {
+    let seals = fs::fcntl_get_seals(fd)?;
+    Ok(Seals {
         sealed: seals.contains(REQUIRED_SEALS),
         arena_sealed: seals.contains(ARENA_SEALS),
     })
+}
+
+/// Which file a descriptor refers to, and its size (`fstat(2)`): one call,
+/// which works on any descriptor (check [`seals`] before trusting the file).
+///
+/// # Errors
+/// `EBADF`; `InvalidData` for a negative size.
+pub fn identify(fd: impl AsFd) -> io::Result<(FileId, u64)> {
+    let st = fs::fstat(fd)?;
+    let len = u64::try_from(st.st_size).map_err(|_| io::Error::from(io::ErrorKind::InvalidData))?;
+    let id = FileId {
+        dev: st.st_dev,
+        ino: st.st_ino,
+    };
+    Ok((id, len))
 }
 
 #[cfg(test)]
@@ -106,12 +159,25 @@ mod tests {
     }
 
     #[test]
+    fn a_file_keeps_its_id_through_other_descriptors() {
+        let a = create_sealed("shmlink-id-test", 4096).expect("memfd");
+        let b = create_sealed("shmlink-id-test", 4096).expect("memfd");
+        let dup = a.try_clone().expect("dup");
+        let (id_a, len) = identify(&a).expect("fstat");
+        assert_eq!(len, 4096);
+        assert_eq!(identify(&dup).expect("fstat").0, id_a);
+        assert_ne!(identify(&b).expect("fstat").0, id_a);
+        assert_eq!(inspect(&a).expect("inspect").id, id_a);
+    }
+
+    #[test]
     fn created_segment_is_sealed_and_sized() {
         let fd = create_sealed("shmlink-test", 8192).expect("memfd");
         let facts = inspect(&fd).expect("inspect");
         assert_eq!(
             facts,
             SegmentFacts {
+                id: identify(&fd).expect("fstat").0,
                 len: 8192,
                 sealed: true,
                 arena_sealed: false,

@@ -124,10 +124,18 @@ impl Link {
 
     /// Sends one frame if that needs no waiting; never waits, and ignores
     /// failures (used for `Goodbye`, when the session is ending anyway).
-    pub(crate) fn try_send_now(&mut self, h: &FrameHeader, payload: &[u8]) {
+    pub(crate) fn try_send_now(&mut self, h: &FrameHeader, payload: &[u8]) -> bool {
         match self {
             Link::Shm(l) => l.try_send_now(h, payload),
             Link::Stream(l) => l.try_send_now(h, payload),
+        }
+    }
+
+    /// After our closing `Goodbye` went out: an `shm:` link keeps its
+    /// mapping for a later session of this process (see [`crate::kept`]).
+    pub(crate) fn keep_mapping(&mut self) {
+        if let Link::Shm(l) = self {
+            l.keep_mapping();
         }
     }
 

@@ -16,6 +16,7 @@ use super::wait::{self, spin_briefly, Terms, Waiter};
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::frame::{Assembler, FrameHeader, Message, HEADER_LEN};
+use crate::kept;
 use crate::segment::{Endpoints, RingConsumer, RingProducer, Segment};
 use crate::watch::{Spinner, Verdict, Watch, LIVENESS_SLICE};
 
@@ -33,6 +34,17 @@ pub(crate) struct ShmLink {
     ends: Endpoints,
     spinner: Spinner,
     address: String,
+    /// Our `Goodbye` is on the ring: the mapping is kept for a later session
+    /// (see [`crate::kept`]) when the link drops.
+    keep_mapping: bool,
+}
+
+impl Drop for ShmLink {
+    fn drop(&mut self) {
+        if self.keep_mapping {
+            kept::keep(Arc::clone(&self.ends.segment));
+        }
+    }
 }
 
 impl ShmLink {
@@ -44,6 +56,7 @@ impl ShmLink {
             watch,
             address,
             fd_channel: None,
+            keep_mapping: false,
         }
     }
 
@@ -179,11 +192,22 @@ impl ShmLink {
     }
 
     /// Sends one frame if the ring has room now; never waits.
-    pub(crate) fn try_send_now(&mut self, h: &FrameHeader, payload: &[u8]) {
-        if let Ok(Push::Done { wake: true }) = self.ends.producer.try_push(&[&h.encode(), payload])
-        {
-            futex::wake(&self.ends.producer.header().data_bell, 1);
+    pub(crate) fn try_send_now(&mut self, h: &FrameHeader, payload: &[u8]) -> bool {
+        match self.ends.producer.try_push(&[&h.encode(), payload]) {
+            Ok(Push::Done { wake }) => {
+                if wake {
+                    futex::wake(&self.ends.producer.header().data_bell, 1);
+                }
+                true
+            }
+            _ => false,
         }
+    }
+
+    /// Keeps the mapping for a later session when the link drops (our
+    /// `Goodbye` is on the ring: nothing touches the segment any more).
+    pub(crate) fn keep_mapping(&mut self) {
+        self.keep_mapping = true;
     }
 
     /// Files every frame already in the incoming ring, without waiting.

@@ -306,14 +306,17 @@ impl StreamLink {
     /// Writes one frame if the socket takes all of it now, after whatever
     /// is pending; never waits (a frame cut short there is left cut: this is
     /// for the `Goodbye` of a session that is ending).
-    pub(crate) fn try_send_now(&mut self, h: &FrameHeader, payload: &[u8]) {
+    pub(crate) fn try_send_now(&mut self, h: &FrameHeader, payload: &[u8]) -> bool {
         if !matches!(self.try_flush(), Ok(true)) {
-            return;
+            return false;
         }
         let head = h.encode();
-        let _ = self
-            .sock
-            .write_some(&[IoSlice::new(&head), IoSlice::new(payload)]);
+        let all = HEADER_LEN + payload.len();
+        matches!(
+            self.sock
+                .write_some(&[IoSlice::new(&head), IoSlice::new(payload)]),
+            Ok(n) if n == all
+        )
     }
 
     /// Sends one frame; `fds` go with its first byte.

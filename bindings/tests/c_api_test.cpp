@@ -5,9 +5,11 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <future>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -410,6 +412,51 @@ TEST_P(CApiTest, ANewSessionOfTheParentIsNotDisturbedByItsEndedOne) {
     ASSERT_EQ(out.str(), want);
   }
   EXPECT_EQ(stats().active_sessions, 1u);
+}
+
+// How many times this process maps each session segment, by inode
+// (/proc/self/maps: range perms offset dev inode path).
+std::map<std::string, int> session_segment_mappings() {
+  std::ifstream maps("/proc/self/maps");
+  std::map<std::string, int> n;
+  for (std::string line; std::getline(maps, line);) {
+    if (line.find("memfd:shmlink-session") == std::string::npos) continue;
+    std::istringstream fields(line);
+    std::string range, perms, offset, dev, inode;
+    fields >> range >> perms >> offset >> dev >> inode;
+    n[inode]++;
+  }
+  return n;
+}
+
+TEST_P(CApiTest, AFreedShmClientsMappingIsKeptForTheNextSessionUntilReleased) {
+  shmlink_release_kept_mappings();
+  ClientPtr c = connect();
+  Buffer out;
+  ASSERT_EQ(call(c.get(), "first", out), SHMLINK_OK) << last_error();
+  // The server runs in this process too: the session's segment is the one
+  // mapped twice (the server's prepared segments are mapped once).
+  std::string segment;
+  for (const auto& [inode, count] : session_segment_mappings()) {
+    if (count == 2) segment = inode;
+  }
+  const bool shm = GetParam() == Transport::Shm;
+  EXPECT_EQ(!segment.empty(), shm) << "only an shm: session maps a segment";
+  c.reset();
+  ASSERT_TRUE(wait_until([&] { return stats().active_sessions == 0; }));
+  // (Over unix and tcp `segment` is empty: no inode, a count of 0.)
+  EXPECT_EQ(session_segment_mappings()[segment], shm ? 2 : 0) << "kept by both sides";
+  ClientPtr d = connect();
+  ASSERT_EQ(call(d.get(), "second", out), SHMLINK_OK) << last_error();
+  EXPECT_EQ(out.str(), "second");
+  EXPECT_EQ(session_segment_mappings()[segment], shm ? 2 : 0) << "the kept mapping, not a third";
+  d.reset();
+  ASSERT_TRUE(wait_until([&] { return stats().active_sessions == 0; }));
+  shmlink_release_kept_mappings();
+  EXPECT_EQ(session_segment_mappings()[segment], shm ? 1 : 0) << "released: the server's alone";
+  ClientPtr e = connect();
+  ASSERT_EQ(call(e.get(), "third", out), SHMLINK_OK) << last_error();
+  EXPECT_EQ(out.str(), "third");
 }
 
 TEST_P(CApiTest, StartTwiceAndWaitFollowTheStateRules) {

@@ -643,6 +643,15 @@ void shmlink_client_forget(struct shmlink_client *client);
 // not be used afterwards.
 void shmlink_client_free(struct shmlink_client *client);
 
+// Unmaps the segments this process keeps mapped for later sessions. A
+// client keeps the mapping of an `shm:` session it freed with a goodbye (at
+// most 8, of at most 4 MiB each, for 2 s) and uses it again when the
+// server gives the same segment to this process's next session, which
+// saves mapping and unmapping it per short session. For a process done
+// with its sessions that wants that memory back at once. Sessions in use
+// are not affected. Thread-safe.
+void shmlink_release_kept_mappings(void);
+
 // The library version, e.g. "0.1.0" (a static string).
 const char *shmlink_version(void);
 

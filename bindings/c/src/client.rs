@@ -882,3 +882,15 @@ pub unsafe extern "C" fn shmlink_client_free(client: *mut shmlink_client) {
     // Dropping the client says goodbye; never let a panic escape.
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(client)));
 }
+
+/// Unmaps the segments this process keeps mapped for later sessions. A
+/// client keeps the mapping of an `shm:` session it freed with a goodbye (at
+/// most 8, of at most 4 MiB each, for 2 s) and uses it again when the
+/// server gives the same segment to this process's next session, which
+/// saves mapping and unmapping it per short session. For a process done
+/// with its sessions that wants that memory back at once. Sessions in use
+/// are not affected. Thread-safe.
+#[no_mangle]
+pub extern "C" fn shmlink_release_kept_mappings() {
+    let _ = std::panic::catch_unwind(shmlink::release_kept_mappings);
+}

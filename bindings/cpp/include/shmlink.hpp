@@ -430,6 +430,13 @@ class Response : public detail::Held<shmlink_view, const uint8_t, detail::ViewFr
       : Held(handle, data, size) {}
 };
 
+// Unmaps the segments this process keeps mapped for later sessions (a
+// client keeps the mapping of an shm: session it ended, at most 8 of at most
+// 4 MiB each for 2 s, and uses it again when the server gives the same
+// segment back). For a process done with its sessions that wants the memory
+// back at once; sessions in use are not affected.
+inline void release_kept_mappings() noexcept { shmlink_release_kept_mappings(); }
+
 // A session with a server. Move-only; the destructor ends the session.
 // Thread-safety: one thread at a time (the library reports concurrent use as
 // SHMLINK_E_INVALID_ARGUMENT); moving it to another thread is fine.

@@ -209,27 +209,17 @@ pub(crate) fn connect(address: &Address, opts: &ClientOptions, role: Role) -> Re
                 peer: name.clone(),
                 detail: e.to_string(),
             })?;
-            // Descriptors sent with messages travel on the control socket.
-            let fd_channel = if caps & handshake::CAP_FDS != 0 {
-                let dup = ctrl.try_clone().map_err(|e| {
-                    Error::io(format!("duplicating the control socket of {name}"), e)
-                })?;
-                Some(Arc::new(Stream::Unix(dup)))
+            // Descriptors sent with messages travel on the control socket,
+            // which the watch then shares.
+            let (watch, fd_channel) = if caps & handshake::CAP_FDS != 0 {
+                let ctrl = Arc::new(Stream::Unix(ctrl));
+                (Watch::FdSocket(Arc::clone(&ctrl) as _), Some(ctrl))
             } else {
-                None
+                (Watch::Socket(ctrl), None)
             };
             Link::Shm(
-                ShmLink::new(
-                    ends,
-                    Spinner::new(opts.wait),
-                    if caps & handshake::CAP_FDS != 0 {
-                        Watch::FdSocket(ctrl)
-                    } else {
-                        Watch::Socket(ctrl)
-                    },
-                    name.clone(),
-                )
-                .with_fds(fd_channel),
+                ShmLink::new(ends, Spinner::new(opts.wait), watch, name.clone())
+                    .with_fds(fd_channel),
             )
         }
         (_, stream) => {

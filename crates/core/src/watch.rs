@@ -1,5 +1,6 @@
 //! Liveness and stop signals seen by a waiting side, and the adaptive spin.
 
+use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -26,6 +27,12 @@ pub(crate) struct SessionFlags {
     pub wrote_control: AtomicBool,
 }
 
+/// A control socket shared between the watch and the link that sends
+/// descriptors on it.
+pub(crate) trait ControlSocket: AsFd + Send + Sync + std::fmt::Debug {}
+
+impl<T: AsFd + Send + Sync + std::fmt::Debug> ControlSocket for T {}
+
 /// What tells a waiting side that waiting is pointless.
 #[derive(Debug)]
 pub(crate) enum Watch {
@@ -34,8 +41,9 @@ pub(crate) enum Watch {
     /// Client side of a session that agreed on descriptors (bit 4): the
     /// control socket also carries the server's descriptor records (the
     /// segments of its arena, bit 5), so only a hang-up counts, whatever is
-    /// queued before it.
-    FdSocket(UnixStream),
+    /// queued before it. Shared with the link's descriptor channel (one
+    /// descriptor, no duplicate).
+    FdSocket(Arc<dyn ControlSocket>),
     /// Server side: flags set by the monitor, which also wakes the futexes.
     Flags(Arc<SessionFlags>),
 }
@@ -64,7 +72,7 @@ impl Watch {
                 ControlState::Bytes => Verdict::WroteControl,
             },
             Watch::FdSocket(s) => {
-                if shmlink_sys::poll::peer_gone(s) {
+                if shmlink_sys::poll::peer_gone(s.as_fd()) {
                     Verdict::Gone
                 } else {
                     Verdict::Alive

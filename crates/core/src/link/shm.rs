@@ -24,9 +24,10 @@ use crate::watch::{Spinner, Verdict, Watch, LIVENESS_SLICE};
 #[derive(Debug)]
 pub(crate) struct ShmLink {
     // Fields drop in this order: a client's control socket (watch, and the
-    // descriptor channel, a duplicate of it) closes before its segment is
-    // unmapped, right after the `Goodbye`: the server keeps the segment
-    // for this process's next session only when it sees the socket close.
+    // descriptor channel, which shares it) closes before its ring ends let
+    // go of the segment (unmapped, or kept: `Drop` below), right after the
+    // `Goodbye`: the server keeps the segment for this process's next
+    // session only when it sees the socket close.
     watch: Watch,
     /// The control socket, when the session agreed on file descriptors:
     /// they travel there, each message's in a record (see [`super::fds`]).

@@ -27,20 +27,16 @@
 
 use std::os::fd::AsFd;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use shmlink_sys::memfd::{self, FileId};
 
 use crate::layout::SegmentHeader;
-use crate::segment::Segment;
+use crate::segment::{self, Segment};
 
-/// Most mappings kept at once.
-pub(crate) const KEPT: usize = 8;
-/// How long a mapping is kept for its segment to come back (the server
-/// keeps a segment as long).
-pub(crate) const KEEP_FOR: Duration = Duration::from_secs(2);
-/// Largest segment whose mapping is kept (the server keeps none larger).
-pub(crate) const KEEP_AT_MOST: u64 = 4 << 20;
+// The bounds are the server's own: a mapping is worth keeping as long as
+// the server keeps the segment.
+use crate::segment::{KEEP_AT_MOST, KEEP_FOR, KEPT};
 
 struct Kept {
     file: FileId,
@@ -103,8 +99,7 @@ static LIST: Mutex<List> = Mutex::new(List(Vec::new()));
 /// # Errors
 /// A message saying which check failed, with the values.
 pub(crate) fn open(fd: impl AsFd, c2s: usize, s2c: usize) -> Result<Arc<Segment>, String> {
-    let file = memfd::identify(&fd)
-        .map_err(|e| format!("segment descriptor is not a sealed memfd: {e}"))?;
+    let file = memfd::identify(&fd).map_err(segment::not_a_memfd)?;
     let layout = SegmentHeader::for_rings(c2s, s2c);
     let found = LIST
         .try_lock()

@@ -21,6 +21,16 @@ use shmlink_sys::Mapping;
 
 use crate::layout::{SegmentHeader, DATA_AT, SEGMENT_HEADER_LEN};
 
+/// Most segments kept at once for their processes' next sessions: by a
+/// server (`server/reuse.rs`), and as mappings by a client process
+/// (`kept.rs`).
+pub(crate) const KEPT: usize = 8;
+/// How long a segment is kept for its process to come back (both sides).
+pub(crate) const KEEP_FOR: std::time::Duration = std::time::Duration::from_secs(2);
+/// Largest segment kept (larger ones are freed when their session ends):
+/// rings of up to 2 MiB - 2 KiB each (both sides).
+pub(crate) const KEEP_AT_MOST: u64 = 4 << 20;
+
 /// Which way a ring carries frames.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Direction {
@@ -188,7 +198,8 @@ impl Segment {
     }
 }
 
-fn not_a_memfd(e: std::io::Error) -> String {
+/// The error of a segment descriptor whose size or seals cannot be read.
+pub(crate) fn not_a_memfd(e: std::io::Error) -> String {
     format!("segment descriptor is not a sealed memfd: {e}")
 }
 

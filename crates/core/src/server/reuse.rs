@@ -21,18 +21,12 @@
 
 use std::os::fd::OwnedFd;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use super::sync::lock;
 use crate::segment::Segment;
 
-/// Most segments kept at once.
-pub(crate) const KEPT: usize = 8;
-/// How long a segment is kept for its process to come back.
-pub(crate) const KEEP_FOR: Duration = Duration::from_secs(2);
-/// Largest segment kept (larger ones are freed when their session ends):
-/// rings of up to 2 MiB - 2 KiB each.
-pub(crate) const KEEP_AT_MOST: u64 = 4 << 20;
+pub(crate) use crate::segment::{KEEP_AT_MOST, KEEP_FOR, KEPT};
 
 /// The client process a segment belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -96,7 +96,13 @@ fn denied(cause: &str, reason: &str) {
         }
     }
     wait_until("every session ended", STEP, || closed(&mut srv) >= 33); // the first and 32 more
-    assert_eq!(open_fds(srv.pid()), before, "no descriptor left behind");
+                                                                        // At most as many as before: `before` may still count a descriptor on
+                                                                        // its way out (seen under AddressSanitizer: 10 before, 9 after).
+    let after = open_fds(srv.pid());
+    assert!(
+        after <= before,
+        "descriptors left behind: {after} open, {before} before"
+    );
     srv.drain_check();
 }
 

@@ -51,20 +51,24 @@ impl List {
     /// Takes out the entries older than [`KEEP_FOR`] at `now` (returned, to
     /// be unmapped after the lock is released).
     fn expire(&mut self, now: Instant) -> Vec<Kept> {
-        let (old, young) = std::mem::take(&mut self.0)
-            .into_iter()
-            .partition(|k| now.duration_since(k.since) >= KEEP_FOR);
-        self.0 = young;
-        old
+        self.0
+            .extract_if(.., |k| now.duration_since(k.since) >= KEEP_FOR)
+            .collect()
     }
 
-    /// The kept mapping of `file` with this layout that nothing else uses.
-    fn take(&mut self, file: FileId, layout: &SegmentHeader, now: Instant) -> Option<Arc<Segment>> {
-        drop(self.expire(now));
+    /// The kept mapping of `file` with this layout that nothing else uses,
+    /// and what expired (to be unmapped after the lock is released).
+    fn take(
+        &mut self,
+        file: FileId,
+        layout: &SegmentHeader,
+        now: Instant,
+    ) -> (Option<Arc<Segment>>, Vec<Kept>) {
+        let gone = self.expire(now);
         let at = self.0.iter().position(|k| {
             k.file == file && k.segment.layout() == layout && Arc::strong_count(&k.segment) == 1
-        })?;
-        Some(self.0.remove(at).segment)
+        });
+        (at.map(|at| self.0.remove(at).segment), gone)
     }
 
     /// Keeps `segment`'s mapping (a client segment of at most
@@ -101,10 +105,12 @@ static LIST: Mutex<List> = Mutex::new(List(Vec::new()));
 pub(crate) fn open(fd: impl AsFd, c2s: usize, s2c: usize) -> Result<Arc<Segment>, String> {
     let file = memfd::identify(&fd).map_err(segment::not_a_memfd)?;
     let layout = SegmentHeader::for_rings(c2s, s2c);
-    let found = LIST
-        .try_lock()
-        .ok()
-        .and_then(|mut list| list.take(file.0, &layout, Instant::now()));
+    let (found, gone) = match LIST.try_lock() {
+        Ok(mut list) => list.take(file.0, &layout, Instant::now()),
+        Err(_) => (None, Vec::new()),
+    };
+    // Unmapped here, not under the lock.
+    drop(gone);
     if let Some(segment) = found {
         segment.check_header()?;
         return Ok(segment);
@@ -161,15 +167,15 @@ mod tests {
         let (_other, other_fd) = client_segment(4096, 4096);
         let layout = SegmentHeader::for_rings(4096, 4096);
         assert!(
-            list.take(id(&other_fd), &layout, t).is_none(),
+            list.take(id(&other_fd), &layout, t).0.is_none(),
             "another file"
         );
         let bigger = SegmentHeader::for_rings(8192, 4096);
-        assert!(list.take(id(&fd), &bigger, t).is_none(), "another layout");
-        let back = list.take(id(&fd), &layout, t).expect("the same file");
+        assert!(list.take(id(&fd), &bigger, t).0.is_none(), "another layout");
+        let back = list.take(id(&fd), &layout, t).0.expect("the same file");
         assert_eq!(Arc::as_ptr(&back), base, "the very mapping");
         assert_eq!(back.layout().total_len, at);
-        assert!(list.take(id(&fd), &layout, t).is_none(), "taken once");
+        assert!(list.take(id(&fd), &layout, t).0.is_none(), "taken once");
     }
 
     #[test]
@@ -180,9 +186,9 @@ mod tests {
         let held = Arc::clone(&seg);
         list.keep(seg, t);
         let layout = SegmentHeader::for_rings(4096, 4096);
-        assert!(list.take(id(&fd), &layout, t).is_none());
+        assert!(list.take(id(&fd), &layout, t).0.is_none());
         drop(held);
-        assert!(list.take(id(&fd), &layout, t).is_some());
+        assert!(list.take(id(&fd), &layout, t).0.is_some());
     }
 
     #[test]
@@ -199,12 +205,15 @@ mod tests {
         assert_eq!(list.0.len(), KEPT);
         let layout = SegmentHeader::for_rings(4096, 4096);
         assert!(
-            list.take(id(&fds[0]), &layout, t).is_none(),
+            list.take(id(&fds[0]), &layout, t).0.is_none(),
             "oldest evicted"
         );
-        assert!(list.take(id(&fds[1]), &layout, t).is_some());
+        assert!(list.take(id(&fds[1]), &layout, t).0.is_some());
         let later = t + KEEP_FOR;
-        assert!(list.take(id(&fds[2]), &layout, later).is_none(), "expired");
+        assert!(
+            list.take(id(&fds[2]), &layout, later).0.is_none(),
+            "expired"
+        );
         assert!(list.0.is_empty());
 
         // Over the size bound (rings of 4 MiB): not kept.

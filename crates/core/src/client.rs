@@ -69,6 +69,8 @@ pub struct Client {
     ready: VecDeque<Reply>,
     /// Whether dropping says goodbye to the server (not after `forget`).
     owned: bool,
+    /// Where a call's answer is received, and taken from.
+    answer: Message,
 }
 
 impl Client {
@@ -104,6 +106,7 @@ impl Client {
             abandoned: IdSet::default(),
             ready: VecDeque::new(),
             owned: true,
+            answer: Message::blank(),
         }
     }
 
@@ -186,8 +189,8 @@ impl Client {
         fds: &[BorrowedFd<'_>],
         timeout: Duration,
     ) -> Result<Vec<u8>> {
-        let m = self.exchange(request, fds, timeout)?;
-        self.body_of(m)
+        self.exchange(request, fds, timeout)?;
+        self.body_of_answer()
     }
 
     /// Calls with the default timeout and returns the response where it
@@ -208,19 +211,20 @@ impl Client {
     /// # Errors
     /// As [`Client::call`].
     pub fn call_response_timeout(&mut self, request: &[u8], timeout: Duration) -> Result<Response> {
-        let m = self.exchange(request, &[], timeout)?;
-        self.response_of(m)
+        self.exchange(request, &[], timeout)?;
+        self.response_of_answer()
     }
 
     /// Sends a request (lent from the arena when it is large enough and the
-    /// arena has room) and waits for its answer, a response or an error.
+    /// arena has room) and waits for its answer, a response or an error,
+    /// received into `self.answer`.
     #[inline(always)]
     fn exchange(
         &mut self,
         request: &[u8],
         fds: &[BorrowedFd<'_>],
         timeout: Duration,
-    ) -> Result<Message> {
+    ) -> Result<()> {
         if request.len() >= self.options.arena_threshold && fds.is_empty() && self.session.lends() {
             if let Some(r) = self.exchange_copied_into_arena(request, timeout) {
                 return r;
@@ -245,14 +249,14 @@ impl Client {
         &mut self,
         request: &[u8],
         timeout: Duration,
-    ) -> Option<Result<Message>> {
+    ) -> Option<Result<()>> {
         let mut loan = self.session.loan(request.len()).ok()?;
         loan.copy_from_slice(request);
         Some(self.exchange_loan(loan, timeout))
     }
 
     /// Sends a request lent from the arena and waits for its answer.
-    fn exchange_loan(&mut self, loan: Loan, timeout: Duration) -> Result<Message> {
+    fn exchange_loan(&mut self, loan: Loan, timeout: Duration) -> Result<()> {
         let mut deadline = Deadline::In(timeout);
         let id = self.next_id;
         self.session.send_loan(id, loan, &mut deadline)?;
@@ -319,8 +323,8 @@ impl Client {
     /// # Errors
     /// As [`Client::call`].
     pub fn call_loan_timeout(&mut self, loan: Loan, timeout: Duration) -> Result<Vec<u8>> {
-        let m = self.exchange_loan(loan, timeout)?;
-        self.body_of(m)
+        self.exchange_loan(loan, timeout)?;
+        self.body_of_answer()
     }
 
     /// Bytes of arena this client maps for its loans.
@@ -328,9 +332,9 @@ impl Client {
         self.session.arena_bytes().0
     }
 
-    /// Waits for the answer to call `id`, just sent.
+    /// Waits for the answer to call `id`, just sent, into `self.answer`.
     #[inline(always)]
-    fn finish_call(&mut self, id: CallId, deadline: &mut Deadline) -> Result<Message> {
+    fn finish_call(&mut self, id: CallId, deadline: &mut Deadline) -> Result<()> {
         match self.wait_for(id, deadline) {
             Err(e @ Error::Timeout { .. }) => {
                 self.abandoned.insert(id);
@@ -436,15 +440,22 @@ impl Client {
         self.session.wait_readable(&mut Deadline::In(timeout))
     }
 
-    /// The bytes of an answer (copied out of the server's arena when it was
-    /// lent), or the error it carries.
+    /// The bytes of the answer in `self.answer` (copied out of the server's
+    /// arena when it was lent), or the error it carries.
     #[inline(always)]
-    fn body_of(&mut self, m: Message) -> Result<Vec<u8>> {
+    fn body_of_answer(&mut self) -> Result<Vec<u8>> {
+        let m = &mut self.answer;
+        if m.kind == Kind::Response && !m.has_extra() {
+            return Ok(std::mem::take(&mut m.body));
+        }
+        let m = std::mem::replace(m, Message::blank());
         into_result(m, self.session.address()).map_err(|e| self.protocol_or_remote(e))
     }
 
-    /// An answer as a [`Response`], or the error it carries.
-    fn response_of(&mut self, m: Message) -> Result<Response> {
+    /// The answer in `self.answer` as a [`Response`], or the error it
+    /// carries.
+    fn response_of_answer(&mut self) -> Result<Response> {
+        let m = std::mem::replace(&mut self.answer, Message::blank());
         if m.kind == Kind::Response {
             return Ok(Response::from_message(m));
         }
@@ -452,16 +463,19 @@ impl Client {
         Err(self.protocol_or_remote(e))
     }
 
-    /// Receives until the answer to `id` arrives, filing responses to other
-    /// calls (pipelined ones) for [`Client::recv`].
+    /// Receives until the answer to `id` arrives, into `self.answer`,
+    /// filing responses to other calls (pipelined ones) for
+    /// [`Client::recv`].
     #[inline(always)]
-    fn wait_for(&mut self, id: CallId, deadline: &mut Deadline) -> Result<Message> {
+    fn wait_for(&mut self, id: CallId, deadline: &mut Deadline) -> Result<()> {
         loop {
-            let m = self.session.recv(deadline)?;
+            self.session.recv_into(deadline, &mut self.answer)?;
+            let m = &self.answer;
             if m.id == id && matches!(m.kind, Kind::Response | Kind::Error) {
-                return Ok(m);
+                return Ok(());
             }
-            if let Some(reply) = self.accept(m)? {
+            let other = std::mem::replace(&mut self.answer, Message::blank());
+            if let Some(reply) = self.accept(other)? {
                 self.ready.push_back(reply);
             }
         }

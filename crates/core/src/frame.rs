@@ -243,6 +243,21 @@ impl Message {
         }
     }
 
+    /// A placeholder for a receive to fill (see [`Message::set`]).
+    #[inline]
+    pub(crate) fn blank() -> Message {
+        Message::new(Kind::Response, 0, Vec::new())
+    }
+
+    /// Makes this a message with nothing attached, in place.
+    #[inline(always)]
+    pub(crate) fn set(&mut self, kind: Kind, id: u64, body: Vec<u8>) {
+        self.kind = kind;
+        self.id = id;
+        self.body = body;
+        self.extra = None;
+    }
+
     /// A message (request or response) lent from the peer's arena, read
     /// where it lies.
     pub(crate) fn lent(kind: Kind, id: u64, body: Vec<u8>, view: shmlink_arena::View) -> Message {

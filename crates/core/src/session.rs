@@ -388,33 +388,50 @@ impl Session {
     /// on the way).
     ///
     /// # Errors
+    /// As [`Session::recv_into`].
+    pub(crate) fn recv(&mut self, deadline: &mut Deadline) -> Result<Message> {
+        let mut m = Message::blank();
+        self.recv_into(deadline, &mut m)?;
+        Ok(m)
+    }
+
+    /// Receives the next whole message into `m`, built where the caller
+    /// keeps it: a message passed up by value through every layer costs a
+    /// copy at each (the arena's own frames are taken on the way).
+    ///
+    /// # Errors
     /// Timeout (session stays usable unless a message was partly received),
     /// peer gone, protocol errors (session broken).
     #[inline(always)]
-    pub(crate) fn recv(&mut self, deadline: &mut Deadline) -> Result<Message> {
+    pub(crate) fn recv_into(&mut self, deadline: &mut Deadline, m: &mut Message) -> Result<()> {
         self.check_usable()?;
-        let m = match self.drained.pop_front() {
-            Some(m) => m,
-            None => self
-                .link
-                .recv_message(&mut self.asm, deadline)
-                .map_err(|e| self.recv_failed(e))?,
-        };
+        match self.drained.pop_front() {
+            Some(d) => *m = d,
+            None => {
+                if let Err(e) = self.link.recv_message(&mut self.asm, deadline, m) {
+                    return Err(self.recv_failed(e));
+                }
+            }
+        }
         match m.kind {
-            Kind::Request if m.id != 0 => Ok(m),
-            Kind::Response | Kind::Error if m.id != 0 && !m.has_extra() => Ok(m),
+            Kind::Request if m.id != 0 => Ok(()),
+            Kind::Response | Kind::Error if m.id != 0 && !m.has_extra() => Ok(()),
             _ => self.recv_other(m, deadline),
         }
     }
 
-    /// The rest of [`Session::recv`] for a message of another kind: screened,
-    /// and when the arena took it, the next one received.
+    /// The rest of [`Session::recv_into`] for a message of another kind:
+    /// screened, and when the arena took it, the next one received.
     #[cold]
     #[inline(never)]
-    fn recv_other(&mut self, m: Message, deadline: &mut Deadline) -> Result<Message> {
-        match self.screen(m)? {
-            Some(m) => Ok(m),
-            None => self.recv(deadline),
+    fn recv_other(&mut self, m: &mut Message, deadline: &mut Deadline) -> Result<()> {
+        let taken = std::mem::replace(m, Message::blank());
+        match self.screen(taken)? {
+            Some(screened) => {
+                *m = screened;
+                Ok(())
+            }
+            None => self.recv_into(deadline, m),
         }
     }
 

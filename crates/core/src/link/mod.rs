@@ -85,7 +85,8 @@ impl Link {
         }
     }
 
-    /// Receives frames into `asm` until a whole message is there or `deadline`.
+    /// Receives frames into `asm` until a whole message is there (put in
+    /// `out`) or `deadline`.
     ///
     /// # Errors
     /// Timeout, peer gone, server stopping, protocol errors.
@@ -94,10 +95,14 @@ impl Link {
         &mut self,
         asm: &mut Assembler,
         deadline: &mut Deadline,
-    ) -> Result<Message> {
+        out: &mut Message,
+    ) -> Result<()> {
         match self {
-            Link::Shm(l) => l.recv_message(asm, deadline),
-            Link::Stream(l) => l.recv_message(asm, deadline),
+            Link::Shm(l) => l.recv_message(asm, deadline, out),
+            Link::Stream(l) => {
+                *out = l.recv_message(asm, deadline)?;
+                Ok(())
+            }
         }
     }
 

@@ -214,28 +214,40 @@ impl ShmLink {
     /// Files every frame already in the incoming ring, without waiting.
     pub(crate) fn drain_now(&mut self, inbox: &mut Inbox<'_>) {
         let chan = self.fd_channel.as_deref();
-        while let Ok(Some(frame)) =
-            pop_frame(&mut self.ends.consumer, inbox.asm, chan, &self.address)
-        {
-            if let Some(m) = frame {
-                inbox.out.push_back(m);
+        let mut m = Message::blank();
+        loop {
+            match pop_frame(
+                &mut self.ends.consumer,
+                inbox.asm,
+                chan,
+                &self.address,
+                &mut m,
+            ) {
+                Ok(Popped::Whole) => inbox
+                    .out
+                    .push_back(std::mem::replace(&mut m, Message::blank())),
+                Ok(Popped::Chunk) => {}
+                Ok(Popped::Empty) | Err(_) => break,
             }
         }
     }
 
-    /// Receives until a whole message is assembled.
+    /// Receives until a whole message is assembled, into `out`.
     #[inline(always)]
     pub(crate) fn recv_message(
         &mut self,
         asm: &mut Assembler,
         deadline: &mut Deadline,
-    ) -> Result<Message> {
+        out: &mut Message,
+    ) -> Result<()> {
         loop {
             // Wait before popping: an empty pop costs more than the check.
             self.wait_frame(deadline, asm.in_progress())?;
             let chan = self.fd_channel.as_deref();
-            if let Some(Some(m)) = pop_frame(&mut self.ends.consumer, asm, chan, &self.address)? {
-                return Ok(m);
+            if let Popped::Whole =
+                pop_frame(&mut self.ends.consumer, asm, chan, &self.address, out)?
+            {
+                return Ok(());
             }
         }
     }
@@ -363,49 +375,68 @@ impl Waiter for Outgoing<'_, '_> {
             return Ok(false);
         };
         let mut any = false;
-        while let Some(frame) = pop_frame(self.cons, inbox.asm, self.fds, self.address)? {
-            any = true;
-            if let Some(m) = frame {
-                inbox.out.push_back(m);
+        let mut m = Message::blank();
+        loop {
+            match pop_frame(self.cons, inbox.asm, self.fds, self.address, &mut m)? {
+                Popped::Whole => inbox
+                    .out
+                    .push_back(std::mem::replace(&mut m, Message::blank())),
+                Popped::Chunk => {}
+                Popped::Empty => return Ok(any),
             }
+            any = true;
         }
-        Ok(any)
     }
     fn sleep_slice(&self) -> Option<Duration> {
         self.inbox.is_some().then_some(LIVENESS_SLICE)
     }
 }
 
-/// Pops one frame if one is there: `None` when the ring is empty,
-/// `Some(None)` for a chunk of a message still incomplete.
+/// What one pop found.
+enum Popped {
+    /// The ring is empty.
+    Empty,
+    /// A chunk of a message still incomplete.
+    Chunk,
+    /// A whole message, now in the caller's `out`.
+    Whole,
+}
+
+/// Pops one frame if one is there; a whole message goes into `out`, built
+/// where the caller keeps it rather than passed up through every layer.
 #[inline(always)]
 fn pop_frame(
     cons: &mut RingConsumer,
     asm: &mut Assembler,
     fd_channel: Option<&Stream>,
     addr: &str,
-) -> Result<Option<Option<Message>>> {
-    match cons.try_pop(|rec| take_record(&rec, asm, fd_channel, addr)) {
+    out: &mut Message,
+) -> Result<Popped> {
+    match cons.try_pop(
+        #[inline(always)]
+        |rec| take_record(&rec, asm, fd_channel, addr, out),
+    ) {
         Ok(Pop::Done { value, wake }) => {
             if wake {
                 futex::wake(&cons.header().space_bell, 1);
             }
-            Ok(Some(value?))
+            value
         }
-        Ok(Pop::Empty) => Ok(None),
+        Ok(Pop::Empty) => Ok(Popped::Empty),
         Err(e) => Err(corrupt(addr, &e)),
     }
 }
 
-/// Takes one popped record: a whole message, or a chunk into `asm`; the
-/// descriptors a first frame announces come from `fd_channel`.
+/// Takes one popped record: a whole message into `out`, or a chunk into
+/// `asm`; the descriptors a first frame announces come from `fd_channel`.
 #[inline(always)]
 fn take_record<M: shmlink_ring::Memory>(
     rec: &Record<'_, M>,
     asm: &mut Assembler,
     fd_channel: Option<&Stream>,
     addr: &str,
-) -> Result<Option<Message>> {
+    out: &mut Message,
+) -> Result<Popped> {
     let mut hb = [0u8; HEADER_LEN];
     rec.read(0, &mut hb).map_err(|e| corrupt(addr, &e))?;
     let h = FrameHeader::decode(&hb).map_err(|e| protocol(addr, e.0))?;
@@ -416,7 +447,8 @@ fn take_record<M: shmlink_ring::Memory>(
         if let Some(mut body) = asm.take_whole(&h) {
             rec.append_from(HEADER_LEN, &mut body)
                 .map_err(|e| corrupt(addr, &e))?;
-            return Ok(Some(Message::new(h.kind, h.id, body)));
+            out.set(h.kind, h.id, body);
+            return Ok(Popped::Whole);
         }
     }
     let buf = asm.begin_chunk(&h).map_err(|e| protocol(addr, e.0))?;
@@ -426,7 +458,13 @@ fn take_record<M: shmlink_ring::Memory>(
         let channel = fd_channel.ok_or_else(|| fds::not_agreed(&h, addr))?;
         asm.attach_fds(fds::recv_record(channel, &h, addr)?);
     }
-    asm.finish(&h).map_err(|e| protocol(addr, e.0))
+    match asm.finish(&h).map_err(|e| protocol(addr, e.0))? {
+        Some(m) => {
+            *out = m;
+            Ok(Popped::Whole)
+        }
+        None => Ok(Popped::Chunk),
+    }
 }
 
 #[cold]

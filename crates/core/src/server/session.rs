@@ -154,10 +154,15 @@ fn serve_requests(shared: &Shared, session: &mut Session, handler: &dyn Handler)
     let in_place = session.lends() && handler.answers_in_place();
     let batch_limit = handler.batch_limit();
     let mut batch = Batch::default();
+    // Each request is received here, in place (see `Session::recv_into`).
+    let mut m = Message::blank();
     loop {
-        let next = batch.next.take();
-        let m = match next.unwrap_or_else(|| session.recv(&mut Deadline::Never)) {
-            Ok(m) => m,
+        let received = match batch.next.take() {
+            Some(next) => next.map(|next| m = next),
+            None => session.recv_into(&mut Deadline::Never, &mut m),
+        };
+        match received {
+            Ok(()) => {}
             Err(e) => {
                 if shared.stopping() && matches!(e, Error::Closed { .. }) {
                     let reason = format!("server at {} is shutting down", session.address());
@@ -168,19 +173,20 @@ fn serve_requests(shared: &Shared, session: &mut Session, handler: &dyn Handler)
         };
         match m.kind {
             Kind::Request if batch_limit > 1 && batches(&m) && session.ready_now() => {
-                batch.gather(session, m, batch_limit);
+                let first = std::mem::replace(&mut m, Message::blank());
+                batch.gather(session, first, batch_limit);
                 if let Err(e) = batch.answer(shared, session, handler) {
                     return e;
                 }
             }
             Kind::Request => {
-                if let Err(e) = answer(shared, session, handler, in_place, m, &mut resp) {
+                if let Err(e) = answer(shared, session, handler, in_place, &mut m, &mut resp) {
                     return e;
                 }
             }
             Kind::OneWay => {
                 let _ = catch_unwind(AssertUnwindSafe(|| handler.notify(&m.body)));
-                session.recycle(m.body);
+                session.recycle(std::mem::take(&mut m.body));
             }
             k => {
                 let detail = format!("client sent a {k:?} frame; only requests, one-way messages and goodbyes are expected");
@@ -286,10 +292,11 @@ fn answer(
     session: &mut Session,
     handler: &dyn Handler,
     in_place: bool,
-    m: Message,
+    m: &mut Message,
     resp: &mut Vec<u8>,
 ) -> Result<(), Error> {
     if m.has_extra() {
+        let m = std::mem::replace(m, Message::blank());
         return answer_through(shared, session, handler, m, resp);
     }
     resp.clear();
@@ -301,11 +308,11 @@ fn answer(
             let mut answer = Answer::new(resp, session.lender(), threshold, &mut loan);
             guarded(|| handler.respond(&m.body, Vec::new(), &mut answer))
         };
-        session.recycle(m.body);
+        session.recycle(std::mem::take(&mut m.body));
         return send_answer(shared, session, m.id, result, resp, loan);
     }
     let result = guarded(|| handler.handle(&m.body, resp));
-    session.recycle(m.body);
+    session.recycle(std::mem::take(&mut m.body));
     send_answer(shared, session, m.id, result, resp, None)
 }
 

@@ -11,7 +11,8 @@ use std::os::fd::OwnedFd;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::process::Command;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -557,6 +558,63 @@ fn stale_socket_file_is_replaced() {
             drop(c);
             server.stop().expect("stop");
             assert!(!path.exists());
+        }
+    });
+}
+
+/// The socket file is bound under a hidden name and renamed into place: the
+/// moment a client can see the path, a connect succeeds and the mode is the
+/// final one; nothing else is left in the directory, whatever the length of
+/// the name (one byte included).
+#[test]
+fn socket_file_appears_listening_with_its_mode() {
+    watchdog("socket_file_appears_listening_with_its_mode", LIMIT, || {
+        for t in [T::Shm, T::Unix] {
+            let dir = TempDir::new("appear");
+            for name in ["s", "a-somewhat-longer-socket-name.sock"] {
+                let path = dir.join(name);
+                let addr = format!("{}:{}", t.scheme(), path.display());
+                for round in 0..20 {
+                    let seen = path.clone();
+                    let watching = Arc::new(AtomicBool::new(false));
+                    let started = Arc::clone(&watching);
+                    let watcher = thread::spawn(move || {
+                        let deadline = Instant::now() + Duration::from_secs(10);
+                        started.store(true, Ordering::Release);
+                        while fs::symlink_metadata(&seen).is_err() {
+                            assert!(Instant::now() < deadline, "the socket file never appeared");
+                            thread::yield_now();
+                        }
+                        let mode = fs::symlink_metadata(&seen).map(|m| m.permissions().mode());
+                        (
+                            mode.expect("stat") & 0o777,
+                            UnixStream::connect(&seen).map(drop),
+                        )
+                    });
+                    // Bind only once the watcher is looking.
+                    while !watching.load(Ordering::Acquire) {
+                        thread::yield_now();
+                    }
+                    let server = Server::bind(&[addr.as_str()], ServerOptions::default())
+                        .unwrap_or_else(|e| panic!("{t:?} {name}: bind: {e}"));
+                    let (mode, connected) = watcher.join().expect("watcher");
+                    assert_eq!(
+                        mode, 0o600,
+                        "{t:?} {name} round {round}: mode when first seen"
+                    );
+                    assert!(
+                        connected.is_ok(),
+                        "{t:?} {name} round {round}: connect when first seen: {connected:?}"
+                    );
+                    let names: Vec<String> = fs::read_dir(dir.path())
+                        .expect("read_dir")
+                        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+                        .collect();
+                    assert_eq!(names, [name], "{t:?}: only the socket is in the directory");
+                    drop(server);
+                    assert!(!path.exists(), "{t:?} {name}: removed at stop");
+                }
+            }
         }
     });
 }

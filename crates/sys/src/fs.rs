@@ -1,13 +1,14 @@
 //! File-system calls of the server's socket files: the directory lock under
-//! which a stale socket is replaced, the socket file's mode and group, and
-//! the reserve descriptor kept for refusing clients when descriptors run out.
+//! which a stale socket is replaced, the socket file's mode and group, the
+//! rename that puts a listening socket in place, and the reserve descriptor
+//! kept for refusing clients when descriptors run out.
 
 use std::fs::File;
 use std::io;
 use std::os::fd::OwnedFd;
 use std::path::Path;
 
-use rustix::fs::{FlockOperation, Gid, Mode, OFlags};
+use rustix::fs::{FlockOperation, Gid, Mode, OFlags, RenameFlags, CWD};
 
 /// `flock(LOCK_EX)` on an open file (a directory, here): blocks until this
 /// process holds the exclusive lock; closing `file` releases it.
@@ -32,6 +33,22 @@ pub fn set_mode(path: &Path, mode: u32) -> io::Result<()> {
 /// `EPERM` when this process may not give files to that group, `ENOENT`.
 pub fn set_group(path: &Path, gid: u32) -> io::Result<()> {
     Ok(rustix::fs::chown(path, None, Some(Gid::from_raw(gid)))?)
+}
+
+/// `renameat2(2)` with `RENAME_NOREPLACE`: renames `from` to `to` only if
+/// nothing exists at `to`, atomically (both in one file system).
+///
+/// # Errors
+/// `EEXIST` when `to` exists, `ENOENT`, `EXDEV` (another file system),
+/// `EACCES`, `EINVAL` where the file system does not support the flag.
+pub fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
+    Ok(rustix::fs::renameat_with(
+        CWD,
+        from,
+        CWD,
+        to,
+        RenameFlags::NOREPLACE,
+    )?)
 }
 
 /// Opens `/dev/null` read-only (`open(2)`, `O_CLOEXEC`): a descriptor held in
@@ -80,6 +97,20 @@ mod tests {
         );
         assert!(set_mode(&p.with_extension("missing"), 0o600).is_err());
         std::fs::remove_file(&p).expect("remove");
+    }
+
+    #[test]
+    fn rename_never_replaces() {
+        let a = temp("rename-a");
+        let b = a.with_extension("b");
+        rename_noreplace(&a, &b).expect("rename to a free name");
+        assert!(!a.exists() && b.exists());
+        let c = temp("rename-c");
+        let e = rename_noreplace(&c, &b).expect_err("the target exists");
+        assert_eq!(e.kind(), io::ErrorKind::AlreadyExists);
+        assert!(c.exists() && b.exists());
+        std::fs::remove_file(&b).expect("remove");
+        std::fs::remove_file(&c).expect("remove");
     }
 
     #[test]

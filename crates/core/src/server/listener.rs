@@ -5,11 +5,12 @@ use std::fs;
 use std::io;
 use std::net::TcpListener;
 use std::os::fd::{AsFd, BorrowedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 
-use shmlink_sys::fs::{lock_exclusive, set_group, set_mode};
+use shmlink_sys::fs::{lock_exclusive, rename_noreplace, set_group, set_mode};
 use shmlink_sys::net::accept_nonblocking;
 
 use super::conn::Conn;
@@ -154,11 +155,100 @@ fn bind_unix(path: &Path, opts: &ServerOptions) -> std::result::Result<UnixListe
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
         Err(e) => return Err(format!("cannot inspect {}: {e}", path.display())),
     }
-    let sock = UnixListener::bind(path).map_err(|e| e.to_string())?;
-    let mode = opts.effective_socket_mode();
-    set_mode(path, mode).map_err(|e| format!("cannot set mode {mode:o}: {e}"))?;
-    if let Some(gid) = opts.socket_group {
-        set_group(path, gid).map_err(|e| format!("cannot give socket to group {gid}: {e}"))?;
+    // Bound and listening under a hidden name, its mode and group set, then
+    // renamed into place: `path` never names a socket that refuses connects
+    // (bound, not listening yet) or that has the wrong mode.
+    let (sock, hidden) = bind_hidden(path)?;
+    if let Err(e) = finish_socket(&hidden, path, opts) {
+        let _ = fs::remove_file(&hidden);
+        return Err(e);
     }
     Ok(sock)
+}
+
+/// Binds a listening socket beside `path` under a free hidden name of the
+/// same length (so that a path that fits `sun_path` fits it too).
+fn bind_hidden(path: &Path) -> std::result::Result<(UnixListener, PathBuf), String> {
+    let len = path.file_name().map_or(1, |n| n.as_bytes().len()).max(1);
+    let mut seed = u64::from(std::process::id())
+        ^ std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+    for _ in 0..HIDDEN_TRIES {
+        seed = mix(seed);
+        let hidden = path.with_file_name(hidden_name(len, seed));
+        if hidden == path {
+            continue;
+        }
+        match UnixListener::bind(&hidden) {
+            Ok(sock) => return Ok((sock, hidden)),
+            Err(e) if e.kind() == io::ErrorKind::AddrInUse => {}
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    Err(format!(
+        "no free temporary name beside {} after {HIDDEN_TRIES} tries",
+        path.display()
+    ))
+}
+
+/// Tries at a free hidden name before giving up.
+const HIDDEN_TRIES: usize = 32;
+
+/// Sets the socket file's mode and group, then renames it to `path`
+/// (never over a file: the stale socket was removed under the lock).
+fn finish_socket(
+    hidden: &Path,
+    path: &Path,
+    opts: &ServerOptions,
+) -> std::result::Result<(), String> {
+    let mode = opts.effective_socket_mode();
+    set_mode(hidden, mode).map_err(|e| format!("cannot set mode {mode:o}: {e}"))?;
+    if let Some(gid) = opts.socket_group {
+        set_group(hidden, gid).map_err(|e| format!("cannot give socket to group {gid}: {e}"))?;
+    }
+    match rename_noreplace(hidden, path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            Err(format!("{} appeared while binding", path.display()))
+        }
+        // A file system without RENAME_NOREPLACE: `path` was free under
+        // the directory lock a moment ago.
+        Err(e) if e.raw_os_error() == Some(EINVAL) => {
+            fs::rename(hidden, path).map_err(|e| format!("cannot move socket into place: {e}"))
+        }
+        Err(e) => Err(format!("cannot move socket into place: {e}")),
+    }
+}
+
+/// `EINVAL`: what `renameat2` returns for a flag the file system lacks.
+const EINVAL: i32 = 22;
+
+/// A name of `len` bytes (a dot, then letters and digits; a single one for
+/// `len` 1) from `seed`.
+fn hidden_name(len: usize, seed: u64) -> std::ffi::OsString {
+    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+    let mut bits = seed;
+    let name: String = (0..len)
+        .map(|i| {
+            if i == 0 && len > 1 {
+                return '.';
+            }
+            if bits < ALPHABET.len() as u64 {
+                bits = mix(bits ^ i as u64);
+            }
+            let c = ALPHABET[(bits % ALPHABET.len() as u64) as usize];
+            bits /= ALPHABET.len() as u64;
+            char::from(c)
+        })
+        .collect();
+    name.into()
+}
+
+/// One step of splitmix64: spreads a seed's bits.
+fn mix(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }

@@ -483,6 +483,16 @@ func (c *Client) Close() error {
 	return nil
 }
 
+// ReleaseKeptMappings unmaps the shared-memory segments this process keeps
+// mapped for later sessions: a client that closed an shm: session keeps its
+// segment mapped (up to 8 segments of at most 4 MiB, for 2 s) in case the
+// server gives the same one to its next session. For a process done with
+// its sessions that wants the memory back at once; sessions in use are not
+// affected. Safe from any goroutine.
+func ReleaseKeptMappings() {
+	C.shmlink_release_kept_mappings()
+}
+
 // crossing makes one cgo call into the library that does no work
 // (shmlink_client_in_flight(NULL) returns 0): the price of a crossing, for
 // the benchmark.

@@ -141,6 +141,66 @@ func TestPastMaxShmBytesSessionsUseTheSocketUnlessShmIsRequired(t *testing.T) {
 	}
 }
 
+// sessionSegmentMappings counts how many times each shmlink session segment
+// is mapped in this process, by inode (/proc/self/maps).
+func sessionSegmentMappings(t *testing.T) map[string]int {
+	t.Helper()
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := map[string]int{}
+	for _, line := range strings.Split(string(maps), "\n") {
+		if !strings.Contains(line, "memfd:shmlink-session") {
+			continue
+		}
+		if f := strings.Fields(line); len(f) > 4 {
+			n[f[4]]++
+		}
+	}
+	return n
+}
+
+func TestAClosedShmClientsMappingIsKeptUntilReleased(t *testing.T) {
+	ReleaseKeptMappings()
+	srv := goServer(t, prefixHandler)
+	c, err := Dial(addrOf(t, srv.Addrs(), "shm"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Call(context.Background(), []byte("ab")); err != nil {
+		t.Fatal(err)
+	}
+	// The server runs in this process too: the session's segment is the one
+	// mapped twice (its prepared segments are mapped once).
+	segment := ""
+	for inode, count := range sessionSegmentMappings(t) {
+		if count == 2 {
+			segment = inode
+		}
+	}
+	if segment == "" {
+		t.Fatalf("no segment mapped by both sides: %v", sessionSegmentMappings(t))
+	}
+	c.Close()
+	// Closed: the client keeps its mapping, the server its own.
+	if got := sessionSegmentMappings(t)[segment]; got != 2 {
+		t.Fatalf("after close: segment mapped %d times, want 2 (kept by both sides)", got)
+	}
+	ReleaseKeptMappings()
+	if got := sessionSegmentMappings(t)[segment]; got != 1 {
+		t.Fatalf("after release: segment mapped %d times, want 1 (the server's alone)", got)
+	}
+	again, err := Dial(addrOf(t, srv.Addrs(), "shm"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	if _, err := again.Call(context.Background(), []byte("cd")); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestRemoteErrors(t *testing.T) {
 	srv := goServer(t, prefixHandler)
 	c, err := Dial(addrOf(t, srv.Addrs(), "shm:"), nil)

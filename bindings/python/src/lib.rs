@@ -811,12 +811,24 @@ impl PyWorker {
 
 // ---------------------------------------------------------------- module
 
+/// Unmaps the shared-memory segments this process keeps mapped for later
+/// sessions: a client that closed an ``shm:`` session keeps its segment
+/// mapped (up to 8 segments of at most 4 MiB, for 2 s) in case the server
+/// gives the same one to its next session. For a process done with its
+/// sessions that wants the memory back at once; sessions in use are not
+/// affected.
+#[pyfunction]
+fn release_kept_mappings(py: Python<'_>) {
+    py.allow_threads(shmlink::release_kept_mappings);
+}
+
 /// Native half of the shmlink package; import ``shmlink`` instead.
 #[pymodule]
 fn _shmlink(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyClient>()?;
     m.add_class::<PyServer>()?;
     m.add_class::<PyWorker>()?;
+    m.add_function(wrap_pyfunction!(release_kept_mappings, m)?)?;
     m.add("CODE_HANDLER_EXCEPTION", CODE_HANDLER_EXCEPTION)?;
     m.add("CODE_HANDLER_PANICKED", shmlink::CODE_HANDLER_PANICKED)?;
     m.add("CODE_RESPONSE_TOO_LARGE", shmlink::CODE_RESPONSE_TOO_LARGE)?;

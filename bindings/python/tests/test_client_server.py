@@ -55,6 +55,37 @@ def test_past_max_shm_bytes_sessions_use_the_socket_unless_shm_is_required(serve
         assert strict.call(b"12") == b"21"
 
 
+def _session_segment_mappings():
+    """How many times each shmlink session segment is mapped in this
+    process, by inode (/proc/self/maps)."""
+    counts = {}
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            if "memfd:shmlink-session" in line:
+                inode = line.split()[4]
+                counts[inode] = counts.get(inode, 0) + 1
+    return counts
+
+
+def test_a_closed_shm_clients_mapping_is_kept_until_released(serve):
+    shmlink.release_kept_mappings()
+    addrs = serve(reverse)
+    with shmlink.Client(addrs["shm"]) as c:
+        assert c.call(b"ab") == b"ba"
+        # The server runs in this process too: the session's segment is the
+        # one mapped twice (its prepared segments are mapped once).
+        both = [inode for inode, n in _session_segment_mappings().items() if n == 2]
+        assert len(both) == 1, _session_segment_mappings()
+        segment = both[0]
+    # Closed: the client keeps its mapping, the server its own (the session's
+    # or, once it has seen the end, the one it keeps for this process).
+    assert _session_segment_mappings().get(segment) == 2
+    shmlink.release_kept_mappings()
+    assert _session_segment_mappings().get(segment) == 1, "the server's alone"
+    with shmlink.Client(addrs["shm"]) as again:
+        assert again.call(b"cd") == b"dc"
+
+
 def test_tcp_port_zero_is_resolved(serve):
     addrs = serve(reverse)
     host, port = addrs["tcp"][len("tcp:"):].rsplit(":", 1)

@@ -44,6 +44,7 @@ __all__ = [
     "CODE_RESPONSE_TOO_LARGE",
     "CODE_NOT_ANSWERED",
     "connect_async",
+    "release_kept_mappings",
 ]
 
 __version__ = "0.1.0"
@@ -52,6 +53,7 @@ CODE_HANDLER_EXCEPTION = _shmlink.CODE_HANDLER_EXCEPTION
 CODE_HANDLER_PANICKED = _shmlink.CODE_HANDLER_PANICKED
 CODE_RESPONSE_TOO_LARGE = _shmlink.CODE_RESPONSE_TOO_LARGE
 CODE_NOT_ANSWERED = _shmlink.CODE_NOT_ANSWERED
+release_kept_mappings = _shmlink.release_kept_mappings
 
 
 class Client(_shmlink.Client):

@@ -14,13 +14,15 @@ from ._errors import (
 )
 from typing_extensions import Buffer as BytesLike
 
-__all__ = ['Client', 'Server', 'Worker', 'Error', 'ConnectError', 'TimeoutError', 'ClosedError', 'RemoteError', 'ProtocolError', 'MessageTooLargeError', 'InvalidArgumentError', 'BindError', 'CODE_HANDLER_EXCEPTION', 'CODE_HANDLER_PANICKED', 'CODE_RESPONSE_TOO_LARGE', 'CODE_NOT_ANSWERED', 'connect_async']
+__all__ = ['Client', 'Server', 'Worker', 'Error', 'ConnectError', 'TimeoutError', 'ClosedError', 'RemoteError', 'ProtocolError', 'MessageTooLargeError', 'InvalidArgumentError', 'BindError', 'CODE_HANDLER_EXCEPTION', 'CODE_HANDLER_PANICKED', 'CODE_RESPONSE_TOO_LARGE', 'CODE_NOT_ANSWERED', 'connect_async', 'release_kept_mappings']
 
 __version__: str
 CODE_HANDLER_EXCEPTION: int
 CODE_HANDLER_PANICKED: int
 CODE_RESPONSE_TOO_LARGE: int
 CODE_NOT_ANSWERED: int
+
+def release_kept_mappings() -> None: ...
 
 class Client(_shmlink.Client):
     async def acall(self, data: BytesLike, timeout: Optional[float] = None) -> bytes: ...

@@ -4,7 +4,7 @@ from typing import Callable, Optional, Sequence, Tuple, Union
 
 from typing_extensions import Buffer as BytesLike
 
-__all__ = ['Client', 'Server', 'Worker', 'CODE_HANDLER_EXCEPTION', 'CODE_HANDLER_PANICKED', 'CODE_RESPONSE_TOO_LARGE', 'CODE_NOT_ANSWERED', 'DEFAULT_MAX_MESSAGE', 'DEFAULT_RING_SIZE']
+__all__ = ['Client', 'Server', 'Worker', 'CODE_HANDLER_EXCEPTION', 'CODE_HANDLER_PANICKED', 'CODE_RESPONSE_TOO_LARGE', 'CODE_NOT_ANSWERED', 'DEFAULT_MAX_MESSAGE', 'DEFAULT_RING_SIZE', 'release_kept_mappings']
 
 CODE_HANDLER_EXCEPTION: int
 CODE_HANDLER_PANICKED: int
@@ -12,6 +12,8 @@ CODE_RESPONSE_TOO_LARGE: int
 CODE_NOT_ANSWERED: int
 DEFAULT_MAX_MESSAGE: int
 DEFAULT_RING_SIZE: int
+
+def release_kept_mappings() -> None: ...
 
 class Client:
     def __new__(

@@ -211,25 +211,12 @@ impl ShmLink {
         self.keep_mapping = true;
     }
 
-    /// Files every frame already in the incoming ring, without waiting.
+    /// Files every frame already in the incoming ring, without waiting (a
+    /// frame that fails its checks ends the draining: the next receive
+    /// reports it).
     pub(crate) fn drain_now(&mut self, inbox: &mut Inbox<'_>) {
         let chan = self.fd_channel.as_deref();
-        let mut m = Message::blank();
-        loop {
-            match pop_frame(
-                &mut self.ends.consumer,
-                inbox.asm,
-                chan,
-                &self.address,
-                &mut m,
-            ) {
-                Ok(Popped::Whole) => inbox
-                    .out
-                    .push_back(std::mem::replace(&mut m, Message::blank())),
-                Ok(Popped::Chunk) => {}
-                Ok(Popped::Empty) | Err(_) => break,
-            }
-        }
+        let _ = drain(&mut self.ends.consumer, inbox, chan, &self.address);
     }
 
     /// Receives until a whole message is assembled, into `out`.
@@ -374,21 +361,32 @@ impl Waiter for Outgoing<'_, '_> {
         let Some(inbox) = self.inbox.as_deref_mut() else {
             return Ok(false);
         };
-        let mut any = false;
-        let mut m = Message::blank();
-        loop {
-            match pop_frame(self.cons, inbox.asm, self.fds, self.address, &mut m)? {
-                Popped::Whole => inbox
-                    .out
-                    .push_back(std::mem::replace(&mut m, Message::blank())),
-                Popped::Chunk => {}
-                Popped::Empty => return Ok(any),
-            }
-            any = true;
-        }
+        drain(self.cons, inbox, self.fds, self.address)
     }
     fn sleep_slice(&self) -> Option<Duration> {
         self.inbox.is_some().then_some(LIVENESS_SLICE)
+    }
+}
+
+/// Moves every frame already in the incoming ring into `inbox` (whole
+/// messages into `inbox.out`), without waiting; whether there was any.
+fn drain(
+    cons: &mut RingConsumer,
+    inbox: &mut Inbox<'_>,
+    fd_channel: Option<&Stream>,
+    addr: &str,
+) -> Result<bool> {
+    let mut any = false;
+    let mut m = Message::blank();
+    loop {
+        match pop_frame(cons, inbox.asm, fd_channel, addr, &mut m)? {
+            Popped::Whole => inbox
+                .out
+                .push_back(std::mem::replace(&mut m, Message::blank())),
+            Popped::Chunk => {}
+            Popped::Empty => return Ok(any),
+        }
+        any = true;
     }
 }
 

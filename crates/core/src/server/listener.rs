@@ -1,7 +1,9 @@
 //! Listening sockets: safe replacement of stale socket files, file modes,
 //! and removal on shutdown (only of the file this server created).
 
+use std::collections::hash_map::RandomState;
 use std::fs;
+use std::hash::BuildHasher;
 use std::io;
 use std::net::TcpListener;
 use std::os::fd::{AsFd, BorrowedFd};
@@ -170,13 +172,10 @@ fn bind_unix(path: &Path, opts: &ServerOptions) -> std::result::Result<UnixListe
 /// same length (so that a path that fits `sun_path` fits it too).
 fn bind_hidden(path: &Path) -> std::result::Result<(UnixListener, PathBuf), String> {
     let len = path.file_name().map_or(1, |n| n.as_bytes().len()).max(1);
-    let mut seed = u64::from(std::process::id())
-        ^ std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64);
-    for _ in 0..HIDDEN_TRIES {
-        seed = mix(seed);
-        let hidden = path.with_file_name(hidden_name(len, seed));
+    // Random keys per bind: the names differ between processes and tries.
+    let keys = RandomState::new();
+    for attempt in 0..HIDDEN_TRIES {
+        let hidden = path.with_file_name(hidden_name(len, &keys, attempt));
         if hidden == path {
             continue;
         }
@@ -225,30 +224,17 @@ fn finish_socket(
 const EINVAL: i32 = 22;
 
 /// A name of `len` bytes (a dot, then letters and digits; a single one for
-/// `len` 1) from `seed`.
-fn hidden_name(len: usize, seed: u64) -> std::ffi::OsString {
+/// `len` 1), drawn for try `attempt` with `keys`.
+fn hidden_name(len: usize, keys: &RandomState, attempt: usize) -> std::ffi::OsString {
     const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
-    let mut bits = seed;
     let name: String = (0..len)
         .map(|i| {
             if i == 0 && len > 1 {
                 return '.';
             }
-            if bits < ALPHABET.len() as u64 {
-                bits = mix(bits ^ i as u64);
-            }
-            let c = ALPHABET[(bits % ALPHABET.len() as u64) as usize];
-            bits /= ALPHABET.len() as u64;
-            char::from(c)
+            let pick = keys.hash_one((attempt, i)) % ALPHABET.len() as u64;
+            char::from(ALPHABET[pick as usize])
         })
         .collect();
     name.into()
-}
-
-/// One step of splitmix64: spreads a seed's bits.
-fn mix(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }

@@ -97,6 +97,11 @@ pub(crate) struct PoolArgs {
     /// spin:MICROS or busy [default: sleep when the pool may use fewer than 4 CPUs, else spin].
     #[arg(long, value_name = "HOW")]
     idle_worker_wait: Option<WaitStrategy>,
+    /// Never lend a worker to an `shm:` client on a direct line: every call goes through
+    /// the pool (by default a client calling one at a time gets an idle worker of its own
+    /// while no call waits, and its calls skip the pool).
+    #[arg(long)]
+    no_lines: bool,
     /// The worker command and its arguments.
     #[arg(last = true, value_name = "COMMAND", required = true)]
     command_line: Vec<String>,
@@ -169,6 +174,7 @@ fn supervise(args: &PoolArgs) -> anyhow::Result<()> {
     if let Some(w) = args.idle_worker_wait {
         opts.idle_worker_wait = w;
     }
+    opts.lines = !args.no_lines;
     if !args.http.is_empty() {
         let mut h = FrontOptions::new(args.http.clone());
         h.max_body = args.http_max_body;

@@ -10,10 +10,14 @@ use crate::connect;
 use crate::deadline::Deadline;
 use crate::error::{Error, RemoteError, Result};
 use crate::frame::{Kind, Message};
+use crate::handshake::{CAP_LINES, CAP_SERVE};
 use crate::options::ClientOptions;
 use crate::response::Response;
 use crate::session::Session;
 use shmlink_arena::Loan;
+
+mod lines;
+mod worker_lines;
 
 /// Identifies a call sent with [`Client::send`].
 pub type CallId = u64;
@@ -71,6 +75,13 @@ pub struct Client {
     owned: bool,
     /// Where a call's answer is received, and taken from.
     answer: Message,
+    /// Whether the server may lend this client a worker's direct line
+    /// (capability bit 7: a pool).
+    lines: bool,
+    /// The line it lent, while it stands.
+    line: Option<lines::CallerLine>,
+    /// When to ask for a line next.
+    asking: lines::Asking,
 }
 
 impl Client {
@@ -97,6 +108,9 @@ impl Client {
     /// The calling side of an established session (a client's own, or a
     /// worker port's session with a worker).
     pub(crate) fn over(session: Session, address: Address, options: ClientOptions) -> Client {
+        // A worker's session (bit 3) carries its lines' grants the other
+        // way: its caller is the supervisor, which makes lines.
+        let lines = session.agreed(CAP_LINES) && !session.agreed(CAP_SERVE);
         Client {
             session,
             options,
@@ -107,6 +121,9 @@ impl Client {
             ready: VecDeque::new(),
             owned: true,
             answer: Message::blank(),
+            lines,
+            line: None,
+            asking: lines::Asking::default(),
         }
     }
 
@@ -225,6 +242,11 @@ impl Client {
         fds: &[BorrowedFd<'_>],
         timeout: Duration,
     ) -> Result<()> {
+        if self.lines && fds.is_empty() && self.in_flight.is_empty() && self.ready.is_empty() {
+            if let Some(r) = self.exchange_on_line(request, timeout) {
+                return r;
+            }
+        }
         if request.len() >= self.options.arena_threshold && fds.is_empty() && self.session.lends() {
             if let Some(r) = self.exchange_copied_into_arena(request, timeout) {
                 return r;
@@ -498,6 +520,11 @@ impl Client {
 
     /// Files a response: `None` when it answers an abandoned call.
     fn accept(&mut self, m: Message) -> Result<Option<Reply>> {
+        if m.kind == Kind::Line {
+            // A grant or refusal that came after its ask gave up waiting.
+            self.take_line_frame(m)?;
+            return Ok(None);
+        }
         if !matches!(m.kind, Kind::Response | Kind::Error) {
             let detail = format!(
                 "the peer (server or worker) sent a {:?} frame; only responses, errors and goodbyes are expected",
@@ -544,6 +571,7 @@ impl Client {
 impl Drop for Client {
     fn drop(&mut self) {
         if self.owned {
+            self.close_line();
             self.session.say_goodbye();
         }
     }

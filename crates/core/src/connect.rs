@@ -44,7 +44,10 @@ pub(crate) fn connect(address: &Address, opts: &ClientOptions, role: Role) -> Re
         (Role::Caller, _) => handshake::CAPS | handshake::CAP_FDS,
         (Role::Worker, _) => handshake::CAPS | handshake::CAP_SERVE,
     } | match (role, address) {
-        (Role::Caller, Address::Shm(_)) if !opts.shm_required => handshake::CAP_STREAM_FALLBACK,
+        (Role::Caller, Address::Shm(_)) if !opts.shm_required => {
+            handshake::CAP_STREAM_FALLBACK | handshake::CAP_LINES
+        }
+        (_, Address::Shm(_)) => handshake::CAP_LINES,
         _ => 0,
     };
     let deadline = Instant::now() + opts.timeout;
@@ -209,9 +212,9 @@ pub(crate) fn connect(address: &Address, opts: &ClientOptions, role: Role) -> Re
                 peer: name.clone(),
                 detail: e.to_string(),
             })?;
-            // Descriptors sent with messages travel on the control socket,
-            // which the watch then shares.
-            let (watch, fd_channel) = if caps & handshake::CAP_FDS != 0 {
+            // Descriptors sent with messages (and line grants) travel on the
+            // control socket, which the watch then shares.
+            let (watch, fd_channel) = if caps & (handshake::CAP_FDS | handshake::CAP_LINES) != 0 {
                 let ctrl = Arc::new(Stream::Unix(ctrl));
                 (Watch::FdSocket(Arc::clone(&ctrl) as _), Some(ctrl))
             } else {

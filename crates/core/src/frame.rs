@@ -73,10 +73,14 @@ pub enum Kind {
     /// Lent arena buffers given back to their owner (capability bit 2;
     /// [`crate::arena_wire`]).
     Release = 8,
+    /// A direct line between a caller and a supervisor's worker asked for,
+    /// granted, refused, revoked or given back (capability bit 7;
+    /// `crate::line`).
+    Line = 9,
 }
 
 /// Kinds by wire value (a table: every frame header is decoded).
-const KINDS: [Option<Kind>; 9] = [
+const KINDS: [Option<Kind>; 10] = [
     None,
     Some(Kind::Request),
     Some(Kind::Response),
@@ -86,6 +90,7 @@ const KINDS: [Option<Kind>; 9] = [
     Some(Kind::Goodbye),
     Some(Kind::Segment),
     Some(Kind::Release),
+    Some(Kind::Line),
 ];
 
 impl Kind {

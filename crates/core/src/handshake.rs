@@ -43,6 +43,13 @@ pub const CAP_LENT_RESPONSES: u64 = 1 << 5;
 /// session). Offered by `shm:` clients unless
 /// [`crate::ClientOptions::shm_required`].
 pub const CAP_STREAM_FALLBACK: u64 = 1 << 6;
+/// Capability: the server may lend the caller one of its workers on a
+/// direct line (a segment of their own) for its calls, and the worker
+/// serves such lines (`Line` frames; docs/protocol.md "Direct lines").
+/// Offered by `shm:` callers and by workers; agreed by a server whose
+/// [`crate::ServerOptions::lines`] is on (`shmlink pool`) and by a worker
+/// port.
+pub const CAP_LINES: u64 = 1 << 7;
 /// Capabilities this build offers (a worker adds [`CAP_SERVE`]).
 pub const CAPS: u64 = CAP_CHUNKED | CAP_ONE_WAY;
 

@@ -37,6 +37,7 @@ mod handshake;
 mod kept;
 mod layout;
 mod le;
+mod line;
 mod link;
 mod options;
 mod response;
@@ -59,6 +60,7 @@ pub use frame::{
     CODE_RESPONSE_TOO_LARGE, CODE_SHUTTING_DOWN, MAX_FDS, MIN_MESSAGE_LIMIT,
 };
 pub use kept::release_kept_mappings;
+pub use line::{LineAsk, LineHold, LineOffer};
 pub use options::{
     ClientOptions, Log, ServerOptions, WaitStrategy, DEFAULT_ARENA_BYTES, DEFAULT_MAX_MESSAGE,
     DEFAULT_RING_SIZE, MAX_MESSAGE_SIZE, MAX_RING_SIZE, MIN_RING_SIZE,
@@ -69,4 +71,6 @@ pub use server::{
     StopHandle, WithFds, WorkerPort, PREPARED_SEGMENTS,
 };
 pub use shmlink_arena::Loan;
-pub use worker::{Worker, CODE_NOT_ANSWERED, WORKER_ENV, WORKER_WAIT_ENV};
+pub use worker::{
+    Worker, CODE_NOT_ANSWERED, CODE_WORKER_DIED, CODE_WORKER_TIMEOUT, WORKER_ENV, WORKER_WAIT_ENV,
+};

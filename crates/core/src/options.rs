@@ -259,6 +259,10 @@ pub struct ServerOptions {
     /// Whether clients may send file descriptors with their calls (over
     /// `shm:` and `unix:`; handlers receive them). Default true.
     pub accept_fds: bool,
+    /// Whether `shm:` clients may ask for a direct line to a worker
+    /// (capability bit 7; [`crate::Handler::line`] answers): on for a
+    /// server that dispatches to workers (`shmlink pool`). Default false.
+    pub lines: bool,
     /// Most bytes of a client's arena a session maps to read lent requests
     /// in place (capability bit 2), and most bytes of the session's own
     /// arena it lends large responses from (bit 5); both need `accept_fds`.
@@ -292,6 +296,7 @@ impl Default for ServerOptions {
             handshake_timeout: Duration::from_secs(2),
             send_timeout: Duration::from_secs(5),
             accept_fds: true,
+            lines: false,
             max_arena_bytes: DEFAULT_ARENA_BYTES,
             arena_threshold: 64 << 10,
             max_shm_bytes: u64::MAX,

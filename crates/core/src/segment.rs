@@ -13,9 +13,11 @@
 use std::ops::Deref;
 use std::os::fd::{AsFd, OwnedFd};
 use std::ptr::NonNull;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use shmlink_ring::{Consumer, Memory, Producer, RawMemory, RingError, RingHeader};
+use shmlink_sys::futex;
 use shmlink_sys::memfd::{self, FileId};
 use shmlink_sys::Mapping;
 
@@ -73,13 +75,13 @@ impl Segment {
         ))
     }
 
-    /// Client side: checks and maps a segment received from the server (the
-    /// library opens them through [`crate::kept::open`], which may find the
-    /// file mapped already).
+    /// Checks and maps a segment received from its maker: a direct line's,
+    /// from the supervisor that made it (a client opens its sessions'
+    /// through [`crate::kept::open`], which may find the file mapped
+    /// already).
     ///
     /// # Errors
     /// A message saying which check failed, with the values.
-    #[cfg(test)]
     pub(crate) fn open(fd: impl AsFd, c2s: usize, s2c: usize) -> Result<Segment, String> {
         let file = memfd::identify(&fd).map_err(not_a_memfd)?;
         Segment::open_identified(fd, file, c2s, s2c)
@@ -175,6 +177,16 @@ impl Segment {
     /// Whether the rings have these sizes.
     pub(crate) fn has_rings(&self, c2s: usize, s2c: usize) -> bool {
         self.layout == SegmentHeader::for_rings(c2s, s2c)
+    }
+
+    /// Wakes the side that may sleep on the client-to-server ring's data
+    /// bell (the server's side, or a worker's on a direct line), whatever
+    /// the ring holds: the increment makes a wait that read the old value
+    /// return, and what the waker wrote before it (Release) is seen.
+    pub(crate) fn ring_server_bell(&self) {
+        let inn = self.ring_header(Direction::ClientToServer);
+        inn.data_bell.fetch_add(1, Ordering::AcqRel);
+        futex::wake(&inn.data_bell, u32::MAX);
     }
 
     /// Puts a used segment back into the state of a new one (server side,

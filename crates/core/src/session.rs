@@ -9,10 +9,11 @@ use crate::error::{Error, Result};
 use crate::frame::{
     Assembler, FrameHeader, Kind, Message, CODE_CLOSED, CODE_PROTOCOL_ERROR, FLAG_MORE, MAX_FDS,
 };
-use crate::handshake::{CAP_CHUNKED, CAP_FDS, CAP_ONE_WAY};
+use crate::handshake::{CAP_CHUNKED, CAP_FDS, CAP_LINES, CAP_ONE_WAY};
 use crate::link::{Inbox, Link};
 
 mod lend;
+mod lines;
 
 /// One side of an established session.
 #[derive(Debug)]
@@ -208,7 +209,7 @@ impl Session {
         self.check_usable()?;
         self.check_size(body.len())?;
         if !fds.is_empty() {
-            self.check_fds(fds.len())?;
+            self.check_fds(kind, fds.len())?;
         }
         if self
             .peer_arena
@@ -237,7 +238,7 @@ impl Session {
 
     /// Whether `count` descriptors may go with a message on this session.
     #[cold]
-    fn check_fds(&self, count: usize) -> Result<()> {
+    fn check_fds(&self, kind: Kind, count: usize) -> Result<()> {
         if !self.link.carries_fds() {
             return Err(Error::Unsupported {
                 address: self.address.clone(),
@@ -245,7 +246,8 @@ impl Session {
                 why: "they pass only over Unix sockets: use shm: or unix:",
             });
         }
-        if self.caps & CAP_FDS == 0 {
+        let line_grant = kind == Kind::Line && self.caps & CAP_LINES != 0;
+        if self.caps & CAP_FDS == 0 && !line_grant {
             return Err(Error::NotAgreed {
                 address: self.address.clone(),
                 capability: "file descriptors (capability bit 4): the server does not accept them",
@@ -442,9 +444,14 @@ impl Session {
     /// errors need a non-zero id.
     #[cold]
     fn screen(&mut self, m: Message) -> Result<Option<Message>> {
-        if !m.fds().is_empty() && !matches!(m.kind, Kind::Request | Kind::Segment) {
+        let fds_allowed = match m.kind {
+            Kind::Request => self.caps & CAP_FDS != 0,
+            Kind::Segment | Kind::Line => true,
+            _ => false,
+        };
+        if !m.fds().is_empty() && !fds_allowed {
             return Err(self.violation(format!(
-                "{:?} frame with {} file descriptors; only requests and segment notices carry descriptors",
+                "{:?} frame with {} file descriptors; only requests (capability bit 4), segment notices and line grants carry descriptors",
                 m.kind,
                 m.fds().len()
             )));
@@ -458,13 +465,17 @@ impl Session {
                 "one-way message, but one-way messages (capability bit 1) were not agreed".into(),
             )),
             Kind::Goodbye if m.id == 0 => Err(self.peer_said_goodbye(&m.body)),
+            Kind::Line if m.id == 0 && self.caps & CAP_LINES != 0 => Ok(Some(m)),
+            Kind::Line if m.id == 0 => Err(self.violation(
+                "line frame, but direct lines (capability bit 7) were not agreed".into(),
+            )),
             k => Err(self.violation(format!(
                 "{k:?} frame with call id {}: {}",
                 m.id,
                 if m.id == 0 {
                     "requests, responses and errors need a non-zero id"
                 } else {
-                    "one-way and goodbye frames carry id 0"
+                    "one-way, goodbye and line frames carry id 0"
                 }
             ))),
         }

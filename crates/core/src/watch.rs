@@ -10,6 +10,7 @@ use shmlink_sys::poll::ControlState;
 
 use crate::error::Error;
 use crate::options::WaitStrategy;
+use crate::segment::{Direction, Segment};
 
 /// How often a client waiting on a shared-memory ring checks that the server
 /// is still alive (the futex wait is cut into slices this long).
@@ -46,6 +47,14 @@ pub(crate) enum Watch {
     FdSocket(Arc<dyn ControlSocket>),
     /// Server side: flags set by the monitor, which also wakes the futexes.
     Flags(Arc<SessionFlags>),
+    /// A worker's end of a direct line: the line's socket pair (for the
+    /// caller's hang-up), and the worker's session with its supervisor,
+    /// whose messages (a revoke) end a wait between messages: the
+    /// supervisor writes to that ring, then rings the line's bell.
+    Line {
+        sock: UnixStream,
+        supervisor: Arc<Segment>,
+    },
 }
 
 /// What a check found.
@@ -60,6 +69,9 @@ pub(crate) enum Verdict {
     /// The peer wrote to the control socket after the handshake, which
     /// carries nothing then: a protocol error.
     WroteControl,
+    /// A message waits elsewhere (a worker's supervisor wrote while the
+    /// worker waits on a line): a wait between messages ends, without error.
+    Elsewhere,
 }
 
 impl Watch {
@@ -76,6 +88,17 @@ impl Watch {
                     Verdict::Gone
                 } else {
                     Verdict::Alive
+                }
+            }
+            Watch::Line { sock, supervisor } => {
+                let from = supervisor.ring_header(Direction::ServerToClient);
+                if from.tail.load(Ordering::Acquire) != from.head.load(Ordering::Acquire) {
+                    return Verdict::Elsewhere;
+                }
+                match shmlink_sys::poll::control_state(sock) {
+                    ControlState::Quiet => Verdict::Alive,
+                    ControlState::HungUp => Verdict::Gone,
+                    ControlState::Bytes => Verdict::WroteControl,
                 }
             }
             Watch::Flags(f) => {
@@ -101,7 +124,7 @@ impl Watch {
     /// [`LIVENESS_SLICE`]; servers are woken by the monitor and sleep until then.
     pub(crate) fn slice(&self) -> Option<Duration> {
         match self {
-            Watch::Socket(_) | Watch::FdSocket(_) => Some(LIVENESS_SLICE),
+            Watch::Socket(_) | Watch::FdSocket(_) | Watch::Line { .. } => Some(LIVENESS_SLICE),
             Watch::Flags(_) => None,
         }
     }
@@ -187,7 +210,7 @@ impl Spinner {
 /// Turns a verdict into the error a waiting side returns.
 pub(crate) fn verdict_error(v: Verdict, address: &str) -> Option<Error> {
     match v {
-        Verdict::Alive => None,
+        Verdict::Alive | Verdict::Elsewhere => None,
         Verdict::Gone => Some(Error::PeerGone {
             address: address.to_string(),
             detail: "control socket closed".into(),

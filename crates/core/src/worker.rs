@@ -12,8 +12,11 @@ use crate::callee::{panic_text, reply, Limits};
 use crate::connect::{self, Role};
 use crate::deadline::Deadline;
 use crate::error::{Error, RemoteError, Result};
-use crate::frame::{Kind, CODE_HANDLER_PANICKED};
-use crate::options::ClientOptions;
+use crate::frame::{Kind, Message, CODE_HANDLER_PANICKED};
+use crate::line::wire::{LineBody, Op};
+use crate::line::{self, End};
+use crate::link::Link;
+use crate::options::{ClientOptions, WaitStrategy};
 use crate::session::Session;
 
 /// The environment variable a supervisor sets to the address its workers
@@ -34,6 +37,16 @@ pub const WORKER_WAIT_ENV: &str = "SHMLINK_WORKER_WAIT";
 /// without answering this one.
 pub const CODE_NOT_ANSWERED: u32 = 0xFFFF_0006;
 
+/// Remote error code a caller receives when the worker running its call
+/// died (crashed, was killed) before answering: from a supervisor relaying
+/// the call, or from the caller's own library on a direct line.
+pub const CODE_WORKER_DIED: u32 = 0xFFFF_0012;
+
+/// Remote error code a caller receives when the worker running its call did
+/// not answer within the supervisor's call timeout (the supervisor kills
+/// it).
+pub const CODE_WORKER_TIMEOUT: u32 = 0xFFFF_0013;
+
 /// The answering end of a session with a supervisor. Not thread-safe by
 /// design (`&mut self`), like [`Client`](crate::Client).
 ///
@@ -51,8 +64,16 @@ pub const CODE_NOT_ANSWERED: u32 = 0xFFFF_0006;
 pub struct Worker {
     session: Session,
     address: Address,
-    /// The call accepted and not answered yet.
-    pending: Option<u64>,
+    /// The direct line this worker serves, when its supervisor lent it to a
+    /// caller (`crate::line`).
+    line: Option<Line>,
+    /// How a line waits for its caller's next call: the options' strategy
+    /// (a line's caller has the worker to itself; the supervisor's CPU
+    /// advice in `SHMLINK_WORKER_WAIT` is for calls it relays).
+    line_wait: WaitStrategy,
+    /// The call accepted and not answered yet, and whether it came on the
+    /// line.
+    pending: Option<(u64, bool)>,
     /// The body of the call accepted last (recycled between calls).
     request: Vec<u8>,
     /// Room for an error body.
@@ -70,6 +91,7 @@ impl Worker {
     /// address that does not take workers.
     pub fn connect(address: &str, mut options: ClientOptions) -> Result<Worker> {
         let address: Address = address.parse()?;
+        let line_wait = options.wait;
         if let Ok(wait) = std::env::var(WORKER_WAIT_ENV) {
             // The strategy's own parse error, named for the variable.
             options.wait = wait.parse().map_err(|e| match e {
@@ -85,6 +107,8 @@ impl Worker {
         Ok(Worker {
             session,
             address,
+            line: None,
+            line_wait,
             pending: None,
             request: Vec::new(),
             scratch: Vec::new(),
@@ -126,22 +150,137 @@ impl Worker {
                 "the worker took its next call without answering this one",
             )?;
         }
-        let m = match self.session.recv(&mut Deadline::Never) {
-            Ok(m) => m,
-            Err(_) if self.session.ended_by_goodbye() => return Ok(None),
-            Err(e) => return Err(e),
+        let Some((m, on_line)) = self.next_call()? else {
+            return Ok(None);
         };
-        if m.kind != Kind::Request {
-            let detail = format!(
-                "the supervisor sent a {:?} frame; a worker receives only requests",
-                m.kind
-            );
-            return Err(self.session.violation(detail));
+        let recycled = std::mem::replace(&mut self.request, m.body);
+        match &mut self.line {
+            Some(l) if on_line => l.session.recycle(recycled),
+            _ => self.session.recycle(recycled),
         }
-        self.session
-            .recycle(std::mem::replace(&mut self.request, m.body));
-        self.pending = Some(m.id);
+        self.pending = Some((m.id, on_line));
         Ok(Some(&self.request))
+    }
+
+    /// The next call, from the supervisor or the line (the supervisor's
+    /// messages first); `None` when the supervisor said goodbye.
+    fn next_call(&mut self) -> Result<Option<(Message, bool)>> {
+        loop {
+            if self.line.is_some() && !self.session.ready_now() {
+                if let Some(m) = self.line_call()? {
+                    return Ok(Some((m, true)));
+                }
+                continue;
+            }
+            let mut m = match self.session.recv(&mut Deadline::Never) {
+                Ok(m) => m,
+                Err(_) if self.session.ended_by_goodbye() => {
+                    self.line = None;
+                    return Ok(None);
+                }
+                Err(e) => return Err(e),
+            };
+            match m.kind {
+                Kind::Request => return Ok(Some((m, false))),
+                Kind::Line => self.supervisor_line_frame(&mut m)?,
+                k => {
+                    let detail = format!(
+                        "the supervisor sent a {k:?} frame; a worker receives only requests and line frames"
+                    );
+                    return Err(self.session.violation(detail));
+                }
+            }
+        }
+    }
+
+    /// Waits on the line for its caller's next call; `None` when the
+    /// supervisor wrote meanwhile, or the line ended (returned then).
+    fn line_call(&mut self) -> Result<Option<Message>> {
+        let Some(l) = self.line.as_mut() else {
+            return Ok(None);
+        };
+        let outcome = match l.session.wait_readable(&mut Deadline::Never) {
+            Ok(_) if self.session.ready_now() => return Ok(None),
+            Ok(_) if !l.session.ready_now() => return Ok(None),
+            Ok(_) => l.session.recv(&mut Deadline::Never),
+            Err(e) => Err(e),
+        };
+        match outcome {
+            Ok(m) if m.kind == Kind::Request => {
+                l.served += 1;
+                Ok(Some(m))
+            }
+            Ok(m) => {
+                let detail = format!(
+                    "the caller sent a {:?} frame on a line; a line carries calls only",
+                    m.kind
+                );
+                let _ = l.session.violation(detail);
+                self.end_line()?;
+                Ok(None)
+            }
+            // The caller left, died or broke the protocol: the line is over.
+            Err(_) => {
+                self.end_line()?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// A line frame from the supervisor: a grant to serve, or a revoke.
+    fn supervisor_line_frame(&mut self, m: &mut Message) -> Result<()> {
+        let (body, fds) = self.session.line_body(m)?;
+        match body.op {
+            Op::Grant if self.line.is_none() => {
+                let supervisor = match self.session.link() {
+                    Link::Shm(l) => std::sync::Arc::clone(l.segment()),
+                    Link::Stream(_) => {
+                        return Err(self
+                            .session
+                            .violation("a line granted on a session without shared memory".into()))
+                    }
+                };
+                let name = format!("line {} of {}", body.line, self.address);
+                let own_max = self.session.local_max();
+                match line::attach(&body, fds, End::Worker(supervisor), own_max, self.line_wait, name) {
+                    Ok(session) => {
+                        self.line = Some(Line {
+                            id: body.line,
+                            session,
+                            served: 0,
+                            allowed: u64::from(body.limit),
+                        });
+                        Ok(())
+                    }
+                    Err(e) => Err(self.session.violation(e.to_string())),
+                }
+            }
+            Op::Grant => Err(self
+                .session
+                .violation(format!("line {} granted while line {} is served", body.line, self.line.as_ref().map_or(0, |l| l.id)))),
+            // A revoke of a line already returned crossed our `Returned`.
+            Op::Revoke if self.line.as_ref().is_some_and(|l| l.id == body.line) => self.end_line(),
+            Op::Revoke => Ok(()),
+            op => Err(self
+                .session
+                .violation(format!("the supervisor sent a line {op:?}; a worker receives grants and revokes"))),
+        }
+    }
+
+    /// Closes the line (a goodbye on it, if it still stands) and tells the
+    /// supervisor, with the calls it served.
+    fn end_line(&mut self) -> Result<()> {
+        let Some(mut l) = self.line.take() else {
+            return Ok(());
+        };
+        l.session.say_goodbye();
+        let returned = LineBody {
+            value: l.served,
+            ..LineBody::of(Op::Returned, l.id)
+        };
+        drop(l);
+        let mut deadline = Deadline::In(self.send_timeout);
+        self.session.send_line(&returned, &[], &mut deadline)
     }
 
     /// Answers the call accepted last with `response`.
@@ -163,17 +302,22 @@ impl Worker {
     }
 
     fn answer(&mut self, result: std::result::Result<&[u8], RemoteError>) -> Result<()> {
-        let id = self.pending.take().ok_or_else(|| Error::NothingInFlight {
+        let (id, on_line) = self.pending.take().ok_or_else(|| Error::NothingInFlight {
             address: self.address.to_string(),
         })?;
-        let limits = Limits {
-            peer: self.session.peer_max(),
-            own: self.session.local_max(),
-            who: "this worker",
-        };
-        let (kind, body) = reply(result, limits, &mut self.scratch);
         let mut deadline = Deadline::In(self.send_timeout);
-        self.session.send(kind, id, body, &mut deadline)
+        let line = self.line.as_mut().filter(|_| on_line);
+        let Some(l) = line else {
+            let (kind, body) = reply(result, limits(&self.session), &mut self.scratch);
+            return self.session.send(kind, id, body, &mut deadline);
+        };
+        let (kind, body) = reply(result, limits(&l.session), &mut self.scratch);
+        // A caller gone meanwhile ends the line, not the worker.
+        let sent = l.session.send(kind, id, body, &mut deadline);
+        if sent.is_err() || (l.allowed > 0 && l.served >= l.allowed) {
+            self.end_line()?;
+        }
+        Ok(())
     }
 
     /// Answers calls with `handler` until the supervisor tells this worker
@@ -204,8 +348,30 @@ impl Worker {
     }
 }
 
+fn limits(session: &Session) -> Limits<'static> {
+    Limits {
+        peer: session.peer_max(),
+        own: session.local_max(),
+        who: "this worker",
+    }
+}
+
+/// A direct line this worker serves.
+#[derive(Debug)]
+struct Line {
+    id: u64,
+    session: Session,
+    /// Calls taken on it.
+    served: u64,
+    /// Calls it may serve before it is returned (0: no limit).
+    allowed: u64,
+}
+
 impl Drop for Worker {
     fn drop(&mut self) {
+        if let Some(l) = self.line.as_mut() {
+            l.session.say_goodbye();
+        }
         self.session.say_goodbye();
     }
 }

@@ -5,10 +5,10 @@
 pub const CODE_NO_WORKER: u32 = 0xFFFF_0010;
 /// The queue of calls waiting for a worker is full.
 pub const CODE_QUEUE_FULL: u32 = 0xFFFF_0011;
-/// The worker running the call died (crashed, was killed) before answering.
-pub const CODE_WORKER_DIED: u32 = 0xFFFF_0012;
-/// The worker did not answer within the call timeout; it was killed.
-pub const CODE_WORKER_TIMEOUT: u32 = 0xFFFF_0013;
+// The worker running the call died, or did not answer within the call
+// timeout: defined by the core, whose clients on a direct line answer
+// those calls themselves.
+pub use shmlink::{CODE_WORKER_DIED, CODE_WORKER_TIMEOUT};
 /// The pool is stopping.
 pub const CODE_POOL_STOPPING: u32 = 0xFFFF_0014;
 /// No worker can start: every recent start failed (the reason says how).

@@ -14,10 +14,10 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use shmlink::{BatchAnswer, Client, Error, Handler, RemoteError};
+use shmlink::{BatchAnswer, Client, Error, Handler, LineAsk, LineOffer, RemoteError};
 
 use crate::codes::{CODE_WORKER_DIED, CODE_WORKER_TIMEOUT};
-use crate::table::Lease;
+use crate::table::{Lease, Terms};
 use crate::Inner;
 
 /// The handler of the pool's server.
@@ -59,11 +59,10 @@ impl Handler for Dispatch {
     /// then the answers collected in order; the calls that found no idle
     /// worker go after those, one after another, as ordinary calls.
     fn handle_batch(&self, requests: &[&[u8]], answer: &mut BatchAnswer<'_>) {
-        let opts = &self.inner.opts;
         let shared = &self.inner.shared;
         // The first call waits in the queue as any call does; if it finds
         // no worker, it fails as any call does.
-        let first = match shared.acquire(opts.queue_timeout, opts.queue_size) {
+        let first = match shared.acquire(self.terms()) {
             Ok(lease) => lease,
             Err(e) => {
                 let failed = Err(e);
@@ -91,6 +90,34 @@ impl Handler for Dispatch {
         }
         self.one_by_one(&requests[taken..], answer);
     }
+
+    /// A client asks for a direct line: an idle worker is lent to it while
+    /// no call waits for one (see `table::Shared::try_lend`).
+    fn line(&self, ask: &LineAsk) -> Option<LineOffer> {
+        let opts = &self.inner.opts;
+        if !opts.lines {
+            return None;
+        }
+        let shared = &self.inner.shared;
+        let (mut lease, allowed) = shared.try_lend(opts.max_jobs)?;
+        match lease.client.lend_line(ask, allowed, Some(opts.call_timeout)) {
+            Ok((offer, hold)) => {
+                shared.lined(lease, hold);
+                Some(offer)
+            }
+            Err(e) if e.is_fatal() => {
+                let why = format!("worker {} could not take a direct line: {e}", lease.pid);
+                self.inner.say(&why);
+                shared.discard(lease, "died taking a direct line", true);
+                None
+            }
+            Err(e) => {
+                self.inner.say(&format!("no direct line made: {e}"));
+                shared.put_back(lease);
+                None
+            }
+        }
+    }
 }
 
 impl Dispatch {
@@ -107,6 +134,17 @@ impl Dispatch {
     /// Workers the pool keeps running.
     pub(crate) fn workers(&self) -> usize {
         self.inner.opts.workers
+    }
+
+    /// What calls wait under.
+    fn terms(&self) -> Terms {
+        let opts = &self.inner.opts;
+        Terms {
+            queue_timeout: opts.queue_timeout,
+            queue_size: opts.queue_size,
+            max_jobs: opts.max_jobs,
+            call_timeout: opts.call_timeout,
+        }
     }
 
     /// How long a call may wait for a worker.
@@ -173,7 +211,7 @@ impl Dispatch {
         loop {
             let mut lease = match shared.try_acquire() {
                 Some(lease) => lease,
-                None => parked(park, || shared.acquire(opts.queue_timeout, opts.queue_size))?,
+                None => parked(park, || shared.acquire(self.terms()))?,
             };
             match exchange(&mut lease.client, request, opts.call_timeout, park) {
                 Err(e @ Error::PeerGone { .. })

@@ -101,13 +101,18 @@ impl Inner {
         let mut r = self.rate.lock().unwrap_or_else(|p| p.into_inner());
         let elapsed = r.0.elapsed();
         if elapsed >= Duration::from_secs(1) {
-            let calls = self.calls.load(Ordering::Relaxed);
+            let calls = self.calls_total();
             *r = (
                 Instant::now(),
                 calls,
                 (calls - r.1) as f64 / elapsed.as_secs_f64(),
             );
         }
+    }
+
+    /// Calls answered: through the pool, and on direct lines given back.
+    fn calls_total(&self) -> u64 {
+        self.calls.load(Ordering::Relaxed) + self.shared.line_calls.load(Ordering::Relaxed)
     }
 
     fn calls_per_s(&self) -> f64 {
@@ -196,6 +201,7 @@ impl Pool {
         let server_opts = ServerOptions {
             wait: opts.wait,
             accept_fds: false,
+            lines: opts.lines,
             log: (*log).clone(),
             ..ServerOptions::default()
         };

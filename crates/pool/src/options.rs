@@ -48,6 +48,10 @@ pub struct PoolOptions {
     pub idle_worker_wait: WaitStrategy,
     /// The HTTP front, if any: each request becomes a call to a worker.
     pub http: Option<shmlink_http::FrontOptions>,
+    /// Whether `shm:` clients calling one at a time may get a worker of
+    /// their own on a direct line while workers are idle (their calls then
+    /// skip the pool). Default true.
+    pub lines: bool,
 }
 
 // A call through the pool has three parties: the client, the pool's session
@@ -121,6 +125,7 @@ impl PoolOptions {
             worker_wait: default_worker_wait(),
             idle_worker_wait: default_idle_worker_wait(),
             http: None,
+            lines: true,
         }
     }
 

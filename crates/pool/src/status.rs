@@ -80,7 +80,7 @@ pub(crate) fn of(inner: &Inner) -> Status {
     Status {
         target: inner.opts.workers,
         workers,
-        calls: inner.calls.load(Ordering::Relaxed),
+        calls: inner.calls_total(),
         errors: inner.errors.load(Ordering::Relaxed),
         queue_depth: t.waiting,
         calls_per_s: inner.calls_per_s(),

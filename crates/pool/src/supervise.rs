@@ -6,6 +6,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use shmlink::Deadline;
+
 use crate::spawn;
 use crate::table::{Phase, Slot, Table};
 use crate::Inner;
@@ -30,6 +32,7 @@ pub(crate) fn run(inner: &Arc<Inner>) {
             return;
         }
         reap(inner, &mut t);
+        collect_lines(inner, &mut t);
         enforce_deadlines(inner, &mut t);
         if last_measure.elapsed() >= MEASURE_EVERY {
             last_measure = Instant::now();
@@ -119,10 +122,65 @@ fn enforce_deadlines(inner: &Inner, t: &mut Table) {
     }
 }
 
+/// Workers on direct lines: a line given back makes its worker idle (or
+/// stops it, when due for recycling); a worker due for recycling is asked
+/// for its line back; one that does not give it back within the call
+/// timeout hangs and is killed.
+fn collect_lines(inner: &Inner, t: &mut Table) {
+    let mut freed = false;
+    for s in &mut t.slots {
+        if s.phase != Phase::Lined {
+            continue;
+        }
+        let (Some(client), Some(hold)) = (s.client.as_mut(), s.line.as_ref()) else {
+            continue;
+        };
+        if s.retire && s.revoked.is_none() {
+            s.revoked = Some(Instant::now());
+            if client.revoke_line(hold).is_err() {
+                s.stop("died on a direct line");
+                continue;
+            }
+        }
+        match client.line_returned(hold, &mut Deadline::In(Duration::ZERO)) {
+            Ok(Some(served)) => {
+                inner.shared.count_line_calls(served);
+                s.calls += served;
+                s.line = None;
+                s.revoked = None;
+                if inner.opts.max_jobs > 0 && s.calls >= inner.opts.max_jobs {
+                    s.stop(&format!("recycled after {} calls (--max-jobs)", s.calls));
+                } else {
+                    s.set(Phase::Idle);
+                    freed = true;
+                }
+            }
+            Ok(None) => {
+                if s.revoked.is_some_and(|at| at.elapsed() >= inner.opts.call_timeout) {
+                    inner.say(&format!(
+                        "worker {} kept its direct line past the call timeout of {:?}: killed",
+                        s.pid, inner.opts.call_timeout
+                    ));
+                    let _ = s.child.kill();
+                    s.stop("killed: kept a direct line past the call timeout");
+                }
+            }
+            Err(e) => {
+                inner.say(&format!("worker {} broke its direct line: {e}", s.pid));
+                let _ = s.child.kill();
+                s.stop("died on a direct line");
+            }
+        }
+    }
+    if freed && t.waiting > 0 {
+        inner.shared.notify_all();
+    }
+}
+
 /// Reads every running worker's memory; marks the ones over the limit.
 fn measure(inner: &Inner, t: &mut Table) {
     for s in &mut t.slots {
-        if matches!(s.phase, Phase::Idle | Phase::Busy) {
+        if matches!(s.phase, Phase::Idle | Phase::Busy | Phase::Lined) {
             s.rss = spawn::rss(s.pid);
             if inner.opts.max_memory > 0 && s.rss > inner.opts.max_memory && !s.retire {
                 inner.say(&format!(
@@ -139,7 +197,7 @@ fn measure(inner: &Inner, t: &mut Table) {
 /// busy one is stopped when its call ends.
 fn recycle(inner: &Inner, t: &mut Table) {
     for s in &mut t.slots {
-        if s.phase != Phase::Idle {
+        if !matches!(s.phase, Phase::Idle | Phase::Lined) {
             continue;
         }
         if let Some(ttl) = inner.opts.ttl {
@@ -152,7 +210,7 @@ fn recycle(inner: &Inner, t: &mut Table) {
             }
         }
         if let Some(idle) = inner.opts.idle_ttl {
-            if s.since.elapsed() >= idle && !s.retire {
+            if s.phase == Phase::Idle && s.since.elapsed() >= idle && !s.retire {
                 s.retire = true;
                 inner.say(&format!(
                     "worker {} was idle for --idle-ttl {idle:?}: recycled",
@@ -171,7 +229,9 @@ fn hand_over(t: &mut Table) {
     let fresh_running = t
         .slots
         .iter()
-        .any(|s| s.generation == generation && matches!(s.phase, Phase::Idle | Phase::Busy));
+        .any(|s| {
+            s.generation == generation && matches!(s.phase, Phase::Idle | Phase::Busy | Phase::Lined)
+        });
     for s in &mut t.slots {
         let old = s.generation != generation;
         if s.phase == Phase::Idle && (s.retire && (!old || fresh_running)) {
@@ -235,6 +295,8 @@ fn start_missing(inner: &Inner, t: &mut Table) {
                     retire: false,
                     stop_reason: None,
                     killed: false,
+                    line: None,
+                    revoked: None,
                 });
                 inner.say(&format!("worker {pid} started (place {place})"));
             }

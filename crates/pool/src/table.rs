@@ -6,7 +6,7 @@ use std::process::Child;
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use shmlink::{Client, RemoteError};
+use shmlink::{Client, Deadline, LineHold, RemoteError};
 
 use crate::codes::{CODE_NO_WORKER, CODE_NO_WORKERS_START, CODE_POOL_STOPPING, CODE_QUEUE_FULL};
 
@@ -19,6 +19,9 @@ pub(crate) enum Phase {
     Idle,
     /// Running a call.
     Busy,
+    /// Lent to a client on a direct line: serving its calls, unseen by the
+    /// pool until it gives the line back.
+    Lined,
     /// Told to stop (or killed); waiting for it to exit.
     Stopping,
 }
@@ -29,6 +32,7 @@ impl Phase {
             Phase::Starting => "starting",
             Phase::Idle => "idle",
             Phase::Busy => "busy",
+            Phase::Lined => "direct",
             Phase::Stopping => "stopping",
         }
     }
@@ -59,6 +63,10 @@ pub(crate) struct Slot {
     pub(crate) stop_reason: Option<String>,
     /// Killed by the supervisor (it hung at start or at stop).
     pub(crate) killed: bool,
+    /// The direct line it serves (phase `Lined`).
+    pub(crate) line: Option<LineHold>,
+    /// When the pool asked for the line back.
+    pub(crate) revoked: Option<Instant>,
 }
 
 impl Slot {
@@ -71,6 +79,10 @@ impl Slot {
     /// returns in the worker, which exits.
     pub(crate) fn stop(&mut self, reason: &str) {
         self.client = None;
+        // A worker on a line waits there: woken, it reads the goodbye.
+        if let Some(line) = self.line.take() {
+            line.wake();
+        }
         self.stop_reason = Some(reason.to_string());
         self.set(Phase::Stopping);
     }
@@ -120,11 +132,63 @@ impl Table {
         })
     }
 
+    /// The idle worker to lend on a direct line: one of the current
+    /// generation that serves lines, while no call waits; with the calls it
+    /// may still serve before `--max-jobs` (0: no limit).
+    fn lease_for_line(&mut self, max_jobs: u64) -> Option<(Lease, u32)> {
+        if self.stopping || self.waiting > 0 {
+            return None;
+        }
+        let generation = self.generation;
+        let i = self.slots.iter().position(|s| {
+            s.phase == Phase::Idle
+                && !s.retire
+                && s.generation == generation
+                && s.client.as_ref().is_some_and(Client::serves_lines)
+        })?;
+        let s = &mut self.slots[i];
+        let allowed = if max_jobs == 0 {
+            0
+        } else {
+            u32::try_from(max_jobs.saturating_sub(s.calls).max(1)).unwrap_or(u32::MAX)
+        };
+        let client = s.client.take()?;
+        s.set(Phase::Busy);
+        Some((
+            Lease {
+                slot: s.id,
+                pid: s.pid,
+                client,
+            },
+            allowed,
+        ))
+    }
+
+    /// A worker on a line to take back for a waiting call: busy from now,
+    /// its session and line with the caller that revokes it.
+    fn reclaim(&mut self) -> Option<Reclaim> {
+        let s = self
+            .slots
+            .iter_mut()
+            .find(|s| s.phase == Phase::Lined && s.client.is_some() && s.line.is_some())?;
+        let (client, hold) = (s.client.take()?, s.line.take()?);
+        s.set(Phase::Busy);
+        Some(Reclaim {
+            lease: Lease {
+                slot: s.id,
+                pid: s.pid,
+                client,
+            },
+            hold,
+            revoked: s.revoked.take(),
+        })
+    }
+
     /// Whether waiting can bring a worker: one is running, or one is
     /// starting while starts are not failing.
     fn hope(&self) -> bool {
         self.slots.iter().any(|s| match s.phase {
-            Phase::Idle | Phase::Busy => true,
+            Phase::Idle | Phase::Busy | Phase::Lined => true,
             Phase::Starting => self.failures == 0,
             Phase::Stopping => false,
         }) || (self.failures == 0 && !self.stopping)
@@ -139,12 +203,32 @@ pub(crate) struct Lease {
     pub(crate) client: Client,
 }
 
+/// A worker taken back from its line by a caller that needs it.
+#[derive(Debug)]
+struct Reclaim {
+    lease: Lease,
+    hold: LineHold,
+    /// When the supervisor already revoked it.
+    revoked: Option<Instant>,
+}
+
+/// What a pool's calls wait under (from its options).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Terms {
+    pub(crate) queue_timeout: Duration,
+    pub(crate) queue_size: usize,
+    pub(crate) max_jobs: u64,
+    pub(crate) call_timeout: Duration,
+}
+
 /// The table behind its lock, and the condition callers wait on.
 #[derive(Debug, Default)]
 pub(crate) struct Shared {
     table: Mutex<Table>,
     /// Signalled on any change the supervisor should react to.
     pub(crate) changed: Condvar,
+    /// Calls served on direct lines, counted as lines are given back.
+    pub(crate) line_calls: std::sync::atomic::AtomicU64,
     /// Signalled when a worker becomes idle (or waiting callers must look
     /// again): only when a caller waits, so a call that finds its worker
     /// idle and hands it back costs no wake-up of anybody.
@@ -177,11 +261,8 @@ impl Shared {
     /// # Errors
     /// A remote error for the caller: queue full, no worker in time, no
     /// worker can start, pool stopping.
-    pub(crate) fn acquire(
-        &self,
-        timeout: Duration,
-        queue_size: usize,
-    ) -> Result<Lease, RemoteError> {
+    pub(crate) fn acquire(&self, terms: Terms) -> Result<Lease, RemoteError> {
+        let (timeout, queue_size) = (terms.queue_timeout, terms.queue_size);
         let mut t = self.lock();
         let deadline = Instant::now() + timeout;
         let mut queued = false;
@@ -191,6 +272,15 @@ impl Shared {
             }
             if let Some(lease) = t.lease() {
                 break Ok(lease);
+            }
+            if let Some(r) = t.reclaim() {
+                drop(t);
+                let got = self.take_back(r, terms);
+                t = self.lock();
+                match got {
+                    Some(lease) => break Ok(lease),
+                    None => continue,
+                }
             }
             if !t.hope() {
                 let why = t.last_failure.clone().unwrap_or_else(|| "no worker".into());
@@ -213,7 +303,11 @@ impl Shared {
             }
             let now = Instant::now();
             if now >= deadline {
-                let busy = t.slots.iter().filter(|s| s.phase == Phase::Busy).count();
+                let busy = t
+                    .slots
+                    .iter()
+                    .filter(|s| matches!(s.phase, Phase::Busy | Phase::Lined))
+                    .count();
                 break Err(RemoteError::new(
                     CODE_NO_WORKER,
                     format!(
@@ -232,6 +326,103 @@ impl Shared {
             t.waiting -= 1;
         }
         result
+    }
+
+    /// Counts calls served on a line given back.
+    pub(crate) fn count_line_calls(&self, served: u64) {
+        self.line_calls
+            .fetch_add(served, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Takes an idle worker to lend on a direct line (see
+    /// [`Table::lease_for_line`]).
+    pub(crate) fn try_lend(&self, max_jobs: u64) -> Option<(Lease, u32)> {
+        self.lock().lease_for_line(max_jobs)
+    }
+
+    /// Files a worker lent on a line: `Lined` until it gives the line back.
+    pub(crate) fn lined(&self, lease: Lease, hold: LineHold) {
+        let mut t = self.lock();
+        match t.slots.iter_mut().find(|s| s.id == lease.slot) {
+            Some(s) if s.phase == Phase::Busy => {
+                s.client = Some(lease.client);
+                s.line = Some(hold);
+                s.revoked = None;
+                s.set(Phase::Lined);
+            }
+            // Stopped meanwhile (the pool stopping): the line's socket
+            // closes with the session; the worker exits.
+            _ => {
+                drop(t);
+                hold.wake();
+            }
+        }
+    }
+
+    /// Puts a worker that could not be lent back, idle, its calls uncounted.
+    pub(crate) fn put_back(&self, lease: Lease) {
+        let mut t = self.lock();
+        if let Some(s) = t.slots.iter_mut().find(|s| s.id == lease.slot) {
+            if s.phase == Phase::Busy {
+                s.client = Some(lease.client);
+                s.set(Phase::Idle);
+                if t.waiting > 0 {
+                    self.idle.notify_one();
+                }
+            }
+        }
+    }
+
+    /// Takes a worker back from its line for a waiting call: revoked (if
+    /// the supervisor has not yet), then its return awaited for up to the
+    /// call timeout; a worker that does not give it back in time hangs
+    /// (killed), one that broke the line or died is discarded. `None` when
+    /// it cannot take the call (discarded, or due for recycling).
+    fn take_back(&self, mut r: Reclaim, terms: Terms) -> Option<Lease> {
+        let client = &mut r.lease.client;
+        let revoked = match r.revoked {
+            Some(at) => Ok(at),
+            None => client.revoke_line(&r.hold).map(|()| Instant::now()),
+        };
+        let returned = revoked.and_then(|at| {
+            let mut deadline = Deadline::In(terms.call_timeout.saturating_sub(at.elapsed()));
+            client.line_returned(&r.hold, &mut deadline)
+        });
+        match returned {
+            Ok(Some(served)) => self.returned(r.lease, served, terms.max_jobs),
+            Ok(None) => {
+                self.discard(r.lease, "killed: kept a direct line past the call timeout", true);
+                None
+            }
+            Err(_) => {
+                self.discard(r.lease, "died on a direct line", true);
+                None
+            }
+        }
+    }
+
+    /// A worker gave its line back, having served `served` calls on it:
+    /// the lease for the caller that took it back, or `None` when it is
+    /// due for recycling (stopped).
+    fn returned(&self, lease: Lease, served: u64, max_jobs: u64) -> Option<Lease> {
+        let mut t = self.lock();
+        self.count_line_calls(served);
+        let s = t.slots.iter_mut().find(|s| s.id == lease.slot)?;
+        s.calls += served;
+        let due = max_jobs > 0 && s.calls >= max_jobs;
+        if s.phase != Phase::Busy || !(due || s.retire) {
+            return Some(lease);
+        }
+        let why = if due {
+            format!("recycled after {} calls (--max-jobs)", s.calls)
+        } else {
+            "retired".into()
+        };
+        s.stop(&why);
+        drop(t);
+        drop(lease);
+        self.notify_all();
+        None
     }
 
     /// Hands a worker back after a call that it answered (with a response

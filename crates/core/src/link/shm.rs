@@ -93,7 +93,7 @@ impl ShmLink {
 
     /// Whether the peer still looks alive.
     pub(crate) fn peer_alive(&self) -> bool {
-        self.watch.check() == Verdict::Alive
+        matches!(self.watch.check(), Verdict::Alive | Verdict::Elsewhere)
     }
 
     /// Sends one frame (with `fds`: see [`ShmLink::send_frame_with_fds`]),

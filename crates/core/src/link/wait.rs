@@ -72,10 +72,13 @@ pub(crate) struct Terms<'a> {
 }
 
 impl Terms<'_> {
-    fn check_watch(&self) -> Result<()> {
+    /// `Ok(true)`: the wait ends here without error (a message waits
+    /// elsewhere, between messages).
+    fn check_watch(&self) -> Result<bool> {
         match self.watch.check() {
-            Verdict::Stopping if !self.stop_ends_it => Ok(()),
-            v => verdict_error(v, self.address).map_or(Ok(()), Err),
+            Verdict::Stopping | Verdict::Elsewhere if !self.stop_ends_it => Ok(false),
+            Verdict::Elsewhere => Ok(true),
+            v => verdict_error(v, self.address).map_or(Ok(false), Err),
         }
     }
 
@@ -135,7 +138,9 @@ fn spin(w: &mut impl Waiter, t: &Terms<'_>) -> Result<bool> {
         }
         if cheap_watch || now >= next_check {
             next_check = now + CHECK_EVERY;
-            t.check_watch()?;
+            if t.check_watch()? {
+                return Ok(true);
+            }
         }
         if now >= next_yield {
             next_yield = now + YIELD_EVERY;
@@ -160,9 +165,16 @@ fn sleep(w: &mut impl Waiter, t: &Terms<'_>) -> Result<()> {
         };
         // Checked after reading the bell: a monitor that flags us and rings
         // after that read makes the wait below return at once.
-        if let Err(e) = t.check_watch() {
-            w.finish_sleep();
-            return Err(e);
+        match t.check_watch() {
+            Ok(false) => {}
+            Ok(true) => {
+                w.finish_sleep();
+                return Ok(());
+            }
+            Err(e) => {
+                w.finish_sleep();
+                return Err(e);
+            }
         }
         let slice = min_opt(
             min_opt(remaining(t.deadline), t.watch.slice()),

@@ -271,7 +271,18 @@ fn agreed_caps(shared: &Shared, hello: &Hello, conn: &Stream) -> u64 {
         Mode::Serve => handshake::CAPS | handshake::CAP_STREAM_FALLBACK,
         Mode::TakeWorkers => handshake::CAPS | handshake::CAP_SERVE,
     };
-    hello.caps & ours
+    // Direct lines: between `shm:` sessions only (a line is a segment), with
+    // a server that lends workers (the pool) or a worker port.
+    let lines = match shared.mode {
+        Mode::Serve => shared.opts.lines,
+        Mode::TakeWorkers => true,
+    };
+    let lines = if lines && hello.wire == Wire::Shm && matches!(conn, Stream::Unix(_)) {
+        handshake::CAP_LINES
+    } else {
+        0
+    };
+    hello.caps & (ours | lines)
 }
 
 /// The welcome of an accepted session, naming ring sizes `rings`.
@@ -330,6 +341,8 @@ fn open(
                 if let NoSegment::Failed(_) = why {
                     caps &= !(handshake::CAP_DESCRIPTORS | handshake::CAP_LENT_RESPONSES);
                 }
+                // A line is shared memory between `shm:` sessions' ends.
+                caps &= !handshake::CAP_LINES;
                 open_stream(shared, conn, a, (id, caps), watch, &name, (0, 0))?
             }
             Err(why) => {
@@ -442,7 +455,8 @@ fn open_shm(
     .ok()?;
     let spinner = Spinner::new(shared.opts.wait);
     let conn = Arc::new(conn);
-    let fds = (caps & handshake::CAP_FDS != 0).then(|| Arc::clone(&conn));
+    // Line grants travel as descriptors too (to callers and to workers).
+    let fds = (caps & (handshake::CAP_FDS | handshake::CAP_LINES) != 0).then(|| Arc::clone(&conn));
     let link = ShmLink::new(ends, spinner, watch, peer.to_string()).with_fds(fds);
     Some((Link::Shm(link), conn))
 }

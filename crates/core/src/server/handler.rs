@@ -4,6 +4,7 @@ use std::os::fd::OwnedFd;
 
 use super::answer::Answer;
 use crate::error::RemoteError;
+use crate::line::{LineAsk, LineOffer};
 
 /// Where [`Handler::handle_batch`] gives each answer, in the requests'
 /// order: the response's bytes, or the error the caller receives.
@@ -104,6 +105,15 @@ pub trait Handler: Send + Sync + 'static {
     fn notify(&self, message: &[u8]) {
         let mut sink = Vec::new();
         let _ = self.handle(message, &mut sink);
+    }
+
+    /// A client asks for a direct line to a worker (a server with
+    /// [`crate::ServerOptions::lines`], capability bit 7): the caller's end
+    /// of a line made with [`crate::Client::lend_line`], or `None` to
+    /// refuse (the client asks again later). Default `None`.
+    fn line(&self, ask: &LineAsk) -> Option<LineOffer> {
+        let _ = ask;
+        None
     }
 }
 

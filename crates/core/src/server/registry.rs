@@ -61,9 +61,7 @@ impl Entry {
                 // Ring both bells the session thread may sleep on: the
                 // increment makes a wait that read the old value return, and
                 // the flag was set before it (Release), so the thread sees it.
-                let inn = seg.ring_header(Direction::ClientToServer);
-                inn.data_bell.fetch_add(1, Ordering::AcqRel);
-                futex::wake(&inn.data_bell, u32::MAX);
+                seg.ring_server_bell();
                 let out = seg.ring_header(Direction::ServerToClient);
                 out.space_bell.fetch_add(1, Ordering::AcqRel);
                 futex::wake(&out.space_bell, u32::MAX);

@@ -188,6 +188,11 @@ fn serve_requests(shared: &Shared, session: &mut Session, handler: &dyn Handler)
                 let _ = catch_unwind(AssertUnwindSafe(|| handler.notify(&m.body)));
                 session.recycle(std::mem::take(&mut m.body));
             }
+            Kind::Line => {
+                if let Err(e) = super::lines::answer_ask(shared, session, handler, &mut m) {
+                    return e;
+                }
+            }
             k => {
                 let detail = format!("client sent a {k:?} frame; only requests, one-way messages and goodbyes are expected");
                 return session.violation(detail);

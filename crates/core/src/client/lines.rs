@@ -1,0 +1,204 @@
+//! A client's direct line to a worker (capability bit 7, `crate::line`):
+//! asked for after a run of calls made one at a time, used for such calls,
+//! and given up when the worker or the supervisor ends it. A call the
+//! worker provably never read goes through the server instead; one it read
+//! and never answered fails as it would through the supervisor.
+
+use std::time::Duration;
+
+use super::Client;
+use crate::deadline::Deadline;
+use crate::error::{Error, RemoteError, Result};
+use crate::frame::{Kind, Message};
+use crate::line::wire::{LineBody, Op};
+use crate::line::{self, End};
+use crate::session::Session;
+use crate::worker::{CODE_WORKER_DIED, CODE_WORKER_TIMEOUT};
+
+/// Calls made through the server before the first ask.
+const FIRST_ASK: u32 = 8;
+/// The longest run of calls between asks after refusals.
+const MOST_CALLS_BETWEEN_ASKS: u32 = 1 << 12;
+
+/// The caller's end of a line.
+#[derive(Debug)]
+pub(super) struct CallerLine {
+    id: u64,
+    session: Session,
+    /// The supervisor's call timeout, when it has one.
+    call_timeout: Option<Duration>,
+}
+
+/// When the next ask is due: after `every` calls through the server,
+/// doubled by each refusal or lost line, back to [`FIRST_ASK`] on a grant.
+#[derive(Debug)]
+pub(super) struct Asking {
+    calls: u32,
+    every: u32,
+}
+
+impl Default for Asking {
+    fn default() -> Self {
+        Asking {
+            calls: 0,
+            every: FIRST_ASK,
+        }
+    }
+}
+
+impl Asking {
+    fn due(&mut self) -> bool {
+        self.calls += 1;
+        if self.calls < self.every {
+            return false;
+        }
+        self.calls = 0;
+        true
+    }
+
+    fn back_off(&mut self) {
+        self.every = (self.every * 2).min(MOST_CALLS_BETWEEN_ASKS);
+    }
+}
+
+impl Client {
+    /// A call made over the line (asked for first when due), its answer in
+    /// `self.answer`; `None` when it goes through the server instead.
+    #[inline(never)]
+    pub(super) fn exchange_on_line(
+        &mut self,
+        request: &[u8],
+        timeout: Duration,
+    ) -> Option<Result<()>> {
+        if self.line.is_none() {
+            if !self.asking.due() {
+                return None;
+            }
+            self.ask_for_line(timeout);
+        }
+        let line = self.line.as_mut()?;
+        let id = self.next_id;
+        self.next_id += 1;
+        let (limit, pools) = match line.call_timeout {
+            Some(t) if t < timeout => (t, true),
+            _ => (timeout, false),
+        };
+        let mut deadline = Deadline::In(limit);
+        let outcome = line
+            .session
+            .send(Kind::Request, id, request, &mut deadline)
+            .and_then(|()| line.session.recv_into(&mut deadline, &mut self.answer));
+        let answered = matches!(self.answer.kind, Kind::Response | Kind::Error);
+        match outcome {
+            Ok(()) if self.answer.id == id && answered => Some(Ok(())),
+            Ok(()) => {
+                let detail = format!(
+                    "line {}: the worker sent a {:?} frame for call {} while call {id} was made",
+                    line.id, self.answer.kind, self.answer.id
+                );
+                let e = line.session.violation(detail);
+                self.lose_line();
+                Some(Err(e))
+            }
+            Err(e) => {
+                let (unread, line_id) = (line.session.sent_unread(), line.id);
+                self.lose_line();
+                match e {
+                    Error::Timeout { .. } if pools => Some(Err(Error::Remote(RemoteError::new(
+                        CODE_WORKER_TIMEOUT,
+                        format!(
+                            "the worker did not answer within the pool's call timeout of {limit:?} (line {line_id})"
+                        ),
+                    )))),
+                    Error::Timeout { .. } => Some(Err(e)),
+                    // Never read: the worker left the line first (revoked,
+                    // recycled) or died idle. Through the server, then.
+                    _ if unread => None,
+                    _ => Some(Err(Error::Remote(RemoteError::new(
+                        CODE_WORKER_DIED,
+                        format!("the worker ended line {line_id} during the call: {e}"),
+                    )))),
+                }
+            }
+        }
+    }
+
+    /// Drops the line (its socket closes: the worker returns it) and asks
+    /// again later than before.
+    fn lose_line(&mut self) {
+        if let Some(mut l) = self.line.take() {
+            l.session.say_goodbye();
+        }
+        self.asking.back_off();
+    }
+
+    /// Asks the server for a line and waits for the answer (filing
+    /// responses of earlier calls on the way). Errors are left for the
+    /// call that follows to meet.
+    fn ask_for_line(&mut self, timeout: Duration) {
+        let mut deadline = Deadline::In(timeout);
+        let ask = LineBody::of(Op::Ask, 0);
+        if self.session.send_line(&ask, &[], &mut deadline).is_err() {
+            return;
+        }
+        while self.line.is_none() {
+            let m = match self.session.recv(&mut deadline) {
+                Ok(m) => m,
+                Err(_) => return,
+            };
+            if m.kind == Kind::Line {
+                if !matches!(self.take_line_frame(m), Ok(Some(()))) {
+                    return;
+                }
+                continue;
+            }
+            match self.accept(m) {
+                Ok(Some(reply)) => self.ready.push_back(reply),
+                Ok(None) => {}
+                Err(_) => return,
+            }
+        }
+    }
+
+    /// A line frame from the server: a grant opens the line (unless one is
+    /// open: its descriptors close, which the worker takes as the caller
+    /// gone), a refusal backs off. `Some(())` for a grant taken.
+    ///
+    /// # Errors
+    /// A protocol error for a malformed frame or grant, or another op.
+    pub(super) fn take_line_frame(&mut self, mut m: Message) -> Result<Option<()>> {
+        let (body, fds) = self.session.line_body(&mut m)?;
+        match body.op {
+            Op::Grant if self.line.is_none() => {
+                let name = format!("line {} of {}", body.line, self.address);
+                let own_max = self.session.local_max();
+                let session =
+                    line::attach(&body, fds, End::Caller, own_max, self.options.wait, name)
+                        .map_err(|e| self.session.violation(e.to_string()))?;
+                self.line = Some(CallerLine {
+                    id: body.line,
+                    session,
+                    call_timeout: (body.limit > 0)
+                        .then(|| Duration::from_millis(u64::from(body.limit))),
+                });
+                self.asking = Asking::default();
+                Ok(Some(()))
+            }
+            Op::Grant => Ok(None),
+            Op::Deny => {
+                self.asking.back_off();
+                Ok(None)
+            }
+            op => Err(self.session.violation(format!(
+                "the server sent a line {op:?}; a caller receives grants and refusals"
+            ))),
+        }
+    }
+
+    /// Says goodbye on the line, if one is open (the client is closing).
+    pub(super) fn close_line(&mut self) {
+        if let Some(mut l) = self.line.take() {
+            l.session.say_goodbye();
+        }
+    }
+}

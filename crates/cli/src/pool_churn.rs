@@ -176,7 +176,7 @@ fn one(setup: &Setup<'_>, n: usize, case: Case) -> anyhow::Result<Churn> {
 fn serving(s: &Status) -> usize {
     s.workers
         .iter()
-        .filter(|w| (w.state == "idle" || w.state == "busy") && !w.retiring)
+        .filter(|w| w.serves() && !w.retiring)
         .count()
 }
 

@@ -79,9 +79,9 @@ pub struct Client {
     /// (capability bit 7: a pool).
     lines: bool,
     /// The line it lent, while it stands.
-    line: Option<lines::CallerLine>,
+    line: Option<crate::line::caller::CallerLine>,
     /// When to ask for a line next.
-    asking: lines::Asking,
+    asking: crate::line::caller::Asking,
 }
 
 impl Client {
@@ -123,7 +123,7 @@ impl Client {
             answer: Message::blank(),
             lines,
             line: None,
-            asking: lines::Asking::default(),
+            asking: crate::line::caller::Asking::default(),
         }
     }
 

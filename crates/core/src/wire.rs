@@ -34,11 +34,12 @@ pub use crate::frame::{
     FLAG_MORE, HEADER_LEN, MIN_MESSAGE_LIMIT,
 };
 pub use crate::handshake::{
-    negotiate_version, Hello, Welcome, Wire, CAPS, CAP_CHUNKED, CAP_DESCRIPTORS, CAP_FDS, CAP_LINES,
-    CAP_LENT_RESPONSES, CAP_ONE_WAY, CAP_SERVE, CAP_STREAM_FALLBACK, HELLO_LEN, MAX_REFUSAL_TEXT,
-    PROTOCOL_MAX, PROTOCOL_MIN, WELCOME_LEN,
+    negotiate_version, Hello, Welcome, Wire, CAPS, CAP_CHUNKED, CAP_DESCRIPTORS, CAP_FDS,
+    CAP_LENT_RESPONSES, CAP_LINES, CAP_ONE_WAY, CAP_SERVE, CAP_STREAM_FALLBACK, HELLO_LEN,
+    MAX_REFUSAL_TEXT, PROTOCOL_MAX, PROTOCOL_MIN, WELCOME_LEN,
 };
 pub use crate::layout::{
     SegmentHeader, DATA_AT, LAYOUT_VERSION, RING_HEADERS_AT, SEGMENT_HEADER_LEN, SEGMENT_MAGIC,
 };
+pub use crate::line::wire::{LineBody, Op as LineOp, GRANT_FDS, LINE_LEN};
 pub use shmlink_ring::{RingHeader, RECORD_HEADER, TAG_DATA, TAG_PAD};

@@ -242,7 +242,14 @@ impl Worker {
                 };
                 let name = format!("line {} of {}", body.line, self.address);
                 let own_max = self.session.local_max();
-                match line::attach(&body, fds, End::Worker(supervisor), own_max, self.line_wait, name) {
+                match line::attach(
+                    &body,
+                    fds,
+                    End::Worker(supervisor),
+                    own_max,
+                    self.line_wait,
+                    name,
+                ) {
                     Ok(session) => {
                         self.line = Some(Line {
                             id: body.line,
@@ -255,15 +262,17 @@ impl Worker {
                     Err(e) => Err(self.session.violation(e.to_string())),
                 }
             }
-            Op::Grant => Err(self
-                .session
-                .violation(format!("line {} granted while line {} is served", body.line, self.line.as_ref().map_or(0, |l| l.id)))),
+            Op::Grant => Err(self.session.violation(format!(
+                "line {} granted while line {} is served",
+                body.line,
+                self.line.as_ref().map_or(0, |l| l.id)
+            ))),
             // A revoke of a line already returned crossed our `Returned`.
             Op::Revoke if self.line.as_ref().is_some_and(|l| l.id == body.line) => self.end_line(),
             Op::Revoke => Ok(()),
-            op => Err(self
-                .session
-                .violation(format!("the supervisor sent a line {op:?}; a worker receives grants and revokes"))),
+            op => Err(self.session.violation(format!(
+                "the supervisor sent a line {op:?}; a worker receives grants and revokes"
+            ))),
         }
     }
 

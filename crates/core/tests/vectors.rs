@@ -17,8 +17,9 @@ use std::path::PathBuf;
 
 use serde_json::{json, Map, Value};
 use shmlink::wire::{
-    encode_release, Descriptor, FrameHeader, Hello, Kind, Message, RingHeader, SegmentHeader,
-    SegmentNotice, Welcome, Wire, CAPS, CAP_SERVE, FLAG_MORE, HEADER_LEN, WELCOME_LEN,
+    encode_release, Descriptor, FrameHeader, Hello, Kind, LineBody, LineOp, Message, RingHeader,
+    SegmentHeader, SegmentNotice, Welcome, Wire, CAPS, CAP_SERVE, FLAG_MORE, HEADER_LEN,
+    WELCOME_LEN,
 };
 use shmlink::{RefusalCode, RemoteError, CODE_PROTOCOL_ERROR};
 use shmlink_ring::{Consumer, Memory, Pop, Producer, Push};
@@ -336,7 +337,7 @@ fn frames() -> Vec<Value> {
         x
     };
     out.push(invalid("kind 0", &with(4, 0), "unknown frame kind 0"));
-    out.push(invalid("kind 9", &with(4, 9), "unknown frame kind 9"));
+    out.push(invalid("kind 10", &with(4, 10), "unknown frame kind 10"));
     out.push(invalid(
         "unknown flag bit 1",
         &with(5, 2),
@@ -454,6 +455,93 @@ fn descriptors() -> Vec<Value> {
     ]
 }
 
+fn line_fields(b: &LineBody, fds: usize) -> Value {
+    json!({"op": b.op as u32, "line": n(b.line), "ring_c2s": b.ring_c2s, "ring_s2c": b.ring_s2c,
+           "value": n(b.value), "limit": b.limit, "fds": fds})
+}
+
+/// Line bodies (kind 9, capability bit 7), each with the descriptors that
+/// came with it (`fds`).
+fn lines() -> Vec<Value> {
+    let grant = LineBody {
+        op: LineOp::Grant,
+        line: 3,
+        ring_c2s: 65536,
+        ring_s2c: 65536,
+        value: 1 << 20,
+        limit: 1000,
+    };
+    let returned = LineBody {
+        value: 1000,
+        ..LineBody::of(LineOp::Returned, 3)
+    };
+    let mut out: Vec<Value> = [
+        (
+            "grant of line 3 to a worker: 64 KiB rings, caller takes 1 MiB, 1000 calls",
+            grant,
+            2,
+        ),
+        ("ask", LineBody::of(LineOp::Ask, 0), 0),
+        ("deny", LineBody::of(LineOp::Deny, 0), 0),
+        ("revoke line 3", LineBody::of(LineOp::Revoke, 3), 0),
+        ("line 3 returned after 1000 calls", returned, 0),
+    ]
+    .into_iter()
+    .map(|(name, b, fds)| valid(name, &b.encode(), line_fields(&b, fds)))
+    .collect();
+    let with = |b: &LineBody, i: usize, v: u8| {
+        let mut x = b.encode();
+        x[i] = v;
+        x
+    };
+    let ask = LineBody::of(LineOp::Ask, 0);
+    let bad: [(&str, Vec<u8>, usize, &str); 7] = [
+        (
+            "39 bytes",
+            ask.encode()[..39].to_vec(),
+            0,
+            "line frame of 39 bytes",
+        ),
+        ("op 6", with(&ask, 0, 6).to_vec(), 0, "unknown op 6"),
+        (
+            "reserved byte set",
+            with(&ask, 4, 1).to_vec(),
+            0,
+            "reserved",
+        ),
+        (
+            "ask naming line 5",
+            with(&ask, 8, 5).to_vec(),
+            0,
+            "fields it does not use",
+        ),
+        (
+            "revoke of line 0",
+            LineBody::of(LineOp::Revoke, 0).encode().to_vec(),
+            0,
+            "without its line id",
+        ),
+        (
+            "grant without its descriptors",
+            grant.encode().to_vec(),
+            0,
+            "with 0 file descriptors",
+        ),
+        (
+            "returned with a descriptor",
+            returned.encode().to_vec(),
+            1,
+            "with 1 file descriptors",
+        ),
+    ];
+    for (name, bytes, fds, needle) in bad {
+        let mut v = invalid(name, &bytes, needle);
+        v["fds"] = json!(fds);
+        out.push(v);
+    }
+    out
+}
+
 fn build() -> Value {
     json!({
         "version": 1,
@@ -472,6 +560,7 @@ fn build() -> Value {
         "frame": frames(),
         "ring": rings(),
         "descriptor": descriptors(),
+        "line": lines(),
     })
 }
 
@@ -671,6 +760,21 @@ fn every_vector_decodes_to_its_fields() {
                 .collect::<Vec<_>>(),
             "{what}: tag"
         );
+    }
+    for c in cases(&all, "line") {
+        let what = format!("line {}", c["name"]);
+        let b = unhex(c["hex"].as_str().expect("hex"));
+        let fds = as_u64(if c["valid"] == json!(false) {
+            &c["fds"]
+        } else {
+            &c["decoded"]["fds"]
+        }) as usize;
+        if c["valid"] == json!(false) {
+            refused(&what, c, LineBody::decode(&b, fds).map(drop));
+            continue;
+        }
+        let d = LineBody::decode(&b, fds).unwrap_or_else(|e| panic!("{what}: {e}"));
+        check_fields(&what, &line_fields(&d, fds), &c["decoded"]);
     }
     for c in cases(&all, "descriptor") {
         let what = format!("descriptor {}", c["name"]);

@@ -100,7 +100,10 @@ impl Handler for Dispatch {
         }
         let shared = &self.inner.shared;
         let (mut lease, allowed) = shared.try_lend(opts.max_jobs)?;
-        match lease.client.lend_line(ask, allowed, Some(opts.call_timeout)) {
+        match lease
+            .client
+            .lend_line(ask, allowed, Some(opts.call_timeout))
+        {
             Ok((offer, hold)) => {
                 shared.lined(lease, hold);
                 Some(offer)

@@ -13,7 +13,8 @@ use crate::Inner;
 pub struct WorkerStatus {
     /// Process id.
     pub pid: u32,
-    /// `starting`, `idle`, `busy` or `stopping`.
+    /// `starting`, `idle`, `busy`, `direct` (lent to a client on a direct
+    /// line) or `stopping`.
     pub state: String,
     /// Calls served.
     pub calls: u64,
@@ -27,6 +28,13 @@ pub struct WorkerStatus {
     pub generation: u64,
     /// Whether it stops after its current call (recycling, reload).
     pub retiring: bool,
+}
+
+impl WorkerStatus {
+    /// Whether it serves calls: idle, busy, or on a direct line.
+    pub fn serves(&self) -> bool {
+        matches!(self.state.as_str(), "idle" | "busy" | "direct")
+    }
 }
 
 /// The pool.
@@ -102,7 +110,7 @@ impl Status {
     pub fn to_text(&self) -> String {
         let mut out = format!(
             "workers {} of {}, calls {}, errors {}, queue {}, {:.0} calls/s, restarts {}, reloads {}, up {:.0} s\n",
-            self.workers.iter().filter(|w| w.state == "idle" || w.state == "busy").count(),
+            self.workers.iter().filter(|w| w.serves()).count(),
             self.target,
             self.calls,
             self.errors,

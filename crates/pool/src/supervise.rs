@@ -156,7 +156,9 @@ fn collect_lines(inner: &Inner, t: &mut Table) {
                 }
             }
             Ok(None) => {
-                if s.revoked.is_some_and(|at| at.elapsed() >= inner.opts.call_timeout) {
+                if s.revoked
+                    .is_some_and(|at| at.elapsed() >= inner.opts.call_timeout)
+                {
                     inner.say(&format!(
                         "worker {} kept its direct line past the call timeout of {:?}: killed",
                         s.pid, inner.opts.call_timeout
@@ -226,12 +228,9 @@ fn recycle(inner: &Inner, t: &mut Table) {
 /// the new ones start).
 fn hand_over(t: &mut Table) {
     let generation = t.generation;
-    let fresh_running = t
-        .slots
-        .iter()
-        .any(|s| {
-            s.generation == generation && matches!(s.phase, Phase::Idle | Phase::Busy | Phase::Lined)
-        });
+    let fresh_running = t.slots.iter().any(|s| {
+        s.generation == generation && matches!(s.phase, Phase::Idle | Phase::Busy | Phase::Lined)
+    });
     for s in &mut t.slots {
         let old = s.generation != generation;
         if s.phase == Phase::Idle && (s.retire && (!old || fresh_running)) {

@@ -391,7 +391,11 @@ impl Shared {
         match returned {
             Ok(Some(served)) => self.returned(r.lease, served, terms.max_jobs),
             Ok(None) => {
-                self.discard(r.lease, "killed: kept a direct line past the call timeout", true);
+                self.discard(
+                    r.lease,
+                    "killed: kept a direct line past the call timeout",
+                    true,
+                );
                 None
             }
             Err(_) => {

@@ -50,7 +50,7 @@ fn ready(pool: &Pool, n: usize) -> Duration {
 fn running(s: &Status) -> usize {
     s.workers
         .iter()
-        .filter(|w| (w.state == "idle" || w.state == "busy") && !w.retiring)
+        .filter(|w| w.serves() && !w.retiring)
         .count()
 }
 

@@ -10,56 +10,10 @@ use super::Client;
 use crate::deadline::Deadline;
 use crate::error::{Error, RemoteError, Result};
 use crate::frame::{Kind, Message};
+use crate::line::caller::{Asking, CallerLine};
 use crate::line::wire::{LineBody, Op};
 use crate::line::{self, End};
-use crate::session::Session;
 use crate::worker::{CODE_WORKER_DIED, CODE_WORKER_TIMEOUT};
-
-/// Calls made through the server before the first ask.
-const FIRST_ASK: u32 = 8;
-/// The longest run of calls between asks after refusals.
-const MOST_CALLS_BETWEEN_ASKS: u32 = 1 << 12;
-
-/// The caller's end of a line.
-#[derive(Debug)]
-pub(super) struct CallerLine {
-    id: u64,
-    session: Session,
-    /// The supervisor's call timeout, when it has one.
-    call_timeout: Option<Duration>,
-}
-
-/// When the next ask is due: after `every` calls through the server,
-/// doubled by each refusal or lost line, back to [`FIRST_ASK`] on a grant.
-#[derive(Debug)]
-pub(super) struct Asking {
-    calls: u32,
-    every: u32,
-}
-
-impl Default for Asking {
-    fn default() -> Self {
-        Asking {
-            calls: 0,
-            every: FIRST_ASK,
-        }
-    }
-}
-
-impl Asking {
-    fn due(&mut self) -> bool {
-        self.calls += 1;
-        if self.calls < self.every {
-            return false;
-        }
-        self.calls = 0;
-        true
-    }
-
-    fn back_off(&mut self) {
-        self.every = (self.every * 2).min(MOST_CALLS_BETWEEN_ASKS);
-    }
-}
 
 impl Client {
     /// A call made over the line (asked for first when due), its answer in

@@ -58,7 +58,9 @@ impl Client {
         let fds = [made.worker_end.as_fd(), made.memfd.as_fd()];
         let mut deadline = Deadline::In(self.options.timeout);
         self.session.send_line(&to_worker, &fds, &mut deadline)?;
-        let ms = call_timeout.map_or(0, |t| u32::try_from(t.as_millis().max(1)).unwrap_or(u32::MAX));
+        let ms = call_timeout.map_or(0, |t| {
+            u32::try_from(t.as_millis().max(1)).unwrap_or(u32::MAX)
+        });
         let offer = LineOffer {
             grant: grant(self.session.peer_max(), ms),
             sock: made.caller_end,
@@ -90,7 +92,11 @@ impl Client {
     /// # Errors
     /// The worker gone or broke the protocol (anything but its `Returned`
     /// of this line came).
-    pub fn line_returned(&mut self, hold: &LineHold, deadline: &mut Deadline) -> Result<Option<u64>> {
+    pub fn line_returned(
+        &mut self,
+        hold: &LineHold,
+        deadline: &mut Deadline,
+    ) -> Result<Option<u64>> {
         if !self.session.wait_readable(deadline)? {
             return Ok(None);
         }

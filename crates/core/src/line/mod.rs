@@ -17,6 +17,7 @@
 //! A line's segment is used by that line only, so a worker holding on to
 //! its mapping after the line ends sees nothing of the caller's later calls.
 
+pub(crate) mod caller;
 pub(crate) mod wire;
 
 use std::os::fd::OwnedFd;

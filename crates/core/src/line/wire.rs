@@ -22,13 +22,13 @@
 use crate::le::{u32_at, u64_at};
 
 /// Size of a line body.
-pub(crate) const LINE_LEN: usize = 40;
+pub const LINE_LEN: usize = 40;
 /// Descriptors a grant carries.
-pub(crate) const GRANT_FDS: usize = 2;
+pub const GRANT_FDS: usize = 2;
 
 /// What a line frame says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Op {
+pub enum Op {
     /// Caller to server: lend me a worker.
     Ask = 1,
     /// Server to caller, supervisor to worker: here is a line.
@@ -41,20 +41,26 @@ pub(crate) enum Op {
     Returned = 5,
 }
 
-/// A decoded line body.
+/// A line body, decoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct LineBody {
-    pub(crate) op: Op,
-    pub(crate) line: u64,
-    pub(crate) ring_c2s: u32,
-    pub(crate) ring_s2c: u32,
-    pub(crate) value: u64,
-    pub(crate) limit: u32,
+pub struct LineBody {
+    /// What it says.
+    pub op: Op,
+    /// The line's id (0 in an ask and a deny).
+    pub line: u64,
+    /// Grant: the caller-to-worker ring size.
+    pub ring_c2s: u32,
+    /// Grant: the worker-to-caller ring size.
+    pub ring_s2c: u32,
+    /// Grant: the other end's largest message; returned: calls served.
+    pub value: u64,
+    /// Grant: calls allowed (to a worker) or call timeout in ms (to a caller).
+    pub limit: u32,
 }
 
 impl LineBody {
     /// A body of `op` for `line` with every other field zero.
-    pub(crate) fn of(op: Op, line: u64) -> LineBody {
+    pub fn of(op: Op, line: u64) -> LineBody {
         LineBody {
             op,
             line,
@@ -65,7 +71,8 @@ impl LineBody {
         }
     }
 
-    pub(crate) fn encode(&self) -> [u8; LINE_LEN] {
+    /// Encodes the body.
+    pub fn encode(&self) -> [u8; LINE_LEN] {
         let mut b = [0u8; LINE_LEN];
         b[0..4].copy_from_slice(&(self.op as u32).to_le_bytes());
         b[8..16].copy_from_slice(&self.line.to_le_bytes());
@@ -82,7 +89,7 @@ impl LineBody {
     /// A wrong size, an unknown op, non-zero reserved bytes, a field an op
     /// does not use that is not zero, descriptors on anything but a grant
     /// or a grant without its two.
-    pub(crate) fn decode(b: &[u8], fds: usize) -> Result<LineBody, String> {
+    pub fn decode(b: &[u8], fds: usize) -> Result<LineBody, String> {
         if b.len() != LINE_LEN {
             return Err(format!(
                 "line frame of {} bytes; a line body has {LINE_LEN}",
@@ -154,10 +161,14 @@ mod tests {
         assert!(LineBody::decode(&LineBody::of(Op::Revoke, 0).encode(), 0).is_err());
         let mut bad = ask.encode();
         bad[0] = 9;
-        assert!(LineBody::decode(&bad, 0).unwrap_err().contains("unknown op 9"));
+        assert!(LineBody::decode(&bad, 0)
+            .unwrap_err()
+            .contains("unknown op 9"));
         bad = ask.encode();
         bad[5] = 1;
         assert!(LineBody::decode(&bad, 0).unwrap_err().contains("reserved"));
-        assert!(LineBody::decode(&[0u8; 39], 0).unwrap_err().contains("39 bytes"));
+        assert!(LineBody::decode(&[0u8; 39], 0)
+            .unwrap_err()
+            .contains("39 bytes"));
     }
 }

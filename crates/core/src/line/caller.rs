@@ -6,7 +6,7 @@ use std::time::Duration;
 use crate::session::Session;
 
 /// Calls made through the server before the first ask.
-const FIRST_ASK: u32 = 8;
+const FIRST_ASK: u32 = 16;
 /// The longest run of calls between asks after refusals.
 const MOST_CALLS_BETWEEN_ASKS: u32 = 1 << 12;
 

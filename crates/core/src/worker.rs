@@ -175,7 +175,11 @@ impl Worker {
             let mut m = match self.session.recv(&mut Deadline::Never) {
                 Ok(m) => m,
                 Err(_) if self.session.ended_by_goodbye() => {
-                    self.line = None;
+                    // Stopped (recycling, reload, shutdown): the line ends
+                    // too; a call its caller sent meanwhile was not read.
+                    if let Some(mut l) = self.line.take() {
+                        l.session.say_goodbye();
+                    }
                     return Ok(None);
                 }
                 Err(e) => return Err(e),

@@ -70,7 +70,7 @@ impl Client {
                     _ if unread => None,
                     _ => Some(Err(Error::Remote(RemoteError::new(
                         CODE_WORKER_DIED,
-                        format!("the worker ended line {line_id} during the call: {e}"),
+                        format!("the worker on direct line {line_id} died during the call: {e}"),
                     )))),
                 }
             }

@@ -82,6 +82,10 @@ def rel(slot, generation, offset):
 DESC_TABLE = [None, (7, 65536), (1, 4096)]
 
 
+def line(op, line_id=0, c2s=0, s2c=0, value=0, limit=0):
+    return struct.pack("<IIQIIQII", op, 0, line_id, c2s, s2c, value, limit, 0)
+
+
 SEEDS = {
     "descriptor": {
         "valid": desc_input(1 << 20, DESC_TABLE, desc(1, 7, 4096, 8192)),
@@ -160,6 +164,16 @@ SEEDS = {
         "twice": bytes([1]) + rel(0, 1, 0) + rel(0, 1, 0),
         "short": bytes([3]) + bytes(23),
         "notice": bytes([0]) + struct.pack("<IIQ", 0, 1, 1),
+    },
+    # First byte: descriptors with the frame (% 4); then the 40-byte body.
+    "line_body": {
+        "grant": bytes([2]) + line(2, 3, 65536, 65536, 1 << 20, 1000),
+        "ask": bytes([0]) + line(1),
+        "deny": bytes([0]) + line(3),
+        "revoke": bytes([0]) + line(4, 3),
+        "returned": bytes([0]) + line(5, 3, value=1000),
+        "grant_without_fds": bytes([0]) + line(2, 3, 65536, 65536, 1 << 20, 1000),
+        "short": bytes([0]) + line(1)[:39],
     },
     "ring_producer": {
         "fresh": producer(0, 0, push(b"hello", 2) + push(b"x" * 100, 50) + push(b"")),

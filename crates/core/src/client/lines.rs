@@ -31,6 +31,12 @@ impl Client {
             self.ask_for_line(timeout);
         }
         let line = self.line.as_mut()?;
+        // A request of one frame only: pushed whole or not at all, so a
+        // failed send left nothing of it with the worker. Larger ones go
+        // through the server (and its arena).
+        if request.len() > line.session.link().max_single() {
+            return None;
+        }
         let id = self.next_id;
         self.next_id += 1;
         let (limit, pools) = match line.call_timeout {
@@ -38,10 +44,13 @@ impl Client {
             _ => (timeout, false),
         };
         let mut deadline = Deadline::In(limit);
-        let outcome = line
-            .session
-            .send(Kind::Request, id, request, &mut deadline)
-            .and_then(|()| line.session.recv_into(&mut deadline, &mut self.answer));
+        if let Err(e) = line.session.send(Kind::Request, id, request, &mut deadline) {
+            if e.is_fatal() {
+                self.lose_line();
+            }
+            return None;
+        }
+        let outcome = line.session.recv_into(&mut deadline, &mut self.answer);
         let answered = matches!(self.answer.kind, Kind::Response | Kind::Error);
         match outcome {
             Ok(()) if self.answer.id == id && answered => Some(Ok(())),

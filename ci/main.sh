@@ -93,7 +93,7 @@ venv=target/python-venv
 bindings/go/bench.sh "${go_args[@]}" --markdown "$out/go-latest.md" >/dev/null
 
 step "the pool's dispatch: a PHP worker called directly and through shmlink pool; the pool under churn"
-target/release/shmlink pool bench --calls "$requests" --churn-seconds "$churn" --json "$out/pool-dispatch-latest.json" -- \
+target/release/shmlink pool bench --calls "$requests" --rounds 5 --churn-seconds "$churn" --json "$out/pool-dispatch-latest.json" -- \
   php -d extension="$PWD/bindings/php/modules/shmlink.so" -d opcache.enable_cli=1 bench/pool/worker.php \
   >"$out/pool-dispatch-latest.md"
 cat "$out/pool-dispatch-latest.md"

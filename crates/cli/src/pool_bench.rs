@@ -1,8 +1,10 @@
 //! `shmlink pool bench`: the cost of the pool's dispatch. One worker
 //! process is called directly (this process binds the worker port and calls
-//! it, as the pool does) and through a pool of one such worker (a client
-//! calling the pool), in alternating rounds; every response of one way is
-//! checked against the other way's response to the same request.
+//! it, as the pool does), through a pool of one such worker (a client
+//! calling the pool: after its first calls it gets the worker on a direct
+//! line), and through a pool that relays every call (`--no-lines`), in
+//! alternating rounds; every response of one way is checked against the
+//! other ways' responses to the same request.
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -30,7 +32,7 @@ pub(crate) struct DispatchArgs {
     /// Request size in bytes.
     #[arg(long, value_name = "BYTES", value_parser = parse::size, default_value = "2048")]
     pub(crate) size: usize,
-    /// Rounds (each measures both ways; the medians are reported).
+    /// Rounds (each measures every way; the medians are reported).
     #[arg(long, value_name = "N", default_value_t = 3)]
     pub(crate) rounds: usize,
     /// Write the figures as JSON to FILE.
@@ -82,18 +84,22 @@ pub(crate) fn run(args: &DispatchArgs) -> anyhow::Result<()> {
     let request: Vec<u8> = (0..args.size).map(|i| (i * 7 + 3) as u8).collect();
     let mut direct = Vec::new();
     let mut pooled = Vec::new();
+    let mut relayed = Vec::new();
     let mut expected: Option<Vec<u8>> = None;
     for round in 0..args.rounds.max(1) {
         let d = measure_direct(args, &placement, &dir, round, &request, &mut expected)?;
-        let p = measure_pool(args, &placement, &dir, round, &request, &mut expected)?;
+        let p = measure_pool(args, &placement, &dir, round, true, &request, &mut expected)?;
+        let r = measure_pool(args, &placement, &dir, round, false, &request, &mut expected)?;
         eprintln!(
-            "shmlink pool bench: round {}: direct p50 {:.2} µs, through the pool p50 {:.2} µs",
+            "shmlink pool bench: round {}: direct p50 {:.2} µs, through the pool p50 {:.2} µs, relayed (--no-lines) p50 {:.2} µs",
             round + 1,
             d.p50,
-            p.p50
+            p.p50,
+            r.p50
         );
         direct.push(d);
         pooled.push(p);
+        relayed.push(r);
     }
     let med = |v: &[Figures], f: fn(&Figures) -> f64| {
         let mut x: Vec<f64> = v.iter().map(f).collect();
@@ -106,13 +112,20 @@ pub(crate) fn run(args: &DispatchArgs) -> anyhow::Result<()> {
         med(&direct, |f| f.calls_per_s),
         med(&pooled, |f| f.calls_per_s),
     );
+    let (rp50, rp99, rcps) = (
+        med(&relayed, |f| f.p50),
+        med(&relayed, |f| f.p99),
+        med(&relayed, |f| f.calls_per_s),
+    );
     println!(
         "| way | p50 µs | p99 µs | calls/s |\n|---|---:|---:|---:|\n\
          | a worker called directly | {dp50:.2} | {dp99:.2} | {dcps:.0} |\n\
-         | the same worker through `shmlink pool` | {pp50:.2} | {pp99:.2} | {pcps:.0} |\n\n\
-         The pool's dispatch adds {:.2} µs to p50 ({} B requests, {} calls a round, median of {} rounds; \
+         | the same worker through `shmlink pool` (the client gets it on a direct line) | {pp50:.2} | {pp99:.2} | {pcps:.0} |\n\
+         | the same worker through `shmlink pool --no-lines` (every call relayed) | {rp50:.2} | {rp99:.2} | {rcps:.0} |\n\n\
+         The pool's dispatch adds {:.2} µs to p50, {:.2} µs when every call is relayed ({} B requests, {} calls a round, median of {} rounds; \
          client waits {}, pool --wait {}, --worker-wait {}, --idle-worker-wait {}; {}).",
         pp50 - dp50,
+        rp50 - dp50,
         args.size,
         args.calls,
         args.rounds,
@@ -149,7 +162,9 @@ pub(crate) fn run(args: &DispatchArgs) -> anyhow::Result<()> {
             "idle_worker_wait": idle_worker_wait.to_string(),
             "direct": {"p50_us": dp50, "p99_us": dp99, "calls_per_s": dcps},
             "pool": {"p50_us": pp50, "p99_us": pp99, "calls_per_s": pcps},
+            "relayed": {"p50_us": rp50, "p99_us": rp99, "calls_per_s": rcps},
             "dispatch_p50_us": pp50 - dp50,
+            "relayed_dispatch_p50_us": rp50 - dp50,
             "churn_seconds": args.churn_seconds,
             "churn": churn.iter().map(churn_json).collect::<Vec<_>>(),
         });
@@ -243,17 +258,20 @@ fn measure_pool(
     placement: &Placement,
     dir: &TempDir,
     round: usize,
+    lines: bool,
     request: &[u8],
     expected: &mut Option<Vec<u8>>,
 ) -> anyhow::Result<Figures> {
+    let name = if lines { "pool" } else { "relay" };
     let addr = format!(
         "shm:{}",
-        dir.path().join(format!("pool{round}.sock")).display()
+        dir.path().join(format!("{name}{round}.sock")).display()
     );
     let mut opts = pool_options(args);
     opts.listen = vec![addr.clone()];
     opts.workers = 1;
-    opts.control = Some(dir.path().join(format!("pool{round}.ctl")));
+    opts.lines = lines;
+    opts.control = Some(dir.path().join(format!("{name}{round}.ctl")));
     let pool = placement.start_servers(|| Ok(Pool::start_with_log(opts, Log::off())?))?;
     pool_churn::wait_for(&pool, Duration::from_secs(20), |p| {
         p.status().workers.iter().any(|w| w.state == "idle")

@@ -89,7 +89,15 @@ pub(crate) fn run(args: &DispatchArgs) -> anyhow::Result<()> {
     for round in 0..args.rounds.max(1) {
         let d = measure_direct(args, &placement, &dir, round, &request, &mut expected)?;
         let p = measure_pool(args, &placement, &dir, round, true, &request, &mut expected)?;
-        let r = measure_pool(args, &placement, &dir, round, false, &request, &mut expected)?;
+        let r = measure_pool(
+            args,
+            &placement,
+            &dir,
+            round,
+            false,
+            &request,
+            &mut expected,
+        )?;
         eprintln!(
             "shmlink pool bench: round {}: direct p50 {:.2} µs, through the pool p50 {:.2} µs, relayed (--no-lines) p50 {:.2} µs",
             round + 1,

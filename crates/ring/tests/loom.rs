@@ -16,12 +16,17 @@
 //!   forever, which loom reports as a deadlock;
 //! - no torn read: ring bytes are loom cells, so a copy racing a write is a
 //!   reported causality violation;
-//! - (d) a canary with the classic lost-wake-up bug must be caught.
+//! - (d) a canary with the classic lost-wake-up bug must be caught;
+//! - (e) a worker sleeping on its direct line is woken by a message on its
+//!   other ring (its supervisor's revoke) and the bell the supervisor rings.
 //!
 //! Each of these mutations of the ring was checked to fail this suite: the
 //! tail or head published with a plain store instead of a swap, or with
 //! Relaxed; either re-check in `prepare_sleep` done with a load instead of
-//! `fetch_add(0)`; the head advanced before the record is copied out.
+//! `fetch_add(0)`; the head advanced before the record is copied out; in
+//! (e), the worker checking its supervisor's ring before it reads the
+//! line's bell (loom reports the deadlock, then aborts in cleanup, as
+//! described next).
 //! A failing scenario may abort the test binary ("panic in a destructor
 //! during cleanup") instead of printing a normal failure: loom's deadlock
 //! panic unwinds through a thread still holding loom objects. Run one
@@ -242,4 +247,57 @@ fn canary_lost_wakeup_is_detected() {
     model(|| {
         run(64, &[b"abcdefgh"], true);
     });
+}
+
+/// A worker waiting between calls on its direct line (docs/protocol.md,
+/// "Direct lines"): its supervisor publishes a message (a revoke) in the
+/// ring of the worker's own session, then increments the line's data bell
+/// and wakes it (`Segment::ring_server_bell`); the worker announces sleep on
+/// the line (`prepare_sleep`, which reads the bell), then checks the
+/// session's ring (`Watch::Line`: tail against head), then sleeps on the
+/// line's bell. Returns once the worker has seen the message.
+fn worker_on_a_line() {
+    let new = || {
+        Arc::new(Shared {
+            hdr: RingHeader::new(),
+            data: Futex::default(),
+            space: Futex::default(),
+        })
+    };
+    let (line, session) = (new(), new());
+    let (line_mem, session_mem) = (Mem::new(64), Mem::new(64));
+    let (l2, s2, sm2) = (Arc::clone(&line), Arc::clone(&session), session_mem.clone());
+    let supervisor = thread::spawn(move || {
+        produce(&s2, sm2, &[b"revoke"]);
+        l2.hdr.data_bell.fetch_add(1, Ordering::AcqRel);
+        l2.data.wake();
+    });
+    let mut on_line = Consumer::new(&line.hdr, line_mem).expect("line consumer");
+    let elsewhere =
+        || session.hdr.tail.load(Ordering::Acquire) != session.hdr.head.load(Ordering::Acquire);
+    loop {
+        let seen = on_line.prepare_sleep().expect("prepare");
+        if elsewhere() {
+            on_line.finish_sleep();
+            break;
+        }
+        if let Some(seen) = seen {
+            line.data.wait(&line.hdr.data_bell, seen);
+        }
+        on_line.finish_sleep();
+    }
+    supervisor.join().expect("supervisor");
+    let mut from = Consumer::new(&session.hdr, session_mem).expect("session consumer");
+    let got = from.try_pop(|r| r.len()).expect("pop");
+    assert!(
+        matches!(got, Pop::Done { value: 6, .. }),
+        "the revoke is there"
+    );
+}
+
+/// (e) A worker sleeping on its line is always woken by its supervisor's
+/// message on the other ring.
+#[test]
+fn a_worker_on_a_line_is_woken_by_its_supervisor() {
+    model(worker_on_a_line);
 }

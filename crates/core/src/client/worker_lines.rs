@@ -3,6 +3,8 @@
 //! the worker, revoked, and its return awaited.
 
 use std::os::fd::AsFd;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::Client;
@@ -61,14 +63,17 @@ impl Client {
         let ms = call_timeout.map_or(0, |t| {
             u32::try_from(t.as_millis().max(1)).unwrap_or(u32::MAX)
         });
+        let out = Arc::new(AtomicBool::new(true));
         let offer = LineOffer {
             grant: grant(self.session.peer_max(), ms),
             sock: made.caller_end,
             memfd: made.memfd,
+            out: Arc::clone(&out),
         };
         let hold = LineHold {
             id,
             segment: made.segment,
+            out,
         };
         Ok((offer, hold))
     }

@@ -22,6 +22,7 @@ pub(crate) mod wire;
 
 use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
@@ -142,15 +143,27 @@ pub struct LineOffer {
     pub(crate) grant: LineBody,
     pub(crate) sock: UnixStream,
     pub(crate) memfd: OwnedFd,
+    /// Whether the line is still lent (its hold not dropped): the session
+    /// that sends this grant refuses its client another line until then.
+    pub(crate) out: Arc<AtomicBool>,
 }
 
 /// What a supervisor keeps of a line it lent: its id, and its own mapping
 /// of the line's segment, through which it rings the worker's bell when it
 /// revokes the line ([`crate::Client::revoke_line`]).
+/// Dropped when the line is given back (or its worker is gone): only then
+/// may the client it was lent to get another.
 #[derive(Debug)]
 pub struct LineHold {
     pub(crate) id: u64,
     pub(crate) segment: Arc<Segment>,
+    pub(crate) out: Arc<AtomicBool>,
+}
+
+impl Drop for LineHold {
+    fn drop(&mut self) {
+        self.out.store(false, Ordering::Release);
+    }
 }
 
 impl LineHold {
@@ -172,5 +185,5 @@ static NEXT_LINE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::n
 
 /// A fresh line id.
 pub(crate) fn next_id() -> u64 {
-    NEXT_LINE.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    NEXT_LINE.fetch_add(1, Ordering::Relaxed)
 }

@@ -3,6 +3,8 @@
 
 use std::os::fd::AsFd;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use super::handler::Handler;
 use super::shared::Shared;
@@ -15,7 +17,10 @@ use crate::link::Link;
 use crate::session::Session;
 
 /// Answers a client's line frame: a grant with its descriptors, or a
-/// refusal (a panicking handler refuses).
+/// refusal (a panicking handler refuses). `lent` is the line this session
+/// was last granted: while it is out, another ask is refused without asking
+/// the handler (a client holds one line at a time; one that asks again
+/// does not get a second worker).
 ///
 /// # Errors
 /// A malformed frame or another op than an ask (protocol error); the
@@ -25,6 +30,7 @@ pub(super) fn answer_ask(
     session: &mut Session,
     handler: &dyn Handler,
     m: &mut Message,
+    lent: &mut Option<Arc<AtomicBool>>,
 ) -> Result<(), Error> {
     let (body, _) = session.line_body(m)?;
     if body.op != Op::Ask {
@@ -40,10 +46,16 @@ pub(super) fn answer_ask(
         ring_s2c: layout.s2c_len as usize,
         caller_max: session.peer_max(),
     };
-    let offer = catch_unwind(AssertUnwindSafe(|| handler.line(&ask))).unwrap_or(None);
+    let out = lent.as_ref().is_some_and(|o| o.load(Ordering::Acquire));
+    let offer = if out {
+        None
+    } else {
+        catch_unwind(AssertUnwindSafe(|| handler.line(&ask))).unwrap_or(None)
+    };
     let mut deadline = Deadline::In(shared.opts.send_timeout);
     match offer {
         Some(o) => {
+            *lent = Some(Arc::clone(&o.out));
             let fds = [o.sock.as_fd(), o.memfd.as_fd()];
             session.send_line(&o.grant, &fds, &mut deadline)
         }

@@ -156,6 +156,8 @@ fn serve_requests(shared: &Shared, session: &mut Session, handler: &dyn Handler)
     let mut batch = Batch::default();
     // Each request is received here, in place (see `Session::recv_into`).
     let mut m = Message::blank();
+    // The direct line this session's client was last lent (bit 7).
+    let mut lent = None;
     loop {
         let received = match batch.next.take() {
             Some(next) => next.map(|next| m = next),
@@ -189,7 +191,9 @@ fn serve_requests(shared: &Shared, session: &mut Session, handler: &dyn Handler)
                 session.recycle(std::mem::take(&mut m.body));
             }
             Kind::Line => {
-                if let Err(e) = super::lines::answer_ask(shared, session, handler, &mut m) {
+                if let Err(e) =
+                    super::lines::answer_ask(shared, session, handler, &mut m, &mut lent)
+                {
                     return e;
                 }
             }

@@ -1,7 +1,7 @@
 //! Misuses that compiled before the public API was closed, kept as
 //! `compile_fail` doc tests (run by `cargo test --doc`): each must keep
 //! failing to compile, for the reason its error code names (E0603: a private
-//! module or item).
+//! module or item; E0616: a private field).
 //!
 //! Moving a ring end out of a session and dropping the rest unmapped the
 //! memory under it (a use after unmap, from safe code):
@@ -32,6 +32,15 @@
 //! The server's liveness flags could be set from outside:
 //! ```compile_fail,E0603
 //! let flags = shmlink::watch::SessionFlags::default();
+//! ```
+//!
+//! A supervisor's hold on a direct line keeps the line's mapping alive
+//! for its bell; the mapping itself is not reachable (E0616: a private
+//! field):
+//! ```compile_fail,E0616
+//! fn peek(hold: &shmlink::LineHold) {
+//!     let _ = &hold.segment;
+//! }
 //! ```
 //!
 //! What stays public compiles (the same paths through [`crate::wire`]):

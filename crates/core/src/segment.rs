@@ -59,8 +59,21 @@ impl Segment {
     /// # Errors
     /// When the kernel refuses the memfd or the mapping.
     pub(crate) fn create(c2s: usize, s2c: usize) -> std::io::Result<(Segment, OwnedFd)> {
+        Self::create_named("shmlink-session", c2s, s2c)
+    }
+
+    /// [`Segment::create`] with the memfd named `name` (as `/proc/PID/maps`
+    /// shows it: `shmlink-line` for a direct line's).
+    ///
+    /// # Errors
+    /// As [`Segment::create`].
+    pub(crate) fn create_named(
+        name: &str,
+        c2s: usize,
+        s2c: usize,
+    ) -> std::io::Result<(Segment, OwnedFd)> {
         let layout = SegmentHeader::for_rings(c2s, s2c);
-        let fd = memfd::create_sealed("shmlink-session", layout.total_len)?;
+        let fd = memfd::create_sealed(name, layout.total_len)?;
         let map = Mapping::map_shared(&fd, layout.total_len as usize, false)?;
         // The ring headers after it are all zero (a fresh memfd), which is
         // their valid initial state.

@@ -74,7 +74,7 @@ fn reap(inner: &Inner, t: &mut Table) {
             s.pid, s.calls
         ));
         let failed_start = s.phase == Phase::Starting
-            || (!expected && s.calls == 0 && s.started.elapsed() < STARTED_WELL);
+            || (!expected && s.calls == 0 && !s.lent && s.started.elapsed() < STARTED_WELL);
         if failed_start {
             t.failures += 1;
             let delay = BACKOFF_FIRST
@@ -296,6 +296,7 @@ fn start_missing(inner: &Inner, t: &mut Table) {
                     killed: false,
                     line: None,
                     revoked: None,
+                    lent: false,
                 });
                 inner.say(&format!("worker {pid} started (place {place})"));
             }

@@ -67,6 +67,10 @@ pub(crate) struct Slot {
     pub(crate) line: Option<LineHold>,
     /// When the pool asked for the line back.
     pub(crate) revoked: Option<Instant>,
+    /// It was lent on a line: it connected and took calls, whatever its
+    /// count says (a line's calls are counted when it is given back), so
+    /// its death is no failed start.
+    pub(crate) lent: bool,
 }
 
 impl Slot {
@@ -348,6 +352,7 @@ impl Shared {
                 s.client = Some(lease.client);
                 s.line = Some(hold);
                 s.revoked = None;
+                s.lent = true;
                 s.set(Phase::Lined);
             }
             // Stopped meanwhile (the pool stopping): the line's socket

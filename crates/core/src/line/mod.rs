@@ -50,7 +50,7 @@ pub(crate) struct Made {
 /// # Errors
 /// When the kernel refuses the memfd, the mapping or the socket pair.
 pub(crate) fn make(c2s: usize, s2c: usize) -> std::io::Result<Made> {
-    let (segment, memfd) = Segment::create(c2s, s2c)?;
+    let (segment, memfd) = Segment::create_named("shmlink-line", c2s, s2c)?;
     segment.prefault_first_pages();
     let (worker_end, caller_end) = UnixStream::pair()?;
     Ok(Made {
@@ -102,7 +102,7 @@ pub(crate) fn attach(
     };
     let ends = Endpoints::new(Arc::new(segment), server_side)
         .map_err(|e| bad(format!("rings that cannot start: {e}")))?;
-    let link = Link::Shm(ShmLink::new(ends, Spinner::new(wait), watch, name.clone()));
+    let link = Link::Shm(ShmLink::new(ends, Spinner::new(wait), watch, name.clone()).used_once());
     let peer_max = usize::try_from(grant.value).unwrap_or(usize::MAX);
     let session = Session::new(link, own_max, peer_max, CAP_CHUNKED, name);
     // A caller drains answers while it waits for room, as a client does.

@@ -38,6 +38,9 @@ pub(crate) struct ShmLink {
     /// Our `Goodbye` is on the ring: the mapping is kept for a later session
     /// (see [`crate::kept`]) when the link drops.
     keep_mapping: bool,
+    /// Whether the segment may come back in a later session at all (not a
+    /// direct line's: each line has a segment of its own, used once).
+    keepable: bool,
 }
 
 impl Drop for ShmLink {
@@ -58,7 +61,15 @@ impl ShmLink {
             address,
             fd_channel: None,
             keep_mapping: false,
+            keepable: true,
         }
+    }
+
+    /// The same link over a segment used by this link only (a direct
+    /// line's): its mapping is never kept after a goodbye.
+    pub(crate) fn used_once(mut self) -> Self {
+        self.keepable = false;
+        self
     }
 
     /// The same link, passing file descriptors on `channel` (the control
@@ -208,7 +219,7 @@ impl ShmLink {
     /// Keeps the mapping for a later session when the link drops (our
     /// `Goodbye` is on the ring: nothing touches the segment any more).
     pub(crate) fn keep_mapping(&mut self) {
-        self.keep_mapping = true;
+        self.keep_mapping = self.keepable;
     }
 
     /// Files every frame already in the incoming ring, without waiting (a

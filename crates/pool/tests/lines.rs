@@ -294,3 +294,31 @@ fn workers_killed_at_random_points_on_lines_mix_up_nothing_and_leak_nothing() {
         || open_fds() <= fds && line_maps() == 0,
     );
 }
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| !s.rsplit(") ").next().unwrap_or("").starts_with('Z'))
+        .unwrap_or(false)
+}
+
+#[test]
+fn stopping_the_pool_ends_its_lines() {
+    let dir = Dir::new("line-stop");
+    let (pool, _log) = pool(&dir, 1, |_| {});
+    let mut a = client(&pool);
+    echo(&mut a, ENOUGH_TO_ASK, "a");
+    assert_eq!(states(&pool), ["direct"]);
+    let pid = pid_of(&mut a);
+    let t0 = Instant::now();
+    pool.stop();
+    let took = t0.elapsed();
+    assert!(took < Duration::from_secs(5), "the stop took {took:?}");
+    wait_until("the lent worker exited", Duration::from_secs(5), || {
+        !alive(pid)
+    });
+    // The line ended with the worker, the session with the pool: the next
+    // call fails at once, it does not hang.
+    let t0 = Instant::now();
+    assert!(a.call(b"after the stop").is_err());
+    assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
+}

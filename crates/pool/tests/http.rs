@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use shmlink_http::{FrontOptions, HttpStats};
 use shmlink_pool::{Pool, PoolOptions};
 
-use support::{wait_until, Dir, Lines};
+use support::{open_fds, wait_until, Dir, Lines};
 
 const WORKER: &str = env!("CARGO_BIN_EXE_shmlink-echo-worker");
 
@@ -338,12 +338,6 @@ fn echo(first_line: &str, remote: SocketAddr, headers: &[(&str, &str)], body: &[
     out.push(b'\n');
     out.extend_from_slice(body);
     out
-}
-
-fn open_fds() -> usize {
-    std::fs::read_dir("/proc/self/fd")
-        .map(|d| d.count())
-        .unwrap_or(0)
 }
 
 /// Threads of this process: those of the front's runtime (named

@@ -10,11 +10,11 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use shmlink::{Client, ClientOptions, Error};
+use shmlink::{Client, ClientOptions};
 use shmlink_pool::{Pool, PoolOptions, Status, CODE_WORKER_DIED, CODE_WORKER_TIMEOUT};
 use shmlink_sys::process::{kill, Sig};
 
-use support::{wait_until, Dir, Lines};
+use support::{alive, open_fds, pid_of, remote_code, wait_until, Dir, Lines};
 
 const WORKER: &str = env!("CARGO_BIN_EXE_shmlink-echo-worker");
 
@@ -68,20 +68,6 @@ fn echo(c: &mut Client, n: usize, tag: &str) {
             .unwrap_or_else(|e| panic!("{tag} {i}: {e}"));
         assert_eq!(got, format!("echo:{req}").as_bytes());
     }
-}
-
-fn remote_code(r: shmlink::Result<Vec<u8>>) -> u32 {
-    match r {
-        Err(Error::Remote(e)) => e.code,
-        other => panic!("expected a remote error, got {other:?}"),
-    }
-}
-
-fn pid_of(c: &mut Client) -> u32 {
-    String::from_utf8(c.call(b"pid").expect("pid"))
-        .expect("utf8")
-        .parse()
-        .expect("a pid")
 }
 
 #[test]
@@ -219,10 +205,6 @@ fn a_client_gone_without_goodbye_frees_its_worker() {
     echo(&mut b, 3, "b");
 }
 
-fn open_fds() -> usize {
-    std::fs::read_dir("/proc/self/fd").expect("fd dir").count()
-}
-
 /// Mappings of direct lines' segments in this process (the pool and its
 /// clients run here; the workers are processes of their own).
 fn line_maps() -> usize {
@@ -293,12 +275,6 @@ fn workers_killed_at_random_points_on_lines_mix_up_nothing_and_leak_nothing() {
         Duration::from_secs(10),
         || open_fds() <= fds && line_maps() == 0,
     );
-}
-
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| !s.rsplit(") ").next().unwrap_or("").starts_with('Z'))
-        .unwrap_or(false)
 }
 
 #[test]

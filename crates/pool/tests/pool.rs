@@ -20,7 +20,7 @@ use shmlink_pool::{
 };
 use shmlink_sys::process::{kill, Sig};
 
-use support::{wait_until, Dir, Lines};
+use support::{alive, open_fds, pid_of, remote_code, wait_until, Dir, Lines};
 
 const WORKER: &str = env!("CARGO_BIN_EXE_shmlink-echo-worker");
 
@@ -63,26 +63,6 @@ fn client(addr: &str) -> Client {
         },
     )
     .unwrap_or_else(|e| panic!("connect {addr}: {e}"))
-}
-
-fn remote_code(r: shmlink::Result<Vec<u8>>) -> u32 {
-    match r {
-        Err(Error::Remote(e)) => e.code,
-        other => panic!("expected a remote error, got {other:?}"),
-    }
-}
-
-fn pid_of(c: &mut Client) -> u32 {
-    String::from_utf8(c.call(b"pid").expect("pid"))
-        .expect("utf8")
-        .parse()
-        .expect("a pid")
-}
-
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| !s.rsplit(") ").next().unwrap_or("").starts_with('Z'))
-        .unwrap_or(false)
 }
 
 #[test]
@@ -589,12 +569,6 @@ fn wait_pid(pool: &Pool, state: &str) -> u32 {
         },
     );
     pid
-}
-
-fn open_fds() -> usize {
-    std::fs::read_dir("/proc/self/fd")
-        .map(|d| d.count())
-        .unwrap_or(0)
 }
 
 // ---------- the control socket and other uids ----------

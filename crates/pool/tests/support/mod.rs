@@ -66,3 +66,37 @@ pub(crate) fn wait_until(what: &str, limit: Duration, mut cond: impl FnMut() -> 
     }
     t0.elapsed()
 }
+
+/// The code of a call's remote error (panics on anything else).
+#[allow(dead_code)] // not every test binary uses every helper
+pub(crate) fn remote_code(r: shmlink::Result<Vec<u8>>) -> u32 {
+    match r {
+        Err(shmlink::Error::Remote(e)) => e.code,
+        other => panic!("expected a remote error, got {other:?}"),
+    }
+}
+
+/// The pid of the worker answering `c` (the echo worker answers "pid").
+#[allow(dead_code)]
+pub(crate) fn pid_of(c: &mut shmlink::Client) -> u32 {
+    String::from_utf8(c.call(b"pid").expect("pid"))
+        .expect("utf8")
+        .parse()
+        .expect("a pid")
+}
+
+/// Whether process `pid` runs (exists and is no zombie).
+#[allow(dead_code)]
+pub(crate) fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| !s.rsplit(") ").next().unwrap_or("").starts_with('Z'))
+        .unwrap_or(false)
+}
+
+/// Descriptors this process has open.
+#[allow(dead_code)]
+pub(crate) fn open_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd")
+        .map(|d| d.count())
+        .unwrap_or(0)
+}

@@ -148,8 +148,10 @@ fn collect_lines(inner: &Inner, t: &mut Table) {
                 s.calls += served;
                 s.line = None;
                 s.revoked = None;
-                if inner.opts.max_jobs > 0 && s.calls >= inner.opts.max_jobs {
-                    s.stop(&format!("recycled after {} calls (--max-jobs)", s.calls));
+                // A retired one is stopped by the rounds' own rules (after a
+                // reload, once a new worker runs).
+                if let Some(why) = s.due(inner.opts.max_jobs, false) {
+                    s.stop(&why);
                 } else {
                     s.set(Phase::Idle);
                     freed = true;

@@ -74,6 +74,18 @@ pub(crate) struct Slot {
 }
 
 impl Slot {
+    /// Why it stops now that its calls are counted: `--max-jobs` reached
+    /// (`max_jobs` 0: never) or, with `retired_too`, retired; `None` to go on.
+    pub(crate) fn due(&self, max_jobs: u64, retired_too: bool) -> Option<String> {
+        if max_jobs > 0 && self.calls >= max_jobs {
+            Some(format!("recycled after {} calls (--max-jobs)", self.calls))
+        } else if retired_too && self.retire {
+            Some("retired".into())
+        } else {
+            None
+        }
+    }
+
     pub(crate) fn set(&mut self, phase: Phase) {
         self.phase = phase;
         self.since = Instant::now();
@@ -418,14 +430,9 @@ impl Shared {
         self.count_line_calls(served);
         let s = t.slots.iter_mut().find(|s| s.id == lease.slot)?;
         s.calls += served;
-        let due = max_jobs > 0 && s.calls >= max_jobs;
-        if s.phase != Phase::Busy || !(due || s.retire) {
-            return Some(lease);
-        }
-        let why = if due {
-            format!("recycled after {} calls (--max-jobs)", s.calls)
-        } else {
-            "retired".into()
+        let why = match s.due(max_jobs, true) {
+            Some(why) if s.phase == Phase::Busy => why,
+            _ => return Some(lease),
         };
         s.stop(&why);
         drop(t);
@@ -446,10 +453,8 @@ impl Shared {
             if s.phase != Phase::Busy {
                 return;
             }
-            if max_jobs > 0 && s.calls >= max_jobs {
-                s.stop(&format!("recycled after {} calls (--max-jobs)", s.calls));
-            } else if s.retire {
-                s.stop("retired");
+            if let Some(why) = s.due(max_jobs, true) {
+                s.stop(&why);
             } else {
                 s.client = Some(lease.client);
                 s.set(Phase::Idle);

@@ -89,9 +89,7 @@ impl Client {
     /// Drops the line (its socket closes: the worker returns it) and asks
     /// again later than before.
     fn lose_line(&mut self) {
-        if let Some(mut l) = self.line.take() {
-            l.session.say_goodbye();
-        }
+        self.close_line();
         self.asking.back_off();
     }
 

@@ -23,6 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/timing.h"
+
 enum { PAGE = 4096, MAX_CALLS = 1000 };
 
 struct control {
@@ -32,22 +34,6 @@ struct control {
   char pad2[56];
   unsigned long sum;
 };
-
-static double now_us(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
-}
-
-static void pin(int cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  if (sched_setaffinity(0, sizeof set, &set) != 0) {
-    perror("sched_setaffinity");
-    exit(1);
-  }
-}
 
 static void *shared_map(size_t len) {
   int fd = memfd_create("cold", 0);

@@ -307,6 +307,18 @@ impl Loan {
     pub fn truncate(&mut self, len: usize) {
         self.len = self.len.min(len);
     }
+
+    /// Copies `src` into it (the lengths must be equal, as for
+    /// `copy_from_slice`). From [`STREAM_FROM`](crate::STREAM_FROM) bytes
+    /// the copy bypasses the caches (non-temporal stores): faster for large
+    /// buffers, and it leaves the caller's caches as they were. The
+    /// transparent path of `call()` fills its loans this way.
+    ///
+    /// # Panics
+    /// When `src.len()` differs from the loan's length.
+    pub fn fill_from(&mut self, src: &[u8]) {
+        crate::stream::copy(self, src);
+    }
 }
 
 impl Drop for Loan {

@@ -273,7 +273,7 @@ impl Client {
         timeout: Duration,
     ) -> Option<Result<()>> {
         let mut loan = self.session.loan(request.len()).ok()?;
-        loan.copy_from_slice(request);
+        loan.fill_from(request);
         Some(self.exchange_loan(loan, timeout))
     }
 

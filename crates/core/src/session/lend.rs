@@ -128,7 +128,7 @@ impl Session {
         deadline: &mut Deadline,
     ) -> Option<Result<()>> {
         let mut loan = self.loan(body.len()).ok()?;
-        loan.copy_from_slice(body);
+        loan.fill_from(body);
         Some(self.send_loan(id, loan, deadline))
     }
 

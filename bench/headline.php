@@ -10,20 +10,9 @@
 
 declare(strict_types=1);
 
-if ($argc < 3) {
-    fwrite(STDERR, "usage: php bench/headline.php BENCH.json SCENARIO.json [LINK]\n");
-    exit(2);
-}
-$load = function (string $file): array {
-    $d = json_decode((string)@file_get_contents($file), true);
-    if (!is_array($d)) {
-        fwrite(STDERR, "headline: $file is missing or not JSON\n");
-        exit(1);
-    }
-    return $d;
-};
-$bench = $load($argv[1]);
-$scenario = $load($argv[2]);
+require __DIR__ . '/common/results.php';
+
+[$bench, $scenario] = load_args($argv, 'headline', 'BENCH.json SCENARIO.json [LINK]', 2);
 
 /** The first record whose fields match $want, or null. */
 function pick(array $records, array $want): ?array
@@ -36,10 +25,6 @@ function pick(array $records, array $want): ?array
     return null;
 }
 
-function num(float $v): string
-{
-    return $v >= 100 ? number_format($v, 0, '.', ',') : ($v >= 10 ? sprintf('%.1f', $v) : sprintf('%.2f', $v));
-}
 
 $lines = [];
 $points = $scenario['points'] ?? [];

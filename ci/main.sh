@@ -7,7 +7,9 @@
 #      Rust one -> bench/results/latest.{md,json}; the latency and CPU plot
 #      from 64 B to 16 MiB -> bench/results/latest.png; large requests
 #      (64 KiB to 1 GiB) streamed, lent through the arena and written in
-#      place (--paths copy,arena,loan) -> bench/results/arena-latest.{md,json,png};
+#      place (--paths copy,arena,loan) -> bench/results/arena-latest.{md,json,png},
+#      and 1,000 calls of 1 GiB lent both ways for the memory they leave
+#      -> bench/results/arena-memory-latest.{md,json};
 #      the Python and Go bindings against Python's socket module, Go's
 #      net.UnixConn and shmipc-go -> bench/results/{python,go}-latest.md;
 #   2. the HTTP benchmark (bench/http/run.sh): three PHP apps under
@@ -42,6 +44,7 @@ out=bench/results
 bench_args=(--rounds 3 --duration 0.5)
 plot_args=(--duration 0.2)
 arena_args=(--sizes 64KiB,1MiB,16MiB,256MiB,1GiB --rounds 3 --duration 1)
+memory_args=(--sizes 1GiB --requests 1000 --duration 900)
 python_args=(--rounds 10 --seconds 0.5)
 go_args=(--calls 100000)
 requests=20000
@@ -51,6 +54,7 @@ if [ "$quick" = 1 ]; then
   bench_args=(--quick)
   plot_args=(--quick)
   arena_args=(--quick --sizes 64KiB,1MiB)
+  memory_args=(--sizes 16MiB --requests 20 --duration 10)
   python_args=(--rounds 2 --seconds 0.05)
   go_args=(--calls 4000)
   requests=300
@@ -85,6 +89,12 @@ target/release/shmlink bench --quiet "${arena_args[@]}" --paths copy,arena,loan 
   --plot "$out/arena-latest.png" >/dev/null
 test -s "$out/arena-latest.png"
 
+step "shmlink bench --paths arena,loan --requests 1000: what 1,000 calls of 1 GiB leave in memory"
+target/release/shmlink bench --quiet "${memory_args[@]}" --paths arena,loan --transports shm \
+  --waits busy --no-baselines --json "$out/arena-memory-latest.json" \
+  --markdown "$out/arena-memory-latest.md" >/dev/null
+php bench/arena-checks.php "$out/arena-latest.json" "$out/arena-memory-latest.json"
+
 step "the Python and Go bindings against their languages' own sockets (and shmipc-go)"
 venv=target/python-venv
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
@@ -107,4 +117,4 @@ step "the scenario: C++ daemon, PHP client, shm/unix/tcp, raw sockets, Redis, sh
 bench/scenario/run.sh --requests "$requests" --out "$out" "${scenario_args[@]}"
 
 step "done"
-echo "results: $out/latest.md $out/latest.json $out/latest.png $out/pool-dispatch-latest.md $out/http-latest.md $out/http-latest.png $out/scenario-latest.md $out/scenario-latest.json"
+echo "results: $out/latest.md $out/latest.json $out/latest.png $out/arena-latest.md $out/arena-memory-latest.md $out/pool-dispatch-latest.md $out/http-latest.md $out/http-latest.png $out/scenario-latest.md $out/scenario-latest.json"

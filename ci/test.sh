@@ -17,6 +17,7 @@ ci/setup.sh
 
 step "format and lints"
 cargo fmt --all -- --check
+rustfmt --edition 2021 --check fuzz/src/*.rs fuzz/fuzz_targets/*.rs # a workspace of their own
 cargo clippy --workspace --all-targets --release -- -D warnings
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo clippy -p shmlink-ring --tests -- -D warnings
 # Atomics of the ring come only from its sync shim, so loom replaces all of them.

@@ -52,7 +52,12 @@ struct State<'a> {
 impl State<'_> {
     /// Pushes `payload` in two parts; checks the outcome. Returns whether it
     /// was published.
-    fn push(&mut self, p: &mut Producer<&RingHeader, &VecMem>, payload: &[u8], split: usize) -> bool {
+    fn push(
+        &mut self,
+        p: &mut Producer<&RingHeader, &VecMem>,
+        payload: &[u8],
+        split: usize,
+    ) -> bool {
         let split = split.min(payload.len());
         let parts = [&payload[..split], &payload[split..]];
         let len = payload.len();

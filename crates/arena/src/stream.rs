@@ -16,8 +16,10 @@
 pub const STREAM_FROM: usize = 12 << 20;
 
 /// Copies `src` into `dst` (equal lengths, else panics like
-/// `copy_from_slice`), streamed when at least [`STREAM_FROM`] bytes.
-pub(crate) fn copy(dst: &mut [u8], src: &[u8]) {
+/// `copy_from_slice`), streamed when at least [`STREAM_FROM`] bytes: the
+/// copy [`Loan::fill_from`](crate::Loan::fill_from) makes, for memory that
+/// is not a loan (a benchmark's control fill, say).
+pub fn fill_copy(dst: &mut [u8], src: &[u8]) {
     assert_eq!(dst.len(), src.len(), "copy into a loan of another length");
     if dst.len() < STREAM_FROM {
         dst.copy_from_slice(src);
@@ -112,13 +114,13 @@ mod tests {
     fn copies_above_the_threshold_are_exact() {
         let src = pattern(STREAM_FROM + 100, 3);
         let mut dst = vec![0u8; src.len()];
-        copy(&mut dst, &src);
+        fill_copy(&mut dst, &src);
         assert!(dst == src);
     }
 
     #[test]
     #[should_panic(expected = "another length")]
     fn lengths_must_match() {
-        copy(&mut [0u8; 4], &[1u8; 5]);
+        fill_copy(&mut [0u8; 4], &[1u8; 5]);
     }
 }

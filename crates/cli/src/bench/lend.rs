@@ -2,7 +2,10 @@
 //! travelling by its path (streamed, lent by `call()`, or written in place
 //! into a loan), the loan's fill timed apart from the round trip, a control
 //! call after an equal fill elsewhere, and the memory both processes and the
-//! arena hold from after the first call to the end.
+//! arena hold from after the first call to the end. Loans are filled by
+//! `Loan::fill_from`, the copy `call()` makes into the arena, so the fill's
+//! time is what the arena path spends copying; the control's fill into the
+//! client's own memory is the same copy (`shmlink_arena::fill_copy`).
 
 use std::time::Instant;
 
@@ -37,7 +40,7 @@ pub(crate) fn measure(
         let (t0, resp) = if target.path == LendPath::Loan {
             let f0 = Instant::now();
             let mut loan = client.loan(req.len())?;
-            loan.copy_from_slice(req);
+            loan.fill_from(req);
             let t0 = Instant::now();
             fill.record(t0.duration_since(f0));
             (t0, client.call_loan(loan)?)
@@ -53,7 +56,7 @@ pub(crate) fn measure(
             // own, then a small call, timed apart. It meets the caches and
             // TLBs the loan call met, without the arena.
             let own = scratch.get_or_insert_with(|| vec![0; req.len()]);
-            own.copy_from_slice(req);
+            shmlink_arena::fill_copy(own, req);
             let p0 = Instant::now();
             let r = client.call(&small)?;
             control.record(p0.elapsed());

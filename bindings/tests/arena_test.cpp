@@ -306,6 +306,38 @@ TEST_P(CApiArena, CallLoanTakesTheLoanWhateverTheOutcome) {
   expect_usable();
 }
 
+TEST_P(CApiArena, LoanWriteCopiesInPiecesAndChecksItsBounds) {
+  // A 16 MiB request written in three pieces, the largest past the 12 MiB
+  // from which the copy is streamed; the server's digest must match the
+  // same bytes sent by memcpy.
+  const std::size_t len = 16 * kMiB;
+  std::string want(len, '\0');
+  fill(reinterpret_cast<uint8_t*>(want.data()), len, 5);
+  shmlink_loan* loan = nullptr;
+  uint8_t* data = nullptr;
+  ASSERT_EQ(shmlink_client_loan(client_.get(), len, &loan, &data), SHMLINK_OK) << last_error();
+  const auto* src = reinterpret_cast<const uint8_t*>(want.data());
+  const std::size_t a = 3, b = 13 * kMiB + 5;
+  ASSERT_EQ(shmlink_loan_write(loan, 0, src, a), SHMLINK_OK) << last_error();
+  ASSERT_EQ(shmlink_loan_write(loan, a, src + a, b), SHMLINK_OK) << last_error();
+  ASSERT_EQ(shmlink_loan_write(loan, a + b, src + a + b, len - a - b), SHMLINK_OK) << last_error();
+  EXPECT_EQ(std::memcmp(data, want.data(), len), 0) << "the loan holds the bytes";
+  // Out of bounds: refused, nothing written.
+  uint8_t x = 1;
+  EXPECT_EQ(shmlink_loan_write(loan, len, &x, 1), SHMLINK_E_INVALID_ARGUMENT);
+  EXPECT_NE(last_error().find("1 bytes at offset 16777216 pass the loan's 16777216 bytes"),
+            std::string::npos)
+      << last_error();
+  EXPECT_EQ(shmlink_loan_write(loan, SIZE_MAX, &x, 2), SHMLINK_E_INVALID_ARGUMENT);
+  EXPECT_EQ(shmlink_loan_write(loan, 0, nullptr, 1), SHMLINK_E_INVALID_ARGUMENT);
+  EXPECT_EQ(shmlink_loan_write(loan, len, nullptr, 0), SHMLINK_OK) << "nothing to copy";
+  EXPECT_EQ(shmlink_loan_write(nullptr, 0, &x, 1), SHMLINK_E_INVALID_ARGUMENT);
+  EXPECT_NE(last_error().find("loan is NULL"), std::string::npos) << last_error();
+  EXPECT_EQ(std::memcmp(data, want.data(), len), 0) << "refused writes wrote nothing";
+  ASSERT_EQ(shmlink_client_call_loan(client_.get(), loan, out_.get()), SHMLINK_OK) << last_error();
+  EXPECT_EQ(out_.str(), digest_of(len, 5));
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, CApiArena, ::testing::Values(Transport::Shm, Transport::Unix),
                          transport_name);
 
@@ -382,6 +414,18 @@ class CppArena : public CppServerTest {
         options, client_options);
   }
 };
+
+TEST_P(CppArena, LoanWrittenInPieces) {
+  start();
+  const std::size_t len = 16 * kMiB;
+  std::string want(len, '\0');
+  fill(reinterpret_cast<uint8_t*>(want.data()), len, 6);
+  shmlink::Loan loan = client_.loan(len);
+  loan.write(0, std::string_view(want).substr(0, kMiB));
+  loan.write(kMiB, std::string_view(want).substr(kMiB));
+  EXPECT_THROW(loan.write(len - 1, "ab"), shmlink::Error);
+  EXPECT_EQ(client_.call(std::move(loan)), digest_of(len, 6));
+}
 
 TEST_P(CppArena, LoanFilledAndCalled) {
   start();

@@ -460,6 +460,24 @@ enum shmlink_status shmlink_client_call_loan_timeout(struct shmlink_client *clie
                                                      uint64_t timeout_us,
                                                      struct shmlink_buffer *response);
 
+// Copies `len` bytes from `data` into the loan at byte `offset`: what
+// `memcpy(out_data + offset, data, len)` does, except that from 12 MiB on
+// the copy bypasses the caches
+// (non-temporal stores, as `shmlink_client_call` copies large requests into
+// the arena): faster for large buffers, and the caller's caches keep what
+// they held. `data` may be NULL when `len` is 0.
+//
+// Fails with `SHMLINK_E_INVALID_ARGUMENT` (nothing copied) when `loan` is
+// NULL or `offset + len` passes the loan's length. Not thread-safe per loan.
+//
+// # Safety
+// `loan` is NULL or a loan not yet sent or freed; a non-NULL `data` points
+// to `len` readable bytes that do not overlap the loan's.
+enum shmlink_status shmlink_loan_write(struct shmlink_loan *loan,
+                                       size_t offset,
+                                       const uint8_t *data,
+                                       size_t len);
+
 // Releases a loan that was not sent: its room goes back to the arena (for
 // the next loan). NULL is ignored. Fine after the loan's client was closed
 // or freed. Not thread-safe per loan.

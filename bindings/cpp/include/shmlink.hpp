@@ -394,6 +394,14 @@ class Loan : public detail::Held<shmlink_loan, uint8_t, detail::LoanFree> {
   // An empty loan (no buffer).
   Loan() noexcept = default;
 
+  // Copies `bytes` into the loan at `offset` (shmlink_loan_write): from
+  // 12 MiB on, past the caches, as Client::call copies large requests.
+  // Throws shmlink::Error (invalid argument) when they would pass size().
+  void write(std::size_t offset, std::string_view bytes) {
+    detail::check(shmlink_loan_write(native_handle(), offset,
+                                     reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
+  }
+
  private:
   friend class Client;
   Loan(shmlink_loan* handle, uint8_t* data, std::size_t size) noexcept : Held(handle, data, size) {}

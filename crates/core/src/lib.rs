@@ -70,7 +70,7 @@ pub use server::{
     AcceptedWorker, Answer, BatchAnswer, Handler, InPlace, RunningServer, Server, Stats,
     StopHandle, WithFds, WorkerPort, PREPARED_SEGMENTS,
 };
-pub use shmlink_arena::Loan;
+pub use shmlink_arena::{fill_copy, Loan, STREAM_FROM};
 pub use worker::{
     Worker, CODE_NOT_ANSWERED, CODE_WORKER_DIED, CODE_WORKER_TIMEOUT, WORKER_ENV, WORKER_WAIT_ENV,
 };

@@ -5,7 +5,7 @@
 //! arena hold from after the first call to the end. Loans are filled by
 //! `Loan::fill_from`, the copy `call()` makes into the arena, so the fill's
 //! time is what the arena path spends copying; the control's fill into the
-//! client's own memory is the same copy (`shmlink_arena::fill_copy`).
+//! client's own memory is the same copy (`shmlink::fill_copy`).
 
 use std::time::Instant;
 
@@ -56,7 +56,7 @@ pub(crate) fn measure(
             // own, then a small call, timed apart. It meets the caches and
             // TLBs the loan call met, without the arena.
             let own = scratch.get_or_insert_with(|| vec![0; req.len()]);
-            shmlink_arena::fill_copy(own, req);
+            shmlink::fill_copy(own, req);
             let p0 = Instant::now();
             let r = client.call(&small)?;
             control.record(p0.elapsed());

@@ -1,8 +1,9 @@
 //! Copying a large buffer into the arena with non-temporal stores: the
 //! bytes go to memory without being read into the cache first and without
-//! evicting what the caches hold. Below [`STREAM_FROM`] a plain copy is
-//! faster, above it the streamed one is, even for a peer that then reads
-//! every byte (`bench/copy/run.sh` measures both; docs/design.md "Arena").
+//! evicting what the caches hold. From [`STREAM_FROM`] on the streamed copy
+//! is as fast or faster, even for a peer that then reads every byte; below
+//! it a plain copy can win (`bench/copy/run.sh` measures both;
+//! docs/design.md "Arena").
 #![allow(unsafe_code)]
 
 /// Copies of at least this many bytes are streamed. Measured on the

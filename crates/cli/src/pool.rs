@@ -9,7 +9,7 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use shmlink::{Client, ClientOptions, WaitStrategy};
 use shmlink_http::FrontOptions;
-use shmlink_pool::{Pool, PoolOptions};
+use shmlink_pool::{HttpMode, Pool, PoolOptions};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
@@ -36,6 +36,11 @@ pub(crate) struct PoolArgs {
     /// (Shmlink\HttpRequest in PHP).
     #[arg(long = "http", value_name = "HOST:PORT")]
     http: Vec<String>,
+    /// Who parses HTTP: `workers` (each worker accepts and parses on the listening sockets
+    /// the pool hands down; the pool only supervises) or `front` (the pool parses and hands
+    /// each request to an idle worker as a call; needed with --listen).
+    #[arg(long, value_name = "MODE", default_value = "workers")]
+    http_mode: HttpMode,
     /// Largest HTTP request body (K/M/G suffixes); larger ones get 413.
     #[arg(long, value_name = "BYTES", value_parser = parse::size, default_value = "8M")]
     http_max_body: usize,
@@ -49,7 +54,7 @@ pub(crate) struct PoolArgs {
     /// Most HTTP connections open at once; more are closed when accepted.
     #[arg(long, value_name = "N", default_value_t = 10_000)]
     http_max_connections: usize,
-    /// Threads of the HTTP front [default: one per CPU].
+    /// Threads of the HTTP front (--http-mode front) [default: one per CPU].
     #[arg(long, value_name = "N", default_value_t = 0)]
     http_threads: usize,
     /// Write one line per HTTP request to PATH (-: standard error).
@@ -184,6 +189,7 @@ fn supervise(args: &PoolArgs) -> anyhow::Result<()> {
         h.threads = args.http_threads;
         h.access_log = args.http_access_log.clone();
         opts.http = Some(h);
+        opts.http_mode = args.http_mode;
     }
     let mut signals =
         Signals::new([SIGINT, SIGTERM, SIGHUP]).context("installing signal handlers")?;

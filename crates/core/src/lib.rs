@@ -72,5 +72,6 @@ pub use server::{
 };
 pub use shmlink_arena::{fill_copy, Loan, STREAM_FROM};
 pub use worker::{
-    Worker, CODE_NOT_ANSWERED, CODE_WORKER_DIED, CODE_WORKER_TIMEOUT, WORKER_ENV, WORKER_WAIT_ENV,
+    Polled, Worker, CODE_NOT_ANSWERED, CODE_WORKER_DIED, CODE_WORKER_TIMEOUT, WORKER_ENV,
+    WORKER_WAIT_ENV,
 };

@@ -115,6 +115,17 @@ impl Watch {
         }
     }
 
+    /// The control socket it polls, if any (a worker's HTTP loop watches
+    /// it for the supervisor's hang-up).
+    pub(crate) fn socket(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        match self {
+            Watch::Socket(s) => Some(s.as_fd()),
+            Watch::FdSocket(s) => Some(s.as_fd()),
+            Watch::Line { sock, .. } => Some(sock.as_fd()),
+            Watch::Flags(_) => None,
+        }
+    }
+
     /// Whether a check is cheap enough (an atomic load) to do on every spin check.
     pub(crate) fn is_cheap(&self) -> bool {
         matches!(self, Watch::Flags(_))

@@ -47,6 +47,18 @@ pub const CODE_WORKER_DIED: u32 = 0xFFFF_0012;
 /// it).
 pub const CODE_WORKER_TIMEOUT: u32 = 0xFFFF_0013;
 
+/// What [`Worker::try_accept`] found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Polled<'a> {
+    /// A call's request: answer it with [`Worker::respond`] or
+    /// [`Worker::fail`].
+    Call(&'a [u8]),
+    /// The supervisor told this worker to stop.
+    Stop,
+    /// Nothing yet.
+    Nothing,
+}
+
 /// The answering end of a session with a supervisor. Not thread-safe by
 /// design (`&mut self`), like [`Client`](crate::Client).
 ///
@@ -160,6 +172,53 @@ impl Worker {
         }
         self.pending = Some((m.id, on_line));
         Ok(Some(&self.request))
+    }
+
+    /// The request of the call accepted last and not answered yet.
+    pub fn request(&self) -> Option<&[u8]> {
+        self.pending.map(|_| self.request.as_slice())
+    }
+
+    /// Takes the next call if one is there, without waiting: for a worker
+    /// whose loop waits elsewhere (on its HTTP connections) and looks here
+    /// when [`Worker::supervisor_socket`] becomes readable. A call accepted
+    /// earlier and not answered is answered first, as by [`Worker::accept`].
+    ///
+    /// # Errors
+    /// As [`Worker::accept`]: the supervisor died or broke the protocol.
+    pub fn try_accept(&mut self) -> Result<Polled<'_>> {
+        if self.line.is_none() && !self.session.ready_now() && self.session.is_usable() {
+            return Ok(Polled::Nothing);
+        }
+        Ok(match self.accept()? {
+            Some(request) => Polled::Call(request),
+            None => Polled::Stop,
+        })
+    }
+
+    /// A duplicate of the socket of this worker's session: it becomes
+    /// readable when the supervisor hangs up (after its goodbye, or dying),
+    /// and on a `unix:`/`tcp:` session also when a call comes. For a loop
+    /// that waits on other descriptors too ([`Worker::try_accept`]).
+    ///
+    /// # Errors
+    /// The descriptor cannot be duplicated (the process is out of them).
+    pub fn supervisor_socket(&self) -> Result<std::os::fd::OwnedFd> {
+        let sock = self
+            .session
+            .link()
+            .control_socket()
+            .ok_or_else(|| Error::InvalidOption {
+                name: "worker",
+                reason: "this session has no socket of its own".into(),
+            })?;
+        sock.try_clone_to_owned().map_err(|e| Error::Io {
+            context: format!(
+                "duplicating the socket of the session with {}",
+                self.address
+            ),
+            source: e,
+        })
     }
 
     /// The next call, from the supervisor or the line (the supervisor's

@@ -40,6 +40,15 @@ impl AccessLog {
         })
     }
 
+    /// Appends to a descriptor handed down by the pool (a file opened for
+    /// appending, or its standard error): each line is one `write`, so the
+    /// lines of several workers do not mix.
+    pub(crate) fn from_fd(fd: std::os::fd::OwnedFd) -> AccessLog {
+        AccessLog {
+            out: Mutex::new(LineWriter::new(Box::new(std::fs::File::from(fd)))),
+        }
+    }
+
     /// `REMOTE "METHOD TARGET PROTOCOL" STATUS BYTES MICROSECONDSus`.
     pub(crate) fn line(
         &self,

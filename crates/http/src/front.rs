@@ -1,44 +1,54 @@
-//! The server: a tokio runtime accepting on every address, hyper serving
-//! each connection, one backend call per request.
+//! The pool's front: a tokio runtime accepting on every address, hyper
+//! serving each connection ([`crate::conn`]), one backend call per request
+//! ([`crate::request`]).
 
 use std::net::SocketAddr;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full, Limited};
-use hyper::body::Incoming;
-use hyper::header::CONTENT_LENGTH;
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper::{Request, Response};
-use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use crate::access::AccessLog;
 use crate::backend::{Backend, Fault};
+use crate::conn;
+use crate::counters::{Counters, StatsHandle};
 use crate::error::HttpError;
 use crate::options::FrontOptions;
+use crate::request::{Answer, Conn, Route, Shared};
 use crate::respond;
-use crate::stats::{Counters, HttpStats, StatsHandle};
-use crate::wire;
+use crate::stats::HttpStats;
 
-/// How long a stop waits for requests in flight.
-const STOP_GRACE: Duration = Duration::from_secs(5);
-
-/// What every connection shares.
-struct Shared {
+/// The front's route: a turn at the backend, then its blocking call.
+pub(crate) struct BackendRoute {
     backend: Arc<dyn Backend>,
-    opts: FrontOptions,
-    counters: Arc<Counters>,
-    access: Option<AccessLog>,
     /// Turns at the backend: [`Backend::concurrency`] of them.
     turns: tokio::sync::Semaphore,
-    /// Reasons of faults go here (the pool's log).
-    log: Box<dyn Fn(&str) + Send + Sync>,
+}
+
+impl Route for BackendRoute {
+    async fn call(&self, request: Vec<u8>, _conn: &Conn) -> Answer {
+        // The backend waits inline only briefly and parks every longer wait
+        // in block_in_place: this runtime thread's other tasks and its turn
+        // at polling the sockets pass to another thread meanwhile. A call
+        // made wholly inline froze the whole front while it ran, whatever
+        // its threads: the thread that woke for the request was the one
+        // polling the sockets, and a parked thread is not woken to take over
+        // (tests/http.rs, a_slow_request_holds_up_no_other); one made wholly
+        // in block_in_place served fewer requests per second
+        // (docs/design.md).
+        let wait = self.backend.queue_timeout();
+        let Ok(Ok(_turn)) = tokio::time::timeout(wait, self.turns.acquire()).await else {
+            let why = format!("no worker became free within the queue timeout of {wait:?}");
+            return Err(Fault::new(503, why));
+        };
+        let mut answer = Vec::new();
+        self.backend.call(&request, &mut answer, &mut |wait| {
+            tokio::task::block_in_place(&mut *wait)
+        })?;
+        respond::from_worker(&answer).map_err(|why| Fault::new(502, why))
+    }
 }
 
 /// A running HTTP front.
@@ -47,7 +57,7 @@ pub struct Front {
     stop: watch::Sender<bool>,
     done: Option<tokio::task::JoinHandle<()>>,
     addrs: Vec<SocketAddr>,
-    shared: Arc<Shared>,
+    shared: Arc<Shared<BackendRoute>>,
 }
 
 impl std::fmt::Debug for Front {
@@ -113,16 +123,18 @@ impl Front {
                 .clamp(1, tokio::sync::Semaphore::MAX_PERMITS),
         );
         let shared = Arc::new(Shared {
-            turns,
-            backend,
+            route: BackendRoute { backend, turns },
             opts,
-            counters: Arc::default(),
+            counters: Arc::new(Counters::default()),
             access,
             log,
+            draining: AtomicBool::new(false),
         });
         let (stop, stopped) = watch::channel(false);
         let s = Arc::clone(&shared);
-        let done = runtime.spawn(serve(listeners, s, stopped));
+        // Stopped, the front closes idle connections at once (the pool is
+        // going away; nobody else will answer them).
+        let done = runtime.spawn(conn::serve(listeners, s, stopped, Duration::ZERO));
         Ok(Front {
             runtime: Some(runtime),
             stop,
@@ -169,185 +181,5 @@ impl Drop for Front {
         if self.runtime.is_some() {
             self.shutdown();
         }
-    }
-}
-
-/// Accepts on every listener until told to stop, then shuts the
-/// connections down gracefully.
-async fn serve(listeners: Vec<TcpListener>, shared: Arc<Shared>, stopped: watch::Receiver<bool>) {
-    let graceful = Arc::new(GracefulShutdown::new());
-    let mut loops = Vec::new();
-    for l in listeners {
-        let (s, g, mut st) = (Arc::clone(&shared), Arc::clone(&graceful), stopped.clone());
-        loops.push(tokio::spawn(async move {
-            loop {
-                tokio::select! {
-                    _ = st.changed() => return,
-                    accepted = l.accept() => match accepted {
-                        Ok((stream, peer)) => connection(&s, &g, stream, peer),
-                        // Out of fds, say: wait a little rather than spin.
-                        Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
-                    }
-                }
-            }
-        }));
-    }
-    for l in loops {
-        let _ = l.await;
-    }
-    if let Ok(g) = Arc::try_unwrap(graceful) {
-        let _ = tokio::time::timeout(STOP_GRACE, g.shutdown()).await;
-    }
-}
-
-/// Serves one accepted connection on its own task.
-fn connection(
-    shared: &Arc<Shared>,
-    graceful: &GracefulShutdown,
-    stream: tokio::net::TcpStream,
-    peer: SocketAddr,
-) {
-    let c = &shared.counters;
-    c.connections.fetch_add(1, Ordering::Relaxed);
-    if c.open.load(Ordering::Relaxed) >= shared.opts.max_connections as u64 {
-        c.refused.fetch_add(1, Ordering::Relaxed);
-        return; // dropping the stream closes it
-    }
-    let _ = stream.set_nodelay(true);
-    c.open.fetch_add(1, Ordering::Relaxed);
-    let remote = peer.to_string();
-    let s = Arc::clone(shared);
-    let service = service_fn(move |req| {
-        let (s, remote) = (Arc::clone(&s), remote.clone());
-        async move { Ok::<_, std::convert::Infallible>(request(&s, &remote, req).await) }
-    });
-    let conn = http1::Builder::new()
-        .timer(TokioTimer::new())
-        .header_read_timeout(shared.opts.header_timeout)
-        .max_buf_size(shared.opts.max_header_bytes.max(8192))
-        .keep_alive(true)
-        .serve_connection(TokioIo::new(stream), service);
-    let conn = graceful.watch(conn);
-    let s = Arc::clone(shared);
-    tokio::spawn(async move {
-        // A client that breaks the protocol or goes away ends its own
-        // connection only.
-        let _ = conn.await;
-        s.counters.open.fetch_sub(1, Ordering::Relaxed);
-    });
-}
-
-/// Answers one request.
-async fn request(shared: &Shared, remote: &str, req: Request<Incoming>) -> Response<Full<Bytes>> {
-    let started = Instant::now();
-    let line = shared
-        .access
-        .as_ref()
-        .map(|_| format!("{} {} {:?}", req.method(), req.uri(), req.version()));
-    let (status, body_in, resp) = answer(shared, remote, req).await;
-    let body_out = hyper::body::Body::size_hint(resp.body())
-        .exact()
-        .unwrap_or(0) as usize;
-    shared.counters.answered(status, body_in, body_out);
-    if let (Some(log), Some(line)) = (&shared.access, line) {
-        log.line(remote, &line, status, body_out, started.elapsed());
-    }
-    resp
-}
-
-/// The status, the request body's size and the response.
-async fn answer(
-    shared: &Shared,
-    remote: &str,
-    req: Request<Incoming>,
-) -> (u16, usize, Response<Full<Bytes>>) {
-    // CONNECT asks a proxy for a tunnel: nothing a worker answers.
-    if req.method() == hyper::Method::CONNECT {
-        return (405, 0, respond::plain(405, true));
-    }
-    let max = shared.opts.max_body;
-    let declared = req
-        .headers()
-        .get(CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > max as u64) {
-        return (413, 0, respond::plain(413, true));
-    }
-    let (parts, body) = req.into_parts();
-    let body = match Limited::new(body, max).collect().await {
-        Ok(b) => b.to_bytes(),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
-            return (413, 0, respond::plain(413, true))
-        }
-        // A broken chunked body, or the client gone mid-body.
-        Err(_) => return (400, 0, respond::plain(400, true)),
-    };
-    let mut encoded = Vec::with_capacity(256 + body.len());
-    wire::encode_request(
-        &mut encoded,
-        parts.method.as_str(),
-        parts
-            .uri
-            .path_and_query()
-            .map_or_else(|| parts.uri.path(), |pq| pq.as_str()),
-        version(parts.version),
-        remote,
-        parts
-            .headers
-            .iter()
-            .map(|(n, v)| (n.as_str(), v.as_bytes())),
-        &body,
-    );
-    // The backend waits inline only briefly and parks every longer wait in
-    // block_in_place: this runtime thread's other tasks and its turn at
-    // polling the sockets pass to another thread meanwhile. A call made
-    // wholly inline froze the whole front while it ran, whatever its
-    // threads: the thread that woke for the request was the one polling
-    // the sockets, and a parked thread is not woken to take over
-    // (tests/http.rs, a_slow_request_holds_up_no_other); one made wholly in
-    // block_in_place served fewer requests per second (docs/design.md).
-    let wait = shared.backend.queue_timeout();
-    let Ok(Ok(_turn)) = tokio::time::timeout(wait, shared.turns.acquire()).await else {
-        let why = format!("no worker became free within the queue timeout of {wait:?}");
-        return fault(shared, &parts, remote, Fault::new(503, why), body.len());
-    };
-    let mut answer = Vec::new();
-    let called = shared
-        .backend
-        .call(&encoded, &mut answer, &mut |wait| {
-            tokio::task::block_in_place(&mut *wait)
-        })
-        .map(|()| answer);
-    let f = match called {
-        Ok(answer) => match respond::from_worker(answer) {
-            Ok(resp) => return (resp.status().as_u16(), body.len(), resp),
-            Err(why) => Fault::new(502, why),
-        },
-        Err(f) => f,
-    };
-    fault(shared, &parts, remote, f, body.len())
-}
-
-/// Logs why a request failed and makes its response.
-fn fault(
-    shared: &Shared,
-    parts: &hyper::http::request::Parts,
-    remote: &str,
-    fault: Fault,
-    body_in: usize,
-) -> (u16, usize, Response<Full<Bytes>>) {
-    (shared.log)(&format!(
-        "HTTP {} {} from {remote}: {} ({})",
-        parts.method, parts.uri, fault.status, fault.reason
-    ));
-    (fault.status, body_in, respond::plain(fault.status, false))
-}
-
-fn version(v: hyper::Version) -> &'static str {
-    match v {
-        hyper::Version::HTTP_10 => "HTTP/1.0",
-        hyper::Version::HTTP_09 => "HTTP/0.9",
-        _ => "HTTP/1.1",
     }
 }

@@ -17,11 +17,12 @@ const FRAMING: [&str; 5] = [
     "upgrade",
 ];
 
-/// The response the front makes of a worker's answer; an answer that is not
-/// a valid encoded response (or carries a header or a status HTTP cannot:
-/// a 1xx) is a 502 and the reason why.
-pub(crate) fn from_worker(answer: Vec<u8>) -> Result<Response<Full<Bytes>>, String> {
-    let r = wire::Response::decode(&answer)
+/// The response made of a worker's encoded answer, read in place (the
+/// body copied once); an answer that is not a valid encoded response (or
+/// carries a header or a status HTTP cannot: a 1xx) is a 502 and the
+/// reason why.
+pub(crate) fn from_worker(answer: &[u8]) -> Result<Response<Full<Bytes>>, String> {
+    let r = wire::ResponseView::parse(answer)
         .map_err(|e| format!("the worker's answer is unusable: {e}"))?;
     // A 1xx is no final status: hyper would send a 500 instead (a bare 101
     // for 101) and close the connection.
@@ -29,17 +30,17 @@ pub(crate) fn from_worker(answer: Vec<u8>) -> Result<Response<Full<Bytes>>, Stri
         .ok()
         .filter(|s| !s.is_informational())
         .ok_or_else(|| format!("the worker answered status {}", r.status))?;
-    let mut resp = Response::new(Full::new(Bytes::from(r.body)));
+    let mut resp = Response::new(Full::new(Bytes::copy_from_slice(r.body)));
     *resp.status_mut() = status;
     let headers = resp.headers_mut();
-    for (name, value) in r.headers {
-        let lower = name.to_ascii_lowercase();
-        if FRAMING.contains(&lower.as_str()) {
+    for (name, value) in r.headers() {
+        if FRAMING.iter().any(|f| f.eq_ignore_ascii_case(name)) {
             continue;
         }
-        let n = HeaderName::from_bytes(lower.as_bytes())
+        // Lower-cases the name as it parses it.
+        let n = HeaderName::from_bytes(name.as_bytes())
             .map_err(|_| format!("the worker answered an invalid header name {name:?}"))?;
-        let v = HeaderValue::from_bytes(&value)
+        let v = HeaderValue::from_bytes(value)
             .map_err(|_| format!("the worker answered an invalid value for header {name:?}"))?;
         headers.append(n, v);
     }

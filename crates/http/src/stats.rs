@@ -1,10 +1,9 @@
-//! The front's counters, shown by `shmlink pool status`.
-
-use std::sync::atomic::{AtomicU64, Ordering};
+//! What an HTTP server has done, as `shmlink pool status` shows it.
 
 use serde::Serialize;
 
-/// What the front has done.
+/// What an HTTP server (the front, or the workers that serve HTTP
+/// themselves, summed) has done.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct HttpStats {
     /// Connections open now.
@@ -13,13 +12,13 @@ pub struct HttpStats {
     pub connections: u64,
     /// Connections closed at once because `max_connections` were open.
     pub connections_refused: u64,
-    /// Requests answered (by a worker or by the front).
+    /// Requests answered (by a worker or by the server itself).
     pub requests: u64,
     /// Responses with a 1xx-3xx status.
     pub ok: u64,
     /// Responses 4xx (413 included).
     pub client_errors: u64,
-    /// Responses 5xx (the worker's error, or 502/503/504 from the pool).
+    /// Responses 5xx (the worker's error, or 502/503/504).
     pub server_errors: u64,
     /// Request bodies refused as too large (413).
     pub too_large: u64,
@@ -27,65 +26,36 @@ pub struct HttpStats {
     pub bytes_in: u64,
     /// Response body bytes sent.
     pub bytes_out: u64,
+    /// CPU time the workers spent in the HTTP server's own path (parsing,
+    /// encoding, writing: everything but the application), in nanoseconds,
+    /// over `front_samples` sampled requests (0 for the front, whose
+    /// process is measured whole).
+    pub front_cpu_ns: u64,
+    /// Requests sampled for `front_cpu_ns`.
+    pub front_samples: u64,
 }
 
-/// The live counters.
-#[derive(Debug, Default)]
-pub(crate) struct Counters {
-    pub(crate) open: AtomicU64,
-    pub(crate) connections: AtomicU64,
-    pub(crate) refused: AtomicU64,
-    pub(crate) requests: AtomicU64,
-    pub(crate) ok: AtomicU64,
-    pub(crate) client_errors: AtomicU64,
-    pub(crate) server_errors: AtomicU64,
-    pub(crate) too_large: AtomicU64,
-    pub(crate) bytes_in: AtomicU64,
-    pub(crate) bytes_out: AtomicU64,
-}
-
-impl Counters {
-    /// Counts one answered request.
-    pub(crate) fn answered(&self, status: u16, body_in: usize, body_out: usize) {
-        self.requests.fetch_add(1, Ordering::Relaxed);
-        let class = match status {
-            0..=399 => &self.ok,
-            400..=499 => &self.client_errors,
-            _ => &self.server_errors,
-        };
-        class.fetch_add(1, Ordering::Relaxed);
-        if status == 413 {
-            self.too_large.fetch_add(1, Ordering::Relaxed);
-        }
-        self.bytes_in.fetch_add(body_in as u64, Ordering::Relaxed);
-        self.bytes_out.fetch_add(body_out as u64, Ordering::Relaxed);
+impl HttpStats {
+    /// Adds another server's counters to these (the pool sums its
+    /// workers'); `connections_open` adds too.
+    pub fn add(&mut self, o: &HttpStats) {
+        self.connections_open = self.connections_open.wrapping_add(o.connections_open);
+        self.connections = self.connections.wrapping_add(o.connections);
+        self.connections_refused = self.connections_refused.wrapping_add(o.connections_refused);
+        self.requests = self.requests.wrapping_add(o.requests);
+        self.ok = self.ok.wrapping_add(o.ok);
+        self.client_errors = self.client_errors.wrapping_add(o.client_errors);
+        self.server_errors = self.server_errors.wrapping_add(o.server_errors);
+        self.too_large = self.too_large.wrapping_add(o.too_large);
+        self.bytes_in = self.bytes_in.wrapping_add(o.bytes_in);
+        self.bytes_out = self.bytes_out.wrapping_add(o.bytes_out);
+        self.front_cpu_ns = self.front_cpu_ns.wrapping_add(o.front_cpu_ns);
+        self.front_samples = self.front_samples.wrapping_add(o.front_samples);
     }
 
-    pub(crate) fn snapshot(&self) -> HttpStats {
-        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        HttpStats {
-            connections_open: get(&self.open),
-            connections: get(&self.connections),
-            connections_refused: get(&self.refused),
-            requests: get(&self.requests),
-            ok: get(&self.ok),
-            client_errors: get(&self.client_errors),
-            server_errors: get(&self.server_errors),
-            too_large: get(&self.too_large),
-            bytes_in: get(&self.bytes_in),
-            bytes_out: get(&self.bytes_out),
-        }
-    }
-}
-
-/// A handle on a front's counters that outlives nothing it should not: it
-/// holds the counters themselves (the pool's status reads it).
-#[derive(Debug, Clone)]
-pub struct StatsHandle(pub(crate) std::sync::Arc<Counters>);
-
-impl StatsHandle {
-    /// The counters now.
-    pub fn snapshot(&self) -> HttpStats {
-        self.0.snapshot()
+    /// Mean CPU time of the server's own path per request, in µs, from the
+    /// samples (`None` without samples).
+    pub fn front_cpu_us(&self) -> Option<f64> {
+        (self.front_samples > 0).then(|| self.front_cpu_ns as f64 / self.front_samples as f64 / 1e3)
     }
 }

@@ -158,9 +158,41 @@ impl Response {
     /// Decodes a response; the status must be 100..=999.
     ///
     /// # Errors
+    /// As [`ResponseView::parse`].
+    pub fn decode(bytes: &[u8]) -> Result<Response, WireError> {
+        let v = ResponseView::parse(bytes)?;
+        Ok(Response {
+            status: v.status,
+            headers: v
+                .headers()
+                .map(|(n, value)| (n.to_string(), value.to_vec()))
+                .collect(),
+            body: v.body.to_vec(),
+        })
+    }
+}
+
+/// An encoded response read in place: every length checked once by
+/// [`ResponseView::parse`], nothing copied (the front and the workers build
+/// the HTTP response straight from it).
+#[derive(Debug, Clone, Copy)]
+pub struct ResponseView<'a> {
+    /// Status code, 100..=999.
+    pub status: u16,
+    count: u32,
+    /// The encoded headers (`count` name and value pairs).
+    headers: &'a [u8],
+    /// The body.
+    pub body: &'a [u8],
+}
+
+impl<'a> ResponseView<'a> {
+    /// Checks an encoded response.
+    ///
+    /// # Errors
     /// Wrong magic, a status out of range, a length past the end, a header
     /// name that is not UTF-8, trailing bytes.
-    pub fn decode(bytes: &[u8]) -> Result<Response, WireError> {
+    pub fn parse(bytes: &'a [u8]) -> Result<ResponseView<'a>, WireError> {
         let mut r = Reader::after_magic(bytes, &RESPONSE_MAGIC, "response")?;
         let status = r.u32("status")?;
         if !(100..=999).contains(&status) {
@@ -169,14 +201,32 @@ impl Response {
             )));
         }
         let count = r.u32("header count")?;
-        let headers = r.headers(count)?;
-        let body = r.bytes("body")?.to_vec();
+        r.fits(count)?;
+        let start = r.rest;
+        for _ in 0..count {
+            r.str("header name")?;
+            r.bytes("header value")?;
+        }
+        let headers = &start[..start.len() - r.rest.len()];
+        let body = r.bytes("body")?;
         r.end()?;
-        Ok(Response {
+        Ok(ResponseView {
             status: status as u16,
+            count,
             headers,
             body,
         })
+    }
+
+    /// The headers, names and values, in order.
+    pub fn headers(&self) -> impl Iterator<Item = (&'a str, &'a [u8])> + 'a {
+        let mut r = Reader {
+            rest: self.headers,
+            what: "response",
+        };
+        // Checked by `parse`: every read succeeds.
+        (0..self.count)
+            .map_while(move |_| Some((r.str("header name").ok()?, r.bytes("header value").ok()?)))
     }
 }
 
@@ -219,15 +269,20 @@ impl<'a> Reader<'a> {
         Ok(s)
     }
 
-    fn text(&mut self, field: &str) -> Result<String, WireError> {
+    fn str(&mut self, field: &str) -> Result<&'a str, WireError> {
         let b = self.bytes(field)?;
-        String::from_utf8(b.to_vec())
+        std::str::from_utf8(b)
             .map_err(|_| WireError(format!("HTTP {}: {field} is not UTF-8", self.what)))
     }
 
-    fn headers(&mut self, count: u32) -> Result<Vec<(String, Vec<u8>)>, WireError> {
-        // Each header takes at least 8 bytes: a count past that is a lie,
-        // refused before allocating for it.
+    fn text(&mut self, field: &str) -> Result<String, WireError> {
+        self.str(field).map(str::to_string)
+    }
+
+    /// Refuses a count of headers that cannot fit in what is left: each
+    /// takes at least 8 bytes, so a larger count is a lie, refused before
+    /// anything is allocated for it.
+    fn fits(&self, count: u32) -> Result<(), WireError> {
         if count as usize > self.rest.len() / 8 {
             return Err(WireError(format!(
                 "HTTP {}: {count} headers cannot fit in the {} bytes left",
@@ -235,6 +290,11 @@ impl<'a> Reader<'a> {
                 self.rest.len()
             )));
         }
+        Ok(())
+    }
+
+    fn headers(&mut self, count: u32) -> Result<Vec<(String, Vec<u8>)>, WireError> {
+        self.fits(count)?;
         let mut headers = Vec::with_capacity(count as usize);
         for _ in 0..count {
             let name = self.text("header name")?;

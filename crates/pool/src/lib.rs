@@ -30,6 +30,7 @@ mod control;
 mod dispatch;
 mod error;
 mod http;
+mod http_workers;
 mod options;
 mod spawn;
 mod status;
@@ -46,7 +47,9 @@ use shmlink::{Log, RunningServer, Server, ServerOptions, WorkerPort};
 
 pub use codes::*;
 pub use error::PoolError;
-pub use options::{default_idle_worker_wait, default_wait, default_worker_wait, PoolOptions};
+pub use options::{
+    default_idle_worker_wait, default_wait, default_worker_wait, HttpMode, PoolOptions,
+};
 pub use status::{Status, WorkerStatus};
 
 use table::{Phase, Shared};
@@ -70,6 +73,8 @@ pub(crate) struct Inner {
     rate: Mutex<(Instant, u64, f64)>,
     /// The HTTP front's counters, when it runs.
     pub(crate) http: OnceLock<shmlink_http::StatsHandle>,
+    /// What workers that serve HTTP themselves share, when they do.
+    pub(crate) http_workers: Option<http_workers::HttpWorkers>,
 }
 
 impl Inner {
@@ -153,6 +158,12 @@ impl Pool {
         let workdir = private_dir()?;
         let port_address = format!("shm:{}", workdir.join("workers.sock").display());
         let log = Arc::new(log);
+        let http_workers = match &opts.http {
+            Some(h) if opts.http_mode == HttpMode::Workers => Some(
+                http_workers::HttpWorkers::bind(h, opts.workers, opts.queue_timeout)?,
+            ),
+            _ => None,
+        };
         let port = WorkerPort::bind(
             &port_address,
             ServerOptions {
@@ -175,6 +186,7 @@ impl Pool {
             started: Instant::now(),
             rate: Mutex::new((Instant::now(), 0, 0.0)),
             http: OnceLock::new(),
+            http_workers,
         });
         let mut threads = Vec::new();
         let spawn = |name: &str, f: Box<dyn FnOnce() + Send>| {
@@ -218,7 +230,11 @@ impl Pool {
                 .spawn(dispatch::Dispatch::new(Arc::clone(&inner)))?;
             pool.server = Some(server);
         }
-        if let Some(http) = &opts.http {
+        if let Some(http) = opts
+            .http
+            .as_ref()
+            .filter(|_| opts.http_mode == HttpMode::Front)
+        {
             let log = Arc::clone(&inner.log);
             let front = shmlink_http::Front::start(
                 http.clone(),
@@ -255,12 +271,13 @@ impl Pool {
         all
     }
 
-    /// The HTTP front's addresses (with the ports chosen for port 0).
+    /// The HTTP addresses (with the ports chosen for port 0).
     pub fn http_addresses(&self) -> Vec<std::net::SocketAddr> {
-        self.front
-            .as_ref()
-            .map(|f| f.local_addrs().to_vec())
-            .unwrap_or_default()
+        match (&self.front, &self.inner.http_workers) {
+            (Some(f), _) => f.local_addrs().to_vec(),
+            (None, Some(h)) => h.addrs().to_vec(),
+            (None, None) => Vec::new(),
+        }
     }
 
     /// The control socket, if any.

@@ -46,12 +46,40 @@ pub struct PoolOptions {
     /// `SHMLINK_WORKER_WAIT`, which replaces the wait strategy of its
     /// options). Default: [`default_idle_worker_wait`].
     pub idle_worker_wait: WaitStrategy,
-    /// The HTTP front, if any: each request becomes a call to a worker.
+    /// HTTP served, if any: its addresses and limits.
     pub http: Option<shmlink_http::FrontOptions>,
+    /// Who parses HTTP: the workers themselves (the default), or the
+    /// pool's front, which turns each request into a call to a worker.
+    pub http_mode: HttpMode,
     /// Whether `shm:` clients calling one at a time may get a worker of
     /// their own on a direct line while workers are idle (their calls then
     /// skip the pool). Default true.
     pub lines: bool,
+}
+
+/// Who parses HTTP for a pool with `--http`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HttpMode {
+    /// Every worker accepts and parses HTTP itself, on the listening
+    /// sockets the pool hands down; the pool only supervises. The fastest:
+    /// no other process is on a request's path.
+    #[default]
+    Workers,
+    /// The pool's front accepts and parses; each request becomes a call to
+    /// an idle worker (for workers that cannot serve HTTP themselves, and
+    /// pools that also take calls on `--listen`).
+    Front,
+}
+
+impl std::str::FromStr for HttpMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "workers" => Ok(HttpMode::Workers),
+            "front" => Ok(HttpMode::Front),
+            other => Err(format!("{other:?} is not an HTTP mode (workers or front)")),
+        }
+    }
 }
 
 // A call through the pool has three parties: the client, the pool's session
@@ -125,6 +153,7 @@ impl PoolOptions {
             worker_wait: default_worker_wait(),
             idle_worker_wait: default_idle_worker_wait(),
             http: None,
+            http_mode: HttpMode::Workers,
             lines: true,
         }
     }
@@ -140,6 +169,13 @@ impl PoolOptions {
         }
         if let Some(h) = &self.http {
             h.validate()?;
+            if self.http_mode == HttpMode::Workers && !self.listen.is_empty() {
+                return bad(
+                    "--listen cannot be combined with --http when the workers serve HTTP themselves \
+                     (--http-mode workers, the default): they wait on their HTTP connections, not \
+                     for calls; use --http-mode front to serve both",
+                );
+            }
         }
         if self.command.is_empty() {
             return bad("no worker command (after --)");

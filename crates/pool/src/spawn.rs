@@ -1,5 +1,7 @@
 //! Starting a worker process: the command with `SHMLINK_WORKER` set to the
-//! pool's worker port and `SHMLINK_WORKER_WAIT` to how it waits for calls,
+//! pool's worker port and `SHMLINK_WORKER_WAIT` to how it waits for calls
+//! (and, for workers that serve HTTP, its descriptors handed down with
+//! `SHMLINK_HTTP` naming them),
 //! stdin closed, stdout and stderr captured line by line into the pool's
 //! log with the worker's pid in front (so a worker printing to stdout
 //! cannot corrupt anything: its output is not the protocol).
@@ -10,10 +12,13 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use shmlink::{Log, WaitStrategy, WORKER_ENV, WORKER_WAIT_ENV};
+use shmlink_http::HTTP_ENV;
+
+use crate::http_workers::HttpWorkers;
 
 /// Starts `command` as a worker of the port at `port`, told to wait for
-/// its calls as `wait` says; returns the child and the threads copying its
-/// output into `log`.
+/// its calls as `wait` says, serving HTTP in slot `http.1` when `http` is
+/// given; returns the child and the threads copying its output into `log`.
 ///
 /// # Errors
 /// When the command cannot be started (not found, not executable).
@@ -21,19 +26,30 @@ pub(crate) fn start(
     command: &[String],
     port: &str,
     wait: WaitStrategy,
+    http: Option<(&HttpWorkers, usize)>,
     log: &Arc<Log>,
 ) -> std::io::Result<(Child, Vec<JoinHandle<()>>)> {
     let (program, args) = command
         .split_first()
         .ok_or_else(|| std::io::Error::other("no worker command"))?;
-    let mut child = Command::new(program)
-        .args(args)
+    let mut cmd = Command::new(program);
+    cmd.args(args)
         .env(WORKER_ENV, port)
         .env(WORKER_WAIT_ENV, wait.to_string())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()?;
+        .stderr(Stdio::piped());
+    let mut handed = Vec::new();
+    if let Some((h, slot)) = http {
+        let (fds, env) = h.hand(slot);
+        let numbers = shmlink_sys::inherit::hand_down(&mut cmd, &fds)?;
+        cmd.env(HTTP_ENV, env(&numbers));
+        handed = fds;
+    } else {
+        cmd.env_remove(HTTP_ENV);
+    }
+    let mut child = cmd.spawn()?;
+    drop(handed);
     let pid = child.id();
     let mut copies = Vec::new();
     if let Some(out) = child.stdout.take() {

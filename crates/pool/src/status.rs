@@ -13,10 +13,12 @@ use crate::Inner;
 pub struct WorkerStatus {
     /// Process id.
     pub pid: u32,
-    /// `starting`, `idle`, `busy`, `direct` (lent to a client on a direct
-    /// line) or `stopping`.
+    /// `starting`, `idle`, `busy` (running a call, or an HTTP request it
+    /// accepted itself), `direct` (lent to a client on a direct line),
+    /// `http` (serving HTTP itself, between requests) or `stopping`.
     pub state: String,
-    /// Calls served.
+    /// Calls served (HTTP requests handed to its application, for a worker
+    /// that serves HTTP itself).
     pub calls: u64,
     /// Resident memory in bytes (read every half second).
     pub rss_bytes: u64,
@@ -33,7 +35,7 @@ pub struct WorkerStatus {
 impl WorkerStatus {
     /// Whether it serves calls: idle, busy, or on a direct line.
     pub fn serves(&self) -> bool {
-        matches!(self.state.as_str(), "idle" | "busy" | "direct")
+        matches!(self.state.as_str(), "idle" | "busy" | "direct" | "http")
     }
 }
 
@@ -64,7 +66,8 @@ pub struct Status {
     pub reloads: u64,
     /// Seconds since the pool started.
     pub uptime_s: f64,
-    /// The HTTP front's counters, when it runs.
+    /// HTTP counters (the front's, or every worker's summed), when the
+    /// pool serves HTTP.
     pub http: Option<shmlink_http::HttpStats>,
 }
 
@@ -76,7 +79,14 @@ pub(crate) fn of(inner: &Inner) -> Status {
         .iter()
         .map(|s| WorkerStatus {
             pid: s.pid,
-            state: s.phase.name().to_string(),
+            state: match (s.phase, s.http, &inner.http_workers) {
+                // Serving HTTP itself: busy while its application runs a request.
+                (Phase::Idle, Some(slot), Some(h)) => {
+                    let (handed, answered) = h.application(slot);
+                    if handed > answered { "busy" } else { "http" }.to_string()
+                }
+                (phase, _, _) => phase.name().to_string(),
+            },
             calls: s.calls,
             rss_bytes: s.rss,
             uptime_s: s.started.elapsed().as_secs_f64(),
@@ -101,7 +111,11 @@ pub(crate) fn of(inner: &Inner) -> Status {
         last_failure: t.last_failure.clone(),
         reloads: inner.reloads.load(Ordering::Relaxed),
         uptime_s: inner.started.elapsed().as_secs_f64(),
-        http: inner.http.get().map(|h| h.snapshot()),
+        http: match (&inner.http_workers, inner.http.get()) {
+            (Some(h), _) => Some(h.stats(t.slots.iter().filter_map(|s| s.http))),
+            (None, Some(front)) => Some(front.snapshot()),
+            (None, None) => None,
+        },
     }
 }
 

@@ -34,6 +34,7 @@ pub(crate) fn run(inner: &Arc<Inner>) {
         reap(inner, &mut t);
         collect_lines(inner, &mut t);
         enforce_deadlines(inner, &mut t);
+        watch_http(inner, &mut t);
         if last_measure.elapsed() >= MEASURE_EVERY {
             last_measure = Instant::now();
             measure(inner, &mut t);
@@ -67,6 +68,9 @@ fn reap(inner: &Inner, t: &mut Table) {
             continue;
         };
         let s = t.slots.swap_remove(i);
+        if let (Some(h), Some(slot)) = (&inner.http_workers, s.http) {
+            h.release(slot);
+        }
         let expected = s.phase == Phase::Stopping;
         let reason = s.stop_reason.as_deref().unwrap_or("unexpectedly");
         inner.say(&format!(
@@ -118,6 +122,51 @@ fn enforce_deadlines(inner: &Inner, t: &mut Table) {
             }
             let _ = s.child.kill();
             s.killed = true;
+        }
+    }
+}
+
+/// Workers that serve HTTP themselves: their requests are their calls
+/// (for `status`, `--max-jobs` and `--idle-ttl`); one whose request runs
+/// past the call timeout is killed (its client's connection closes), and
+/// one past `--max-jobs` requests is told to stop: it answers what it
+/// holds, closes its connections between requests and exits, while its
+/// replacement starts.
+fn watch_http(inner: &Inner, t: &mut Table) {
+    let Some(h) = &inner.http_workers else {
+        return;
+    };
+    let limit = inner.opts.call_timeout;
+    for s in &mut t.slots {
+        let Some(slot) = s.http else { continue };
+        if s.phase != Phase::Idle {
+            continue;
+        }
+        let (handed, answered) = h.application(slot);
+        if handed != s.calls {
+            s.calls = handed;
+            s.since = Instant::now();
+        }
+        if handed > answered {
+            match s.running {
+                Some((seen, at)) if seen == handed => {
+                    if at.elapsed() >= limit && !s.killed {
+                        inner.say(&format!(
+                            "worker {} did not answer an HTTP request within the call timeout of {limit:?}: killed",
+                            s.pid
+                        ));
+                        let _ = s.child.kill();
+                        s.killed = true;
+                        s.stop("killed: an HTTP request ran past the call timeout");
+                    }
+                }
+                _ => s.running = Some((handed, Instant::now())),
+            }
+        } else {
+            s.running = None;
+        }
+        if let Some(why) = s.due(inner.opts.max_jobs, false) {
+            s.stop(&why);
         }
     }
 }
@@ -263,12 +312,25 @@ fn start_missing(inner: &Inner, t: &mut Table) {
         let place = (0..inner.opts.workers)
             .find(|p| !taken.contains(p))
             .unwrap_or(0);
-        match spawn::start(
+        let http = match &inner.http_workers {
+            Some(h) => match h.take_slot() {
+                Some(slot) => Some((h, slot)),
+                // Every slot is a worker's still: start when one exits.
+                None => return,
+            },
+            None => None,
+        };
+        let started = spawn::start(
             &inner.opts.command,
             &inner.port_address,
             inner.opts.idle_worker_wait,
+            http,
             &inner.log,
-        ) {
+        );
+        if let (Err(_), Some((h, slot))) = (&started, http) {
+            h.release(slot);
+        }
+        match started {
             Ok((child, copies)) => {
                 inner.keep(copies);
                 if t.restarts.len() < inner.opts.workers {
@@ -299,6 +361,8 @@ fn start_missing(inner: &Inner, t: &mut Table) {
                     line: None,
                     revoked: None,
                     lent: false,
+                    http: http.map(|(_, slot)| slot),
+                    running: None,
                 });
                 inner.say(&format!("worker {pid} started (place {place})"));
             }

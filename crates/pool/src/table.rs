@@ -71,6 +71,11 @@ pub(crate) struct Slot {
     /// count says (a line's calls are counted when it is given back), so
     /// its death is no failed start.
     pub(crate) lent: bool,
+    /// Its slot of the HTTP counters page, when it serves HTTP itself.
+    pub(crate) http: Option<usize>,
+    /// An HTTP request it runs: the count of requests handed to its
+    /// application when the supervisor first saw it running, and when.
+    pub(crate) running: Option<(u64, Instant)>,
 }
 
 impl Slot {

@@ -1,10 +1,14 @@
-//! The pool's HTTP front with real clients (raw bytes over `TcpStream`,
-//! responses parsed by hand) against real worker processes (the native echo
-//! worker, `shmlink-echo-worker`): round trips, keep-alive, chunked and
-//! pipelined requests, the body and head limits, malformed requests, worker
-//! faults as statuses, slow-loris clients, clients that go away, no leak of
-//! descriptors or threads, the counters and the access log. Every wait is on
-//! a condition with a deadline.
+//! The pool's HTTP with real clients (raw bytes over `TcpStream`, responses
+//! parsed by hand) against real worker processes (the native echo worker,
+//! `shmlink-echo-worker`), in both modes: the workers serving HTTP
+//! themselves (`HttpMode::Workers`, the default) and the pool's front
+//! (`HttpMode::Front`); each test below runs in both (`in_both_modes!`)
+//! unless it names one. Round trips, keep-alive, chunked and pipelined
+//! requests, the body and head limits, malformed requests, worker faults,
+//! slow-loris clients, clients that go away, no leak of descriptors or
+//! threads, the counters and the access log; for workers that serve HTTP,
+//! recycling and reloads under load and a worker killed. Every wait is on a
+//! condition with a deadline.
 
 mod support;
 
@@ -16,7 +20,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use shmlink_http::{FrontOptions, HttpStats};
-use shmlink_pool::{Pool, PoolOptions};
+use shmlink_pool::{HttpMode, Pool, PoolOptions};
 
 use support::{open_fds, wait_until, Dir, Lines};
 
@@ -39,7 +43,24 @@ enum Serial {
     Alone(RwLockWriteGuard<'static, ()>),
 }
 
-/// A pool of echo workers behind an HTTP front on a free port of 127.0.0.1.
+/// Runs each named test (a `fn(HttpMode)`) once per mode: `NAME::workers`
+/// and `NAME::front`.
+macro_rules! in_both_modes {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[test]
+            fn workers() {
+                super::$name(shmlink_pool::HttpMode::Workers)
+            }
+            #[test]
+            fn front() {
+                super::$name(shmlink_pool::HttpMode::Front)
+            }
+        }
+    )*};
+}
+
+/// A pool of echo workers serving HTTP on a free port of 127.0.0.1.
 struct Front {
     pool: Pool,
     addr: SocketAddr,
@@ -49,29 +70,36 @@ struct Front {
 }
 
 impl Front {
-    /// Starts `workers` workers; `tweak` sets options (the front's header
-    /// timeout is 5 s unless it says otherwise).
-    fn start(workers: usize, tweak: impl FnOnce(&mut PoolOptions, &mut FrontOptions)) -> Front {
+    /// Starts `workers` workers serving HTTP in `mode`; `tweak` sets options
+    /// (the header timeout is 5 s unless it says otherwise).
+    fn start(
+        mode: HttpMode,
+        workers: usize,
+        tweak: impl FnOnce(&mut PoolOptions, &mut FrontOptions),
+    ) -> Front {
         let serial = Serial::Shared(SERIAL.read().unwrap_or_else(|p| p.into_inner()));
-        Front::start_as(serial, workers, tweak)
+        Front::start_as(serial, mode, workers, tweak)
     }
 
     /// As [`Front::start`], the only test running.
     fn start_alone(
+        mode: HttpMode,
         workers: usize,
         tweak: impl FnOnce(&mut PoolOptions, &mut FrontOptions),
     ) -> Front {
         let serial = Serial::Alone(SERIAL.write().unwrap_or_else(|p| p.into_inner()));
-        Front::start_as(serial, workers, tweak)
+        Front::start_as(serial, mode, workers, tweak)
     }
 
     fn start_as(
         serial: Serial,
+        mode: HttpMode,
         workers: usize,
         tweak: impl FnOnce(&mut PoolOptions, &mut FrontOptions),
     ) -> Front {
         let mut o = PoolOptions::new(Vec::new(), vec![WORKER.to_string()]);
         o.workers = workers;
+        o.http_mode = mode;
         let mut h = FrontOptions::new(vec!["127.0.0.1:0".into()]);
         h.header_timeout = Duration::from_secs(5);
         tweak(&mut o, &mut h);
@@ -86,11 +114,20 @@ impl Front {
             lines,
             _serial: serial,
         };
-        wait_until("every worker running", DEADLINE, || {
-            let s = f.pool.status();
-            s.workers.iter().filter(|w| w.state == "idle").count() == workers
-        });
+        f.all_running(workers);
         f
+    }
+
+    /// Waits until `n` workers run, waiting for requests.
+    fn all_running(&self, n: usize) {
+        wait_until(&format!("{n} workers running"), DEADLINE, || {
+            let s = self.pool.status();
+            s.workers
+                .iter()
+                .filter(|w| w.state == "idle" || w.state == "http")
+                .count()
+                == n
+        });
     }
 
     fn conn(&self) -> Conn {
@@ -113,6 +150,19 @@ impl Front {
         wait_until("no connection open", DEADLINE, || {
             self.stats().connections_open == 0
         });
+    }
+
+    /// Each worker's pid and open descriptors.
+    fn worker_fds(&self) -> Vec<(u32, usize)> {
+        self.pool
+            .status()
+            .workers
+            .iter()
+            .map(|w| {
+                let fds = std::fs::read_dir(format!("/proc/{}/fd", w.pid)).map_or(0, |d| d.count());
+                (w.pid, fds)
+            })
+            .collect()
     }
 
     fn pid(&self, c: &mut Conn) -> u32 {
@@ -357,11 +407,29 @@ fn threads() -> (usize, usize) {
     counts
 }
 
+in_both_modes!(
+    get_and_post_round_trip,
+    keep_alive_and_http_1_0,
+    a_chunked_request_body_arrives_joined,
+    pipelined_requests_are_answered_in_order,
+    a_body_over_max_body_is_413,
+    malformed_and_oversized_heads,
+    worker_faults_become_statuses_and_the_connection_stays,
+    a_slow_request_holds_up_no_other,
+    a_queue_timeout_is_503,
+    slow_loris_connections_are_closed_after_header_timeout,
+    clients_that_go_away_leave_the_front_serving,
+    max_connections_closes_the_extra_ones,
+    stop_closes_idle_connections_at_once,
+    no_descriptor_or_thread_leaks_after_2000_requests,
+    counters_match_the_requests,
+    the_access_log_has_a_line_per_request,
+);
+
 // ---------- requests and responses ----------
 
-#[test]
-fn get_and_post_round_trip() {
-    let f = Front::start(2, |_, _| {});
+fn get_and_post_round_trip(mode: HttpMode) {
+    let f = Front::start(mode, 2, |_, _| {});
     let mut c = f.conn();
     let me = c.local();
     assert_eq!(me.ip().to_string(), "127.0.0.1");
@@ -438,9 +506,8 @@ fn get_and_post_round_trip() {
     );
 }
 
-#[test]
-fn keep_alive_and_http_1_0() {
-    let f = Front::start(2, |_, _| {});
+fn keep_alive_and_http_1_0(mode: HttpMode) {
+    let f = Front::start(mode, 2, |_, _| {});
     // Several requests on one connection: the same remote port each time.
     let mut c = f.conn();
     let me = c.local();
@@ -493,9 +560,8 @@ fn keep_alive_and_http_1_0() {
     f.all_closed();
 }
 
-#[test]
-fn a_chunked_request_body_arrives_joined() {
-    let f = Front::start(2, |_, _| {});
+fn a_chunked_request_body_arrives_joined(mode: HttpMode) {
+    let f = Front::start(mode, 2, |_, _| {});
     let mut c = f.conn();
     let me = c.local();
     // Sent in several writes, with a chunk extension.
@@ -529,9 +595,8 @@ fn a_chunked_request_body_arrives_joined() {
     assert!(r.body.ends_with(&body), "the body joined");
 }
 
-#[test]
-fn pipelined_requests_are_answered_in_order() {
-    let f = Front::start(2, |_, _| {});
+fn pipelined_requests_are_answered_in_order(mode: HttpMode) {
+    let f = Front::start(mode, 2, |_, _| {});
     let mut c = f.conn();
     let me = c.local();
     let mut all = get("/one").into_bytes();
@@ -566,9 +631,8 @@ fn pipelined_requests_are_answered_in_order() {
 
 // ---------- limits and malformed requests ----------
 
-#[test]
-fn a_body_over_max_body_is_413() {
-    let f = Front::start(2, |_, h| h.max_body = 1000);
+fn a_body_over_max_body_is_413(mode: HttpMode) {
+    let f = Front::start(mode, 2, |_, h| h.max_body = 1000);
     // Exactly the limit passes.
     let r = f.once(post("/exact", &[b'x'; 1000]));
     assert_eq!(r.status, 200, "{r:?}");
@@ -624,9 +688,8 @@ fn a_body_over_max_body_is_413() {
 /// the parse error (400; 431 for a head over `max_header_bytes` or more
 /// than 100 headers) with an empty body and closes the connection; the
 /// request never reaches the front's service (nor its counters).
-#[test]
-fn malformed_and_oversized_heads() {
-    let f = Front::start(2, |_, h| h.max_header_bytes = 8192);
+fn malformed_and_oversized_heads(mode: HttpMode) {
+    let f = Front::start(mode, 2, |_, h| h.max_header_bytes = 8192);
     let big = "a".repeat(20 << 10);
     let many: String = (0..150).map(|i| format!("X-H-{i}: v\r\n")).collect();
     let cases: Vec<(&str, Vec<u8>, u16)> =
@@ -716,9 +779,8 @@ fn malformed_and_oversized_heads() {
 
 // ---------- worker faults ----------
 
-#[test]
-fn worker_faults_become_statuses_and_the_connection_stays() {
-    let f = Front::start(1, |o, _| o.call_timeout = Duration::from_secs(1));
+fn worker_faults_become_statuses_and_the_connection_stays(mode: HttpMode) {
+    let f = Front::start(mode, 1, |o, _| o.call_timeout = Duration::from_secs(1));
     let mut c = f.conn();
     let first = f.pid(&mut c);
     for (path, status, reason) in [
@@ -741,33 +803,70 @@ fn worker_faults_become_statuses_and_the_connection_stays() {
     assert_eq!(f.pid(&mut c), first, "the worker survived its answers");
     assert!(f.lines.any("HTTP GET /garbage from 127.0.0.1:"), "logged");
     assert!(f.lines.any("the worker answered status 101"), "logged");
-
-    // A crash: 502, the worker replaced, the next request served.
-    c.send(get("/crash"));
-    let r = c.response();
-    assert_eq!(r.status, 502, "{r:?}");
-    let second = f.pid(&mut c);
-    assert_ne!(second, first, "a new worker");
-
-    // A hang: 504 after the call timeout, the worker killed and replaced.
-    let t0 = Instant::now();
-    c.send(get("/hang"));
-    let r = c.response();
-    let took = t0.elapsed();
-    assert_eq!(r.status, 504, "{r:?}");
-    assert_eq!(r.text(), "504 Gateway Timeout\n");
     assert!(
-        took >= Duration::from_millis(900) && took < DEADLINE,
-        "504 after {took:?}"
+        f.lines.any("asked to fail"),
+        "the application's error logged"
     );
-    let third = f.pid(&mut c);
-    assert_ne!(third, second, "a new worker");
+
+    match mode {
+        HttpMode::Front => {
+            // A crash: 502, the worker replaced, the next request served.
+            c.send(get("/crash"));
+            let r = c.response();
+            assert_eq!(r.status, 502, "{r:?}");
+            let second = f.pid(&mut c);
+            assert_ne!(second, first, "a new worker");
+
+            // A hang: 504 after the call timeout, the worker killed and replaced.
+            let t0 = Instant::now();
+            c.send(get("/hang"));
+            let r = c.response();
+            let took = t0.elapsed();
+            assert_eq!(r.status, 504, "{r:?}");
+            assert_eq!(r.text(), "504 Gateway Timeout\n");
+            assert!(
+                took >= Duration::from_millis(900) && took < DEADLINE,
+                "504 after {took:?}"
+            );
+            let third = f.pid(&mut c);
+            assert_ne!(third, second, "a new worker");
+        }
+        HttpMode::Workers => {
+            // A crash ends the connections of that worker (it held them);
+            // its replacement takes the next ones.
+            c.send(get("/crash"));
+            assert!(
+                c.try_response().map_or(true, |r| r.is_none()),
+                "no answer from a crashed worker"
+            );
+            f.all_running(1);
+            let mut c = f.conn();
+            let second = f.pid(&mut c);
+            assert_ne!(second, first, "a new worker");
+
+            // A hang: the worker killed after the call timeout, its
+            // connection closed, a new worker serving.
+            let t0 = Instant::now();
+            c.send(get("/hang"));
+            let took = c.wait_closed();
+            assert!(c.buf.is_empty(), "no answer from a killed worker");
+            assert!(
+                t0.elapsed() >= Duration::from_millis(900) && took < DEADLINE,
+                "closed after {took:?}"
+            );
+            assert!(f
+                .lines
+                .any("did not answer an HTTP request within the call timeout"));
+            f.all_running(1);
+            let third = f.pid(&mut f.conn());
+            assert_ne!(third, second, "a new worker");
+        }
+    }
     assert!(f.pool.status().restarts >= 2);
 }
 
-#[test]
-fn a_slow_request_holds_up_no_other() {
-    let f = Front::start(2, |_, _| {});
+fn a_slow_request_holds_up_no_other(mode: HttpMode) {
+    let f = Front::start(mode, 2, |_, _| {});
     let addr = f.addr;
     let slow = thread::spawn(move || {
         let mut c = Conn::open(addr);
@@ -789,10 +888,14 @@ fn a_slow_request_holds_up_no_other() {
     assert_eq!(slow.join().expect("the slow client").text(), "slept");
 }
 
-#[test]
-fn a_queue_timeout_is_503() {
-    let f = Front::start(1, |o, _| o.queue_timeout = Duration::from_millis(200));
+fn a_queue_timeout_is_503(mode: HttpMode) {
+    let f = Front::start(mode, 1, |o, _| o.queue_timeout = Duration::from_millis(200));
     let addr = f.addr;
+    // Connected (and accepted) before the worker gets busy.
+    let mut waiting: Vec<Conn> = (0..2).map(|_| f.conn()).collect();
+    wait_until("2 connections open", DEADLINE, || {
+        f.stats().connections_open == 2
+    });
     let busy = thread::spawn(move || {
         let mut c = Conn::open(addr);
         c.send(get("/sleep/2000"));
@@ -801,15 +904,42 @@ fn a_queue_timeout_is_503() {
     wait_until("the worker busy", DEADLINE, || {
         f.pool.status().workers.iter().any(|w| w.state == "busy")
     });
-    let t0 = Instant::now();
-    let r = f.once(get("/queued"));
-    let took = t0.elapsed();
-    assert_eq!(r.status, 503, "{r:?}");
-    assert_eq!(r.text(), "503 Service Unavailable\n");
-    assert!(
-        took >= Duration::from_millis(150) && took < Duration::from_millis(1900),
-        "503 after {took:?}, before the busy worker was free"
-    );
+    match mode {
+        HttpMode::Front => {
+            let t0 = Instant::now();
+            let r = f.once(get("/queued"));
+            let took = t0.elapsed();
+            assert_eq!(r.status, 503, "{r:?}");
+            assert_eq!(r.text(), "503 Service Unavailable\n");
+            assert!(
+                took >= Duration::from_millis(150) && took < Duration::from_millis(1900),
+                "503 after {took:?}, before the busy worker was free"
+            );
+        }
+        HttpMode::Workers => {
+            // Two requests that arrive while the worker is busy are read in
+            // the same turn, once it is free: the one that runs second
+            // waited the first one's 600 ms, past the queue timeout, and
+            // is answered 503 without running.
+            for c in &mut waiting {
+                c.send(get("/sleep/600"));
+            }
+            let mut got: Vec<(u16, String)> = waiting
+                .iter_mut()
+                .map(|c| c.response())
+                .map(|r| (r.status, r.text()))
+                .collect();
+            got.sort();
+            assert_eq!(
+                got,
+                [
+                    (200, "slept".to_string()),
+                    (503, "503 Service Unavailable\n".to_string())
+                ]
+            );
+            assert!(f.lines.any("longer than the queue timeout"), "logged");
+        }
+    }
     let r = busy.join().expect("the busy client");
     assert_eq!((r.status, r.text().as_str()), (200, "slept"));
     assert_eq!(f.once(get("/x")).status, 200);
@@ -817,9 +947,8 @@ fn a_queue_timeout_is_503() {
 
 // ---------- slow and vanishing clients ----------
 
-#[test]
-fn slow_loris_connections_are_closed_after_header_timeout() {
-    let f = Front::start(2, |_, h| h.header_timeout = Duration::from_secs(1));
+fn slow_loris_connections_are_closed_after_header_timeout(mode: HttpMode) {
+    let f = Front::start(mode, 2, |_, h| h.header_timeout = Duration::from_secs(1));
     let t0 = Instant::now();
     let mut slow: Vec<Conn> = (0..50)
         .map(|_| {
@@ -878,9 +1007,8 @@ fn slow_loris_connections_are_closed_after_header_timeout() {
     assert_eq!(f.stats().requests, 1);
 }
 
-#[test]
-fn clients_that_go_away_leave_the_front_serving() {
-    let f = Front::start(2, |_, _| {});
+fn clients_that_go_away_leave_the_front_serving(mode: HttpMode) {
+    let f = Front::start(mode, 2, |_, _| {});
     // Gone right after sending, while its worker runs.
     let mut a = f.conn();
     a.send(get("/sleep/300"));
@@ -923,9 +1051,8 @@ fn clients_that_go_away_leave_the_front_serving() {
     );
 }
 
-#[test]
-fn max_connections_closes_the_extra_ones() {
-    let f = Front::start(2, |_, h| h.max_connections = 3);
+fn max_connections_closes_the_extra_ones(mode: HttpMode) {
+    let f = Front::start(mode, 2, |_, h| h.max_connections = 3);
     let mut held: Vec<Conn> = (0..3)
         .map(|i| {
             let mut c = f.conn();
@@ -945,9 +1072,8 @@ fn max_connections_closes_the_extra_ones() {
     assert_eq!(f.once(get("/now")).status, 200);
 }
 
-#[test]
-fn stop_closes_idle_connections_at_once() {
-    let f = Front::start(2, |_, h| h.header_timeout = Duration::from_secs(30));
+fn stop_closes_idle_connections_at_once(mode: HttpMode) {
+    let f = Front::start(mode, 2, |_, h| h.header_timeout = Duration::from_secs(30));
     let mut idle = f.conn();
     idle.send(get("/first"));
     assert_eq!(idle.response().status, 200);
@@ -961,9 +1087,8 @@ fn stop_closes_idle_connections_at_once() {
 
 // ---------- leaks, counters, access log ----------
 
-#[test]
-fn no_descriptor_or_thread_leaks_after_2000_requests() {
-    let f = Front::start_alone(2, |_, h| {
+fn no_descriptor_or_thread_leaks_after_2000_requests(mode: HttpMode) {
+    let f = Front::start_alone(mode, 2, |_, h| {
         h.max_body = 1000;
         h.threads = 2;
     });
@@ -981,6 +1106,7 @@ fn no_descriptor_or_thread_leaks_after_2000_requests() {
     drop(warm);
     f.all_closed();
     let (fds, (runtime, others), before) = (open_fds(), threads(), f.stats());
+    let workers_before = f.worker_fds();
 
     let t0 = Instant::now();
     let clients: Vec<_> = (0..20)
@@ -1034,6 +1160,16 @@ fn no_descriptor_or_thread_leaks_after_2000_requests() {
         DEADLINE,
         || threads().1 <= others + 2,
     );
+    // The workers (which hold the connections when they serve HTTP
+    // themselves) are back to what they held, and are the same ones.
+    wait_until("the workers' descriptors back (+2)", DEADLINE, || {
+        let now = f.worker_fds();
+        now.len() == workers_before.len()
+            && now
+                .iter()
+                .zip(&workers_before)
+                .all(|((p, n), (q, m))| p == q && *n <= m + 2)
+    });
     // The runtime's blocking pool keeps idle threads 10 s (tokio's
     // default): its 2 threads and at most 2 per call at once (the one
     // waiting, the one finishing its task), not growing with requests.
@@ -1051,9 +1187,8 @@ fn no_descriptor_or_thread_leaks_after_2000_requests() {
     );
 }
 
-#[test]
-fn counters_match_the_requests() {
-    let f = Front::start(1, |_, h| h.max_body = 100);
+fn counters_match_the_requests(mode: HttpMode) {
+    let f = Front::start(mode, 1, |_, h| h.max_body = 100);
     let mut c = f.conn();
     let mut bytes_out = 0;
     let mut expect = |c: &mut Conn, req: Vec<u8>, status: u16| {
@@ -1079,9 +1214,13 @@ fn counters_match_the_requests() {
     assert_eq!(bad.response().status, 400);
     drop(bad);
     f.all_closed();
+    let s = f.stats();
     assert_eq!(
-        f.stats(),
+        s,
         HttpStats {
+            // Sampled CPU time: checked elsewhere.
+            front_cpu_ns: s.front_cpu_ns,
+            front_samples: s.front_samples,
             connections_open: 0,
             connections: 3,
             connections_refused: 0,
@@ -1096,11 +1235,10 @@ fn counters_match_the_requests() {
     );
 }
 
-#[test]
-fn the_access_log_has_a_line_per_request() {
+fn the_access_log_has_a_line_per_request(mode: HttpMode) {
     let dir = Dir::new("access");
     let log = dir.path("access.log");
-    let f = Front::start(2, |_, h| h.access_log = Some(log.clone()));
+    let f = Front::start(mode, 2, |_, h| h.access_log = Some(log.clone()));
     let mut c = f.conn();
     let me = c.local();
     let mut lengths = Vec::new();
@@ -1132,4 +1270,141 @@ fn the_access_log_has_a_line_per_request() {
         assert!(line.starts_with(&start), "{line:?} starts with {start:?}");
         assert!(line.ends_with("us"), "{line:?}");
     }
+}
+
+// ---------- workers that serve HTTP themselves ----------
+
+/// Clients that keep requesting `/pid` on keep-alive connections until
+/// `stop`, opening a new connection when a response says `Connection:
+/// close`; each returns its failures (a status other than 200, a
+/// connection closed or reset with a request unanswered) and the pids
+/// that answered.
+fn load(
+    addr: SocketAddr,
+    clients: usize,
+    stop: &Arc<AtomicBool>,
+) -> Vec<thread::JoinHandle<(Vec<String>, Vec<u32>)>> {
+    (0..clients)
+        .map(|_| {
+            let stop = Arc::clone(stop);
+            thread::spawn(move || {
+                let (mut failures, mut pids) = (Vec::new(), Vec::new());
+                let mut c = Conn::open(addr);
+                while !stop.load(Ordering::Relaxed) {
+                    c.send(get("/pid"));
+                    match c.try_response() {
+                        Ok(Some(r)) if r.status == 200 => {
+                            let pid = r.text().parse().expect("a pid");
+                            if !pids.contains(&pid) {
+                                pids.push(pid);
+                            }
+                            if r.header("connection") == Some("close") {
+                                c = Conn::open(addr);
+                            }
+                        }
+                        other => {
+                            failures.push(format!("{other:?}"));
+                            c = Conn::open(addr);
+                        }
+                    }
+                }
+                (failures, pids)
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn recycling_and_reloads_under_load_lose_no_request() {
+    let f = Front::start(HttpMode::Workers, 2, |o, _| o.max_jobs = 300);
+    let stop = Arc::new(AtomicBool::new(false));
+    let clients = load(f.addr, 4, &stop);
+    wait_until("workers recycled by --max-jobs", DEADLINE * 3, || {
+        f.pool.status().restarts >= 4
+    });
+    f.pool.reload();
+    wait_until("the reload done", DEADLINE * 3, || {
+        let s = f.pool.status();
+        s.workers
+            .iter()
+            .filter(|w| w.generation == 1 && w.serves())
+            .count()
+            == 2
+    });
+    stop.store(true, Ordering::Relaxed);
+    let mut pids = Vec::new();
+    for c in clients {
+        let (failures, seen) = c.join().expect("a client");
+        assert!(failures.is_empty(), "failed requests: {failures:?}");
+        pids.extend(seen);
+    }
+    pids.sort_unstable();
+    pids.dedup();
+    assert!(
+        pids.len() >= 6,
+        "answered by {} workers: {pids:?}",
+        pids.len()
+    );
+    assert!(f.lines.any("recycled after"), "recycled by --max-jobs");
+    assert!(f.lines.any("reload: starting generation 1"));
+    let s = f.stats();
+    assert_eq!(s.server_errors + s.client_errors, 0, "{s:?}");
+}
+
+#[test]
+fn a_killed_worker_costs_only_its_own_connections() {
+    let f = Front::start(HttpMode::Workers, 2, |_, _| {});
+    // Connections until both workers hold some.
+    let mut held: Vec<(Conn, u32)> = Vec::new();
+    wait_until("both workers holding connections", DEADLINE, || {
+        let mut c = f.conn();
+        let pid = f.pid(&mut c);
+        held.push((c, pid));
+        let mut pids: Vec<u32> = held.iter().map(|(_, p)| *p).collect();
+        pids.dedup();
+        pids.sort_unstable();
+        pids.dedup();
+        pids.len() == 2
+    });
+    let victim = held[0].1;
+    shmlink_sys::process::kill(victim, shmlink_sys::process::Sig::Kill).expect("kill -9");
+    for (c, pid) in &mut held {
+        c.send(get("/pid"));
+        match c.try_response() {
+            Ok(Some(r)) => {
+                assert_ne!(*pid, victim, "a killed worker answered");
+                assert_eq!(r.text(), pid.to_string(), "the same worker goes on");
+            }
+            // The killed worker's connections: closed or reset.
+            _ => assert_eq!(*pid, victim, "a connection of the other worker lost"),
+        }
+    }
+    f.all_running(2);
+    // New connections are served, by the survivor or the replacement.
+    for _ in 0..10 {
+        let mut c = f.conn();
+        assert_ne!(f.pid(&mut c), victim);
+    }
+    wait_until("the killed worker replaced", DEADLINE, || {
+        f.pool.status().restarts >= 1 && f.lines.any(&format!("worker {victim} exited"))
+    });
+    f.all_running(2);
+}
+
+#[test]
+fn listen_cannot_be_combined_with_workers_serving_http() {
+    let mut o = PoolOptions::new(
+        vec!["unix:/tmp/never.sock".into()],
+        vec![WORKER.to_string()],
+    );
+    o.http = Some(FrontOptions::new(vec!["127.0.0.1:0".into()]));
+    let e = Pool::start(o.clone()).expect_err("--listen with --http-mode workers");
+    assert!(
+        e.to_string()
+            .contains("use --http-mode front to serve both"),
+        "{e}"
+    );
+    o.http_mode = HttpMode::Front;
+    o.listen = Vec::new();
+    Pool::start(o).expect("the front mode alone").stop();
 }

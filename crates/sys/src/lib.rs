@@ -12,16 +12,19 @@
 //! and is tested in its module.
 //!
 //! `unsafe` code lives in [`mapping`] (mmap/munmap and raw access to the
-//! mapped bytes) and in [`fdpass::is_open`] (an `fcntl` on a descriptor
-//! number a C caller handed in); `grep -rn 'allow(unsafe_code)'` lists it.
+//! mapped bytes), in [`fdpass::is_open`] (an `fcntl` on a descriptor
+//! number a C caller handed in) and in [`inherit`] (descriptors placed for a
+//! child between fork and exec, and taken by it); `grep -rn 'allow(unsafe_code)'` lists it.
 
 pub mod affinity;
+pub mod clock;
 pub mod cred;
 pub mod epoll;
 pub mod eventfd;
 pub mod fdpass;
 pub mod fs;
 pub mod futex;
+pub mod inherit;
 pub mod mapping;
 pub mod memfd;
 pub mod net;

@@ -76,6 +76,26 @@ impl Mapping {
         }
     }
 
+    /// The 64-bit atomic word at byte offset `off`, for words every process
+    /// only ever accesses atomically (counters).
+    ///
+    /// # Panics
+    /// When `off` is not 8-aligned or the word is outside the mapping.
+    pub fn atomic_u64(&self, off: usize) -> &std::sync::atomic::AtomicU64 {
+        assert!(off.is_multiple_of(8) && off.checked_add(8).is_some_and(|end| end <= self.len));
+        // SAFETY: as in `atomic_u32`: 8-aligned (the mapping is page
+        // aligned), inside the mapping (asserted) for the borrow of `self`;
+        // `AtomicU64` has the size and alignment of `u64` on the 64-bit
+        // targets this crate builds for, and every bit pattern is valid.
+        unsafe {
+            &*self
+                .ptr
+                .as_ptr()
+                .add(off)
+                .cast::<std::sync::atomic::AtomicU64>()
+        }
+    }
+
     /// Copies `src` into the mapping at `off`.
     ///
     /// # Panics

@@ -162,6 +162,15 @@ impl Link {
         }
     }
 
+    /// The socket that becomes readable when the peer hangs up (and, on
+    /// a stream link, when a frame comes).
+    pub(crate) fn control_socket(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        match self {
+            Link::Shm(l) => l.control_socket(),
+            Link::Stream(l) => l.control_socket(),
+        }
+    }
+
     /// Whether the peer still looks alive (non-blocking check).
     pub(crate) fn peer_alive(&self) -> bool {
         match self {

@@ -102,6 +102,11 @@ impl ShmLink {
         self.ends.producer.all_consumed()
     }
 
+    /// The control socket (a client's), which hangs up when the peer goes.
+    pub(crate) fn control_socket(&self) -> Option<BorrowedFd<'_>> {
+        self.watch.socket()
+    }
+
     /// Whether the peer still looks alive.
     pub(crate) fn peer_alive(&self) -> bool {
         matches!(self.watch.check(), Verdict::Alive | Verdict::Elsewhere)

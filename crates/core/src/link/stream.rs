@@ -265,6 +265,11 @@ impl StreamLink {
         matches!(*self.sock, Stream::Unix(_))
     }
 
+    /// The socket: readable when a frame comes or the peer hangs up.
+    pub(crate) fn control_socket(&self) -> Option<BorrowedFd<'_>> {
+        Some(self.sock.as_fd())
+    }
+
     /// Whether the peer still looks alive.
     pub(crate) fn peer_alive(&self) -> bool {
         !poll::peer_gone(&*self.sock)

@@ -29,8 +29,9 @@ mod http;
 
 use std::time::Duration;
 
-use shmlink::{ClientOptions, RemoteError, Worker};
+use shmlink::{ClientOptions, RemoteError};
 use shmlink_http::wire::Request;
+use shmlink_worker::PoolWorker;
 
 fn main() {
     match std::env::var("SHMLINK_TEST_WORKER_START").as_deref() {
@@ -41,7 +42,7 @@ fn main() {
         _ => {}
     }
     // How it waits for calls comes from SHMLINK_WORKER_WAIT, set by the pool.
-    let mut worker = match Worker::from_env(ClientOptions::default()) {
+    let mut worker = match PoolWorker::from_env(ClientOptions::default()) {
         Ok(w) => w,
         Err(e) => {
             eprintln!("shmlink-echo-worker: {e}");

@@ -1,0 +1,351 @@
+//! An HTTP server's counters: in this process's memory (the front), or in a
+//! slot of the counters page a pool shares with the workers that serve HTTP
+//! themselves (docs/protocol.md, "HTTP counters page"): each worker writes
+//! only its own slot, with relaxed atomic adds; the pool reads every slot
+//! and sums them. A value read from a worker's slot is a number to show,
+//! never an index or a length, so a worker that writes nonsense there only
+//! spoils its own figures.
+
+use std::os::fd::{AsFd, OwnedFd};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use shmlink_sys::Mapping;
+
+use crate::error::HttpError;
+use crate::stats::HttpStats;
+
+/// First four bytes of a counters page: `SLHC`.
+pub(crate) const PAGE_MAGIC: [u8; 4] = *b"SLHC";
+/// The page layout's version.
+pub(crate) const PAGE_VERSION: u32 = 1;
+/// Bytes of the page's header.
+pub(crate) const PAGE_HEADER: usize = 64;
+/// Bytes of one slot (16 counters of 8 bytes).
+pub(crate) const SLOT_BYTES: usize = 128;
+/// Most slots a page may have.
+pub(crate) const MAX_SLOTS: usize = 4096;
+
+/// One counter of a slot: its index (its byte offset in the slot is 8
+/// times that).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(usize)]
+pub(crate) enum Field {
+    /// Connections open now.
+    Open = 0,
+    /// Connections accepted.
+    Connections = 1,
+    /// Connections closed at once (over the connection limit).
+    Refused = 2,
+    /// Requests answered (by the application or by the server itself).
+    Requests = 3,
+    /// Responses 1xx-3xx.
+    Ok = 4,
+    /// Responses 4xx.
+    ClientErrors = 5,
+    /// Responses 5xx.
+    ServerErrors = 6,
+    /// Responses 413.
+    TooLarge = 7,
+    /// Request body bytes received.
+    BytesIn = 8,
+    /// Response body bytes sent.
+    BytesOut = 9,
+    /// Requests handed to the application (a worker's PHP code).
+    Handed = 10,
+    /// Requests the application answered.
+    Returned = 11,
+    /// CPU time of the server's own path, in nanoseconds, over the sampled
+    /// requests (a worker samples one request in [`crate::SAMPLE_EVERY`]).
+    FrontNanos = 12,
+    /// Requests sampled for [`Field::FrontNanos`].
+    FrontSamples = 13,
+}
+
+/// Counters in use: [`Field`] cells in local memory or in a page's slot.
+#[derive(Debug)]
+pub(crate) struct Counters(Cells);
+
+#[derive(Debug)]
+enum Cells {
+    Local(Box<[AtomicU64; 16]>),
+    Page {
+        map: Arc<Mapping>,
+        base: usize,
+        slots: usize,
+    },
+}
+
+impl Default for Counters {
+    fn default() -> Self {
+        Counters(Cells::Local(Box::new(std::array::from_fn(|_| {
+            AtomicU64::new(0)
+        }))))
+    }
+}
+
+impl Counters {
+    fn cell(&self, f: Field) -> &AtomicU64 {
+        match &self.0 {
+            Cells::Local(cells) => &cells[f as usize],
+            Cells::Page { map, base, .. } => map.atomic_u64(base + 8 * f as usize),
+        }
+    }
+
+    /// Connections open in every server counting here: this one's, or,
+    /// in a page, every slot's (the pool zeroes a slot's count when its
+    /// worker exits).
+    pub(crate) fn open_everywhere(&self) -> u64 {
+        match &self.0 {
+            Cells::Local(cells) => cells[Field::Open as usize].load(Ordering::Relaxed),
+            Cells::Page { map, slots, .. } => (0..*slots)
+                .map(|i| {
+                    let at = PAGE_HEADER + i * SLOT_BYTES + 8 * Field::Open as usize;
+                    map.atomic_u64(at).load(Ordering::Relaxed)
+                })
+                .fold(0u64, u64::wrapping_add),
+        }
+    }
+
+    /// Adds `n` to a counter.
+    pub(crate) fn add(&self, f: Field, n: u64) {
+        self.cell(f).fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Takes 1 from a counter (never below 0 as far as this side goes).
+    pub(crate) fn sub(&self, f: Field) {
+        self.cell(f).fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// A counter's value.
+    pub(crate) fn get(&self, f: Field) -> u64 {
+        self.cell(f).load(Ordering::Relaxed)
+    }
+
+    /// Counts one answered request.
+    pub(crate) fn answered(&self, status: u16, body_in: usize, body_out: usize) {
+        self.add(Field::Requests, 1);
+        let class = match status {
+            0..=399 => Field::Ok,
+            400..=499 => Field::ClientErrors,
+            _ => Field::ServerErrors,
+        };
+        self.add(class, 1);
+        if status == 413 {
+            self.add(Field::TooLarge, 1);
+        }
+        self.add(Field::BytesIn, body_in as u64);
+        self.add(Field::BytesOut, body_out as u64);
+    }
+
+    pub(crate) fn snapshot(&self) -> HttpStats {
+        let g = |f| self.get(f);
+        HttpStats {
+            connections_open: g(Field::Open),
+            connections: g(Field::Connections),
+            connections_refused: g(Field::Refused),
+            requests: g(Field::Requests),
+            ok: g(Field::Ok),
+            client_errors: g(Field::ClientErrors),
+            server_errors: g(Field::ServerErrors),
+            too_large: g(Field::TooLarge),
+            bytes_in: g(Field::BytesIn),
+            bytes_out: g(Field::BytesOut),
+            front_cpu_ns: g(Field::FrontNanos),
+            front_samples: g(Field::FrontSamples),
+        }
+    }
+}
+
+/// A handle on a front's counters that outlives nothing it should not: it
+/// holds the counters themselves (the pool's status reads it).
+#[derive(Debug, Clone)]
+pub struct StatsHandle(pub(crate) Arc<Counters>);
+
+impl StatsHandle {
+    /// The counters now.
+    pub fn snapshot(&self) -> HttpStats {
+        self.0.snapshot()
+    }
+}
+
+/// The counters page of a pool whose workers serve HTTP: a sealed memfd of
+/// [`PAGE_HEADER`] bytes and `slots` slots of [`SLOT_BYTES`], one slot per
+/// worker process alive.
+#[derive(Debug)]
+pub struct CountersPage {
+    map: Arc<Mapping>,
+    slots: usize,
+}
+
+impl CountersPage {
+    /// Makes a page of `slots` slots, all zero; returns it and its
+    /// descriptor (to hand to workers).
+    ///
+    /// # Errors
+    /// A slot count of 0 or over [`MAX_SLOTS`]; the kernel refusing the
+    /// memfd or the mapping.
+    pub fn create(slots: usize) -> Result<(OwnedFd, CountersPage), HttpError> {
+        if slots == 0 || slots > MAX_SLOTS {
+            return Err(HttpError::Options(format!(
+                "a counters page has 1 to {MAX_SLOTS} slots, not {slots}"
+            )));
+        }
+        let len = PAGE_HEADER + slots * SLOT_BYTES;
+        let io = |context: &str| {
+            let context = context.to_string();
+            move |source| HttpError::Io { context, source }
+        };
+        let fd = shmlink_sys::memfd::create_sealed("shmlink-http-counters", len as u64)
+            .map_err(io("making the HTTP counters page"))?;
+        let map =
+            Mapping::map_shared(&fd, len, false).map_err(io("mapping the HTTP counters page"))?;
+        let mut header = [0u8; 16];
+        header[..4].copy_from_slice(&PAGE_MAGIC);
+        header[4..8].copy_from_slice(&PAGE_VERSION.to_le_bytes());
+        header[8..12].copy_from_slice(&(slots as u32).to_le_bytes());
+        header[12..16].copy_from_slice(&(SLOT_BYTES as u32).to_le_bytes());
+        map.write_at(0, &header);
+        Ok((
+            fd,
+            CountersPage {
+                map: Arc::new(map),
+                slots,
+            },
+        ))
+    }
+
+    /// Maps a page made by [`CountersPage::create`] elsewhere and gives the
+    /// counters of slot `slot`, after checking the header and the size.
+    pub(crate) fn open_slot(fd: impl AsFd, slot: usize) -> Result<Counters, HttpError> {
+        let bad = |why: String| HttpError::Options(format!("the HTTP counters page {why}"));
+        let facts = shmlink_sys::memfd::inspect(&fd)
+            .map_err(|e| bad(format!("is not a sealed memfd: {e}")))?;
+        // Unsealed, its maker could shrink it under our mapping (SIGBUS).
+        if !facts.sealed {
+            return Err(bad("is not sealed against resizing".into()));
+        }
+        let size = facts.len;
+        let len = usize::try_from(size).map_err(|_| bad(format!("has {size} bytes")))?;
+        if len < PAGE_HEADER {
+            return Err(bad(format!("has {len} bytes, fewer than its header")));
+        }
+        let map = Mapping::map_shared(&fd, len, false)
+            .map_err(|e| bad(format!("cannot be mapped: {e}")))?;
+        let mut header = [0u8; 16];
+        map.read_at(0, &mut header);
+        let word =
+            |i: usize| u32::from_le_bytes([header[i], header[i + 1], header[i + 2], header[i + 3]]);
+        if header[..4] != PAGE_MAGIC || word(4) != PAGE_VERSION || word(12) as usize != SLOT_BYTES {
+            return Err(bad(format!(
+                "has header {:?}, not version {PAGE_VERSION} of {:?} with {SLOT_BYTES}-byte slots",
+                &header[..16],
+                PAGE_MAGIC
+            )));
+        }
+        let slots = word(8) as usize;
+        let fits = PAGE_HEADER
+            .checked_add(slots.saturating_mul(SLOT_BYTES))
+            .is_some_and(|end| end <= len);
+        if slot >= slots || slots > MAX_SLOTS || !fits {
+            return Err(bad(format!(
+                "has {slots} slots in {len} bytes; slot {slot} is not one of them"
+            )));
+        }
+        Ok(Counters(Cells::Page {
+            map: Arc::new(map),
+            base: PAGE_HEADER + slot * SLOT_BYTES,
+            slots,
+        }))
+    }
+
+    /// Slots of the page.
+    pub fn slots(&self) -> usize {
+        self.slots
+    }
+
+    fn slot(&self, slot: usize) -> Counters {
+        assert!(slot < self.slots, "slot {slot} of {}", self.slots);
+        Counters(Cells::Page {
+            map: Arc::clone(&self.map),
+            base: PAGE_HEADER + slot * SLOT_BYTES,
+            slots: self.slots,
+        })
+    }
+
+    /// What the worker of `slot` counted.
+    ///
+    /// # Panics
+    /// When `slot` is not a slot of the page.
+    pub fn stats(&self, slot: usize) -> HttpStats {
+        self.slot(slot).snapshot()
+    }
+
+    /// Requests handed to the worker's application and answered by it: the
+    /// first is above the second while it runs a request.
+    ///
+    /// # Panics
+    /// When `slot` is not a slot of the page.
+    pub fn application(&self, slot: usize) -> (u64, u64) {
+        let s = self.slot(slot);
+        (s.get(Field::Handed), s.get(Field::Returned))
+    }
+
+    /// A worker of `slot` is gone: its connections closed with it.
+    ///
+    /// # Panics
+    /// When `slot` is not a slot of the page.
+    pub fn closed_all(&self, slot: usize) {
+        let s = self.slot(slot);
+        s.cell(Field::Open).store(0, Ordering::Relaxed);
+    }
+
+    /// Zeroes a slot for its next worker.
+    ///
+    /// # Panics
+    /// When `slot` is not a slot of the page.
+    pub fn clear(&self, slot: usize) {
+        let base = PAGE_HEADER + slot * SLOT_BYTES;
+        assert!(slot < self.slots, "slot {slot} of {}", self.slots);
+        for i in 0..SLOT_BYTES / 8 {
+            self.map
+                .atomic_u64(base + 8 * i)
+                .store(0, Ordering::Relaxed);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_worker_slot_is_seen_by_the_page() {
+        let (fd, page) = CountersPage::create(3).expect("page");
+        let c = CountersPage::open_slot(&fd, 2).expect("slot");
+        c.answered(200, 10, 20);
+        c.answered(413, 0, 5);
+        c.add(Field::Open, 1);
+        let s = page.stats(2);
+        assert_eq!(
+            (s.requests, s.ok, s.client_errors, s.too_large),
+            (2, 1, 1, 1)
+        );
+        assert_eq!((s.bytes_in, s.bytes_out, s.connections_open), (10, 25, 1));
+        assert_eq!(page.stats(1), HttpStats::default());
+        page.clear(2);
+        assert_eq!(page.stats(2), HttpStats::default());
+    }
+
+    #[test]
+    fn a_slot_past_the_page_or_a_foreign_memfd_is_refused() {
+        let (fd, _page) = CountersPage::create(2).expect("page");
+        let e = CountersPage::open_slot(&fd, 2).expect_err("slot 2 of 2");
+        assert!(e.to_string().contains("slot 2 is not one of them"), "{e}");
+        let other = shmlink_sys::memfd::create_sealed("other", 4096).expect("memfd");
+        let e = CountersPage::open_slot(&other, 0).expect_err("no header");
+        assert!(e.to_string().contains("not version 1"), "{e}");
+        assert!(CountersPage::create(0).is_err());
+        assert!(CountersPage::create(MAX_SLOTS + 1).is_err());
+    }
+}

@@ -108,9 +108,19 @@ target/release/shmlink pool bench --calls "$requests" --rounds 5 --churn-seconds
   >"$out/pool-dispatch-latest.md"
 cat "$out/pool-dispatch-latest.md"
 
-step "HTTP: PHP apps under shmlink pool --http, nginx + PHP-FPM and + preload, loaded by wrk"
+step "HTTP: PHP apps under shmlink pool --http, Swoole, nginx + PHP-FPM and + preload, loaded by wrk"
 http_args=()
 [ "$quick" = 1 ] && http_args=(--quick)
+# Swoole, the baseline: SWOOLE_SO when given; else built from the archive in
+# ../shared/anchors when that is there (users: pecl install swoole); else
+# the benchmark leaves its rows out.
+if [ -z "${SWOOLE_SO:-}" ] && [ -x ../shared/anchors/build-swoole.sh ]; then
+  if so=$(../shared/anchors/build-swoole.sh "$PWD/target/swoole" | tail -n 1); then
+    export SWOOLE_SO=$so
+  else
+    echo "main: Swoole did not build from ../shared/anchors: its rows are left out" >&2
+  fi
+fi
 bench/http/run.sh --out "$out" "${http_args[@]}"
 
 step "the scenario: C++ daemon, PHP client, shm/unix/tcp, raw sockets, Redis, shmlink pool"

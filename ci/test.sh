@@ -90,12 +90,20 @@ for row in 'recycling \(--max-jobs 1000\) \| [0-9]+ \| 0 \|' 'reload \| [0-9]+ \
   grep -Eq "\| $row" target/main-quick/pool-dispatch-latest.md || {
     echo "main --quick: no churn row matching \"$row\"" >&2; exit 1; }
 done
-# The HTTP benchmark's short run: every app under every server, no failed
-# request (non-2xx or socket error) in any row, the reload row included.
+# The HTTP benchmark's short run: every app under every server and load
+# (Swoole's rows when it was at hand), no failed request (non-2xx or socket
+# error) in any row, the reload row included.
 php -r '$r = json_decode(file_get_contents("target/main-quick/http-latest.json"), true)["rows"];
+  $have = array_map(fn ($x) => "{$x["server"]} {$x["app"]} {$x["load"]}", $r);
+  $want = ["pool hello c16", "pool hello c256", "pool hello close", "front hello c16", "floor hello c16",
+    "pool heavy c16", "pool heavy c256", "pool heavy close", "front heavy c16", "fpm hello c16", "fpm heavy c16",
+    "fpm-preload heavy c16", "pool-reload heavy c16", "leaky leaky c16"];
+  if (in_array("swoole-base hello c16", $have, true)) { foreach (["hello", "heavy"] as $a) { foreach (["c16", "c256", "close"] as $l) {
+    $want[] = "swoole-base $a $l"; $want[] = "swoole-process $a $l"; } } }
+  $missing = array_diff($want, $have);
   $bad = array_filter($r, fn ($x) => $x["errors"] !== 0);
-  if (count($r) !== 10 || $bad) { fwrite(STDERR, "main --quick: HTTP rows " . count($r) . ", with errors: "
-    . json_encode(array_values($bad)) . "\n"); exit(1); }'
+  if ($missing || $bad) { fwrite(STDERR, "main --quick: HTTP rows missing: " . implode(", ", $missing) . "; with errors: "
+    . json_encode(array_values(array_map(fn ($x) => [$x["server"], $x["app"], $x["load"], $x["errors"]], $bad))) . "\n"); exit(1); }'
 # The scenario table: every transport and baseline, both sizes, every case.
 for row in 'shm +\| +2048 B \| never' 'unix +\| +128 B \| every 1 ' 'tcp +\| +2048 B \| every 10' \
   'raw unix +\| +128 B' 'raw tcp +\| +2048 B' 'redis broker +\| +128 B \| every 1 ' \

@@ -103,3 +103,61 @@ fn invalid_vectors_are_refused_with_their_error() {
         }
     }
 }
+
+#[test]
+fn handed_values_decode_to_their_fields_and_encode_to_their_text() {
+    use shmlink_http::Handed;
+    use std::time::Duration;
+    let doc = doc();
+    for v in array(&doc, "handed") {
+        let d = &v["decoded"];
+        let n = |k: &str| d[k].as_u64().expect(k);
+        let fds = |k: &str| -> Vec<i32> {
+            d[k].as_array()
+                .map(|a| a.iter().map(|x| x.as_i64().expect("fd") as i32).collect())
+                .unwrap_or_default()
+        };
+        let counters = fds("counters");
+        let want = Handed {
+            listeners: fds("listeners"),
+            counters: (!counters.is_empty()).then(|| (counters[0], counters[1] as usize)),
+            access_log: d["access_log"].as_i64().map(|x| x as i32),
+            max_body: n("max_body") as usize,
+            max_header_bytes: n("max_header_bytes") as usize,
+            header_timeout: Duration::from_millis(n("header_timeout_ms")),
+            max_connections: n("max_connections") as usize,
+            queue_timeout: Duration::from_millis(n("queue_timeout_ms")),
+        };
+        let value = v["value"].as_str().expect("value");
+        assert_eq!(Handed::decode(value).expect("valid"), want, "{}", v["name"]);
+        assert_eq!(want.encode(), value, "{}", v["name"]);
+    }
+    for v in array(&doc, "invalid_handed") {
+        let e = Handed::decode(v["value"].as_str().expect("value"))
+            .expect_err(v["name"].as_str().expect("name"))
+            .to_string();
+        let want = v["error_contains"].as_str().expect("error_contains");
+        assert!(e.contains(want), "{}: {e} lacks {want:?}", v["name"]);
+    }
+}
+
+#[test]
+fn a_counters_page_starts_with_its_header() {
+    use std::io::Read;
+    let doc = doc();
+    let v = &doc["counters_page"];
+    let slots = v["slots"].as_u64().expect("slots") as usize;
+    let (fd, page) = shmlink_http::CountersPage::create(slots).expect("page");
+    assert_eq!(page.slots(), slots);
+    let mut f = std::fs::File::from(fd);
+    assert_eq!(
+        f.metadata().expect("size").len(),
+        v["len"].as_u64().expect("len")
+    );
+    let mut head = [0u8; 16];
+    f.read_exact(&mut head).expect("read the header");
+    assert_eq!(
+        head.to_vec(),
+        hex(&serde_json::json!({"hex": v["header_hex"]}))
+    );
+}

@@ -86,15 +86,12 @@ fn copy_lines(
         })
 }
 
-/// Resident memory of `pid` in bytes (`VmRSS` of `/proc/PID/status`), 0
-/// when it cannot be read (the process is gone).
+/// Resident memory of `pid` in bytes (the second field of
+/// `/proc/PID/statm`, in pages), 0 when it cannot be read (the process is
+/// gone).
 pub(crate) fn rss(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
+    std::fs::read_to_string(format!("/proc/{pid}/statm"))
         .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        })
-        .map_or(0, |kib| kib * 1024)
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .map_or(0, |pages| pages * shmlink_sys::process::page_size())
 }

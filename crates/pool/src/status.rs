@@ -20,7 +20,7 @@ pub struct WorkerStatus {
     /// Calls served (HTTP requests handed to its application, for a worker
     /// that serves HTTP itself).
     pub calls: u64,
-    /// Resident memory in bytes (read every half second).
+    /// Resident memory in bytes (read every 20 ms).
     pub rss_bytes: u64,
     /// Seconds since it started.
     pub uptime_s: f64,

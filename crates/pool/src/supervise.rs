@@ -19,8 +19,11 @@ const STARTED_WELL: Duration = Duration::from_secs(2);
 const BACKOFF_FIRST: Duration = Duration::from_millis(100);
 /// Longest delay between starts.
 const BACKOFF_MAX: Duration = Duration::from_secs(10);
-/// How often memory is read.
-const MEASURE_EVERY: Duration = Duration::from_millis(500);
+/// How often memory is read: a worker that serves HTTP itself can leak
+/// hundreds of megabytes a second (bench/http/apps/leaky at 40,000
+/// requests/s), so every round; a read of `/proc/PID/statm` costs a few
+/// microseconds.
+const MEASURE_EVERY: Duration = Duration::from_millis(20);
 
 /// Runs the rounds until the pool stops; a round every 20 ms, or sooner
 /// when something changed.

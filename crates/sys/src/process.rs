@@ -39,6 +39,12 @@ pub fn clock_ticks_per_second() -> u64 {
     rustix::param::clock_ticks_per_second()
 }
 
+/// The size of a memory page in bytes (`AT_PAGESZ`), the unit of
+/// `/proc/PID/statm`.
+pub fn page_size() -> u64 {
+    rustix::param::page_size() as u64
+}
+
 /// `uname(2)`: the kernel's name and release, e.g. `"Linux 6.1.0"`.
 pub fn kernel() -> String {
     let u = rustix::system::uname();

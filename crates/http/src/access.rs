@@ -50,10 +50,12 @@ impl AccessLog {
     }
 
     /// `REMOTE "METHOD TARGET PROTOCOL" STATUS BYTES MICROSECONDSus`.
+    /// `request` is `METHOD TARGET`; `version` 0 for HTTP/1.0, 1 for 1.1.
     pub(crate) fn line(
         &self,
         remote: &str,
         request: &str,
+        version: u8,
         status: u16,
         bytes: usize,
         took: Duration,
@@ -62,7 +64,7 @@ impl AccessLog {
         // A log that cannot be written must not fail the request.
         let _ = writeln!(
             out,
-            "{remote} \"{request}\" {status} {bytes} {}us",
+            "{remote} \"{request} HTTP/1.{version}\" {status} {bytes} {}us",
             took.as_micros()
         );
     }

@@ -1,63 +1,95 @@
-//! The pool's front: a tokio runtime accepting on every address, hyper
-//! serving each connection ([`crate::conn`]), one backend call per request
-//! ([`crate::request`]).
+//! The pool's front (`--http-mode front`): the engine's loop on threads of
+//! its own ([`crate::engine`]: accepting, parsing, limits, responses), and
+//! calls to the [`Backend`] (the pool's dispatch to its workers) on as many
+//! threads as the backend answers at once. A loop never waits for a
+//! worker: it hands each request to the callers' queue and goes on; a
+//! caller that is done puts the answer on its loop's list and wakes it.
+//! A request that waits in the queue longer than the backend's queue
+//! timeout is answered 503.
 
-use std::net::SocketAddr;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
-use std::time::Duration;
+use std::collections::VecDeque;
+use std::net::{SocketAddr, TcpListener};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
-use tokio::net::TcpListener;
-use tokio::sync::watch;
+use shmlink_sys::eventfd::EventFd;
 
 use crate::access::AccessLog;
 use crate::backend::{Backend, Fault};
-use crate::conn;
 use crate::counters::{Counters, StatsHandle};
+use crate::engine::{Engine, Limits, ReqId, Turn};
 use crate::error::HttpError;
 use crate::options::FrontOptions;
-use crate::request::{Answer, Conn, Route, Shared};
-use crate::respond;
 use crate::stats::HttpStats;
 
-/// The front's route: a turn at the backend, then its blocking call.
-pub(crate) struct BackendRoute {
-    backend: Arc<dyn Backend>,
-    /// Turns at the backend: [`Backend::concurrency`] of them.
-    turns: tokio::sync::Semaphore,
+/// An answer on its way back to its loop.
+type Done = (ReqId, Result<Vec<u8>, Fault>);
+
+/// A request on its way to a caller.
+struct Job {
+    id: ReqId,
+    request: Vec<u8>,
+    queued: Instant,
+    /// Its loop's index.
+    home: usize,
 }
 
-impl Route for BackendRoute {
-    async fn call(&self, request: Vec<u8>, _conn: &Conn) -> Answer {
-        // The backend waits inline only briefly and parks every longer wait
-        // in block_in_place: this runtime thread's other tasks and its turn
-        // at polling the sockets pass to another thread meanwhile. A call
-        // made wholly inline froze the whole front while it ran, whatever
-        // its threads: the thread that woke for the request was the one
-        // polling the sockets, and a parked thread is not woken to take over
-        // (tests/http.rs, a_slow_request_holds_up_no_other); one made wholly
-        // in block_in_place served fewer requests per second
-        // (docs/design.md).
-        let wait = self.backend.queue_timeout();
-        let Ok(Ok(_turn)) = tokio::time::timeout(wait, self.turns.acquire()).await else {
-            let why = format!("no worker became free within the queue timeout of {wait:?}");
-            return Err(Fault::new(503, why));
-        };
-        let mut answer = Vec::new();
-        self.backend.call(&request, &mut answer, &mut |wait| {
-            tokio::task::block_in_place(&mut *wait)
-        })?;
-        respond::from_worker(&answer).map_err(|why| Fault::new(502, why))
+/// One loop's mailbox: answers, and its waker.
+struct Mailbox {
+    done: Mutex<Vec<Done>>,
+    waker: Arc<EventFd>,
+}
+
+/// What the loops and the callers share.
+struct Shared {
+    backend: Arc<dyn Backend>,
+    jobs: Mutex<VecDeque<Job>>,
+    more: Condvar,
+    mailboxes: Vec<Mailbox>,
+    stop: AtomicBool,
+    queue_timeout: Duration,
+}
+
+impl Shared {
+    fn jobs(&self) -> MutexGuard<'_, VecDeque<Job>> {
+        self.jobs.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn deliver(&self, home: usize, done: Done) {
+        let m = &self.mailboxes[home];
+        m.done.lock().unwrap_or_else(|p| p.into_inner()).push(done);
+        m.waker.signal();
+    }
+
+    /// Answers 503 to the jobs that waited past the queue timeout; when
+    /// the next one will.
+    fn expire(&self) -> Option<Instant> {
+        let mut jobs = self.jobs();
+        while let Some(j) = jobs.front() {
+            let due = j.queued + self.queue_timeout;
+            if Instant::now() < due {
+                return Some(due);
+            }
+            let Some(j) = jobs.pop_front() else { break };
+            let why = format!(
+                "no worker became free within the queue timeout of {:?}",
+                self.queue_timeout
+            );
+            self.deliver(j.home, (j.id, Err(Fault::new(503, why))));
+        }
+        None
     }
 }
 
 /// A running HTTP front.
 pub struct Front {
-    runtime: Option<tokio::runtime::Runtime>,
-    stop: watch::Sender<bool>,
-    done: Option<tokio::task::JoinHandle<()>>,
     addrs: Vec<SocketAddr>,
-    shared: Arc<Shared<BackendRoute>>,
+    counters: Arc<Counters>,
+    shared: Arc<Shared>,
+    loops: Vec<JoinHandle<()>>,
+    callers: Vec<JoinHandle<()>>,
 }
 
 impl std::fmt::Debug for Front {
@@ -72,76 +104,125 @@ impl Front {
     ///
     /// # Errors
     /// Invalid options, an address that cannot be bound, the access log
-    /// that cannot be opened.
+    /// that cannot be opened, threads that cannot start.
     pub fn start(
         opts: FrontOptions,
         backend: Arc<dyn Backend>,
         log: Box<dyn Fn(&str) + Send + Sync>,
     ) -> Result<Front, HttpError> {
         opts.validate()?;
+        let io = |context: String| move |source| HttpError::Io { context, source };
+        let mut listeners = Vec::new();
+        for a in &opts.listen {
+            listeners.push(
+                TcpListener::bind(a.as_str())
+                    .map_err(io(format!("binding the HTTP address {a}")))?,
+            );
+        }
+        let addrs = listeners
+            .iter()
+            .map(TcpListener::local_addr)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(io("reading a bound HTTP address".into()))?;
         let access = opts
             .access_log
             .as_deref()
             .map(AccessLog::open)
             .transpose()?;
-        let threads = match opts.threads {
-            // At least two (a call waiting for its worker holds a thread of
-            // the runtime's blocking pool, not one of these).
-            0 => std::thread::available_parallelism().map_or(2, |n| n.get().max(2)),
-            n => n,
+        let access = access.map(Arc::new);
+        let log: Arc<dyn Fn(&str) + Send + Sync> = Arc::from(log);
+        let counters = Arc::new(Counters::default());
+        let limits = Limits {
+            max_body: opts.max_body,
+            max_header_bytes: opts.max_header_bytes,
+            header_timeout: opts.header_timeout,
+            max_connections: opts.max_connections,
         };
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(threads)
-            .thread_name("shmlink-http")
-            .enable_all()
-            .build()
-            .map_err(|e| HttpError::Io {
-                context: "starting the HTTP front's runtime".into(),
-                source: e,
-            })?;
-        let mut listeners = Vec::new();
-        for a in &opts.listen {
-            let l = runtime
-                .block_on(TcpListener::bind(a.as_str()))
-                .map_err(|e| HttpError::Io {
-                    context: format!("binding the HTTP address {a}"),
-                    source: e,
-                })?;
-            listeners.push(l);
+        let loops_n = opts.threads.max(1);
+        let mut mailboxes = Vec::new();
+        for _ in 0..loops_n {
+            let waker = EventFd::new().map_err(io("making the front's waker".into()))?;
+            mailboxes.push(Mailbox {
+                done: Mutex::new(Vec::new()),
+                waker: Arc::new(waker),
+            });
         }
-        let addrs = listeners
-            .iter()
-            .map(|l| l.local_addr())
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| HttpError::Io {
-                context: "reading a bound HTTP address".into(),
-                source: e,
-            })?;
-        let turns = tokio::sync::Semaphore::new(
-            backend
-                .concurrency()
-                .clamp(1, tokio::sync::Semaphore::MAX_PERMITS),
-        );
         let shared = Arc::new(Shared {
-            route: BackendRoute { backend, turns },
-            opts,
-            counters: Arc::new(Counters::default()),
-            access,
-            log,
-            draining: AtomicBool::new(false),
+            queue_timeout: backend.queue_timeout(),
+            backend,
+            jobs: Mutex::new(VecDeque::new()),
+            more: Condvar::new(),
+            mailboxes,
+            stop: AtomicBool::new(false),
         });
-        let (stop, stopped) = watch::channel(false);
-        let s = Arc::clone(&shared);
-        // Stopped, the front closes idle connections at once (the pool is
-        // going away; nobody else will answer them).
-        let done = runtime.spawn(conn::serve(listeners, s, stopped, Duration::ZERO));
-        Ok(Front {
-            runtime: Some(runtime),
-            stop,
-            done: Some(done),
+        let spawn = |name: &str, f: Box<dyn FnOnce() + Send>| {
+            std::thread::Builder::new()
+                .name(name.into())
+                .spawn(f)
+                .map_err(io(format!("starting the front's {name} thread")))
+        };
+        let mut front = Front {
             addrs,
-            shared,
-        })
+            counters: Arc::clone(&counters),
+            shared: Arc::clone(&shared),
+            loops: Vec::new(),
+            callers: Vec::new(),
+        };
+        for _ in 0..shared.backend.concurrency().max(1) {
+            let s = Arc::clone(&shared);
+            front
+                .callers
+                .push(spawn("shmlink-http-call", Box::new(move || caller(&s)))?);
+        }
+        // Each loop makes its engine on its own thread (an epoll set's
+        // event buffer stays where it was made) and says whether it could.
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        for home in 0..loops_n {
+            let mine = listeners
+                .iter()
+                .map(TcpListener::try_clone)
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(io("sharing the HTTP listeners between threads".into()))?;
+            let (s, l, c, a, lim, tx) = (
+                Arc::clone(&shared),
+                Arc::clone(&log),
+                Arc::clone(&counters),
+                access.clone(),
+                limits.clone(),
+                ready_tx.clone(),
+            );
+            front.loops.push(spawn(
+                "shmlink-http",
+                Box::new(move || {
+                    let made = Engine::new(mine, lim, c, a, Box::new(move |line| l(line)))
+                        .and_then(|mut e| {
+                            e.wake_on(Arc::clone(&s.mailboxes[home].waker)).map(|()| e)
+                        });
+                    match made {
+                        Ok(engine) => {
+                            let _ = tx.send(Ok(()));
+                            run_loop(engine, home, &s);
+                        }
+                        Err(e) => {
+                            let _ = tx.send(Err(e));
+                        }
+                    }
+                }),
+            )?);
+        }
+        drop(listeners);
+        for _ in 0..loops_n {
+            match ready_rx.recv() {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => return Err(io("serving the HTTP listeners".into())(e)),
+                Err(_) => {
+                    return Err(HttpError::Options(
+                        "a front thread ended at its start".into(),
+                    ))
+                }
+            }
+        }
+        Ok(front)
     }
 
     /// The addresses it listens on (with the ports chosen for port 0).
@@ -151,35 +232,128 @@ impl Front {
 
     /// Its counters.
     pub fn stats(&self) -> HttpStats {
-        self.shared.counters.snapshot()
+        self.counters.snapshot()
     }
 
     /// A handle that reads its counters from elsewhere.
     pub fn stats_handle(&self) -> StatsHandle {
-        StatsHandle(Arc::clone(&self.shared.counters))
+        StatsHandle(Arc::clone(&self.counters))
     }
 
-    /// Stops accepting, lets requests in flight finish (up to 5 s), closes
-    /// every connection and ends the runtime's threads.
+    /// Stops accepting, closes idle connections at once, lets requests in
+    /// flight finish (up to 5 s), and ends its threads.
     pub fn stop(mut self) {
         self.shutdown();
     }
 
     fn shutdown(&mut self) {
-        let _ = self.stop.send(true);
-        if let (Some(rt), Some(done)) = (self.runtime.as_ref(), self.done.take()) {
-            let _ = rt.block_on(done);
+        self.shared.stop.store(true, Ordering::Release);
+        for m in &self.shared.mailboxes {
+            m.waker.signal();
         }
-        if let Some(rt) = self.runtime.take() {
-            rt.shutdown_timeout(Duration::from_secs(1));
+        for l in self.loops.drain(..) {
+            let _ = l.join();
+        }
+        drop(self.shared.jobs());
+        self.shared.more.notify_all();
+        for c in self.callers.drain(..) {
+            let _ = c.join();
         }
     }
 }
 
 impl Drop for Front {
     fn drop(&mut self) {
-        if self.runtime.is_some() {
+        if !self.loops.is_empty() {
             self.shutdown();
         }
+    }
+}
+
+/// One loop: serves its connections, queues each request for a caller,
+/// writes the answers its callers deliver.
+fn run_loop(mut engine: Engine, home: usize, s: &Shared) {
+    let mut stopped = false;
+    loop {
+        if !stopped && s.stop.load(Ordering::Acquire) {
+            stopped = true;
+            // The pool is going away: nobody else will answer an idle
+            // connection, so it closes at once.
+            engine.stop(Duration::ZERO);
+        }
+        let until = s.expire().map(|at| {
+            let left = at.saturating_duration_since(Instant::now());
+            engine.now() + left.as_millis() as u64 + 1
+        });
+        match engine.turn(until) {
+            Turn::Ready => {
+                let mut jobs = Vec::new();
+                while let Some(r) = engine.pop_ready() {
+                    jobs.push(Job {
+                        id: r.id,
+                        request: r.request,
+                        queued: Instant::now(),
+                        home,
+                    });
+                }
+                let n = jobs.len();
+                s.jobs().extend(jobs);
+                for _ in 0..n {
+                    s.more.notify_one();
+                }
+            }
+            Turn::Woken => {
+                let done = std::mem::take(
+                    &mut *s.mailboxes[home]
+                        .done
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner()),
+                );
+                for (id, answer) in done {
+                    match answer {
+                        Ok(bytes) => {
+                            engine.answer(id, Ok(&bytes));
+                            engine.recycle(bytes);
+                        }
+                        Err(f) => engine.answer(id, Err(f)),
+                    }
+                }
+            }
+            Turn::Timer | Turn::Watched => {}
+            Turn::Done => return,
+        }
+    }
+}
+
+/// One caller: takes the next request and makes the backend's call.
+fn caller(s: &Shared) {
+    loop {
+        let job = {
+            let mut jobs = s.jobs();
+            loop {
+                if let Some(j) = jobs.pop_front() {
+                    break j;
+                }
+                if s.stop.load(Ordering::Acquire) {
+                    return;
+                }
+                jobs = s.more.wait(jobs).unwrap_or_else(|p| p.into_inner());
+            }
+        };
+        if job.queued.elapsed() > s.queue_timeout {
+            let why = format!(
+                "no worker became free within the queue timeout of {:?}",
+                s.queue_timeout
+            );
+            s.deliver(job.home, (job.id, Err(Fault::new(503, why))));
+            continue;
+        }
+        let mut answer = Vec::new();
+        // Callers may block: the wait runs where it is.
+        let result = s
+            .backend
+            .call(&job.request, &mut answer, &mut |wait| wait())
+            .map(|()| answer);
+        s.deliver(job.home, (job.id, result));
     }
 }

@@ -4,30 +4,24 @@
 //!   listening sockets down ([`Handed`]), each worker accepts and parses
 //!   requests in Rust on its own thread and hands them to its loop; no other
 //!   process is on a request's path;
-//! - in the pool's front ([`Front`]): a hyper server on a tokio runtime that
-//!   turns every request into one call to a [`Backend`] (the pool's dispatch
-//!   to its workers).
+//! - in the pool's front ([`Front`]): the same loop on threads of the pool,
+//!   each request one call to a [`Backend`] (the pool's dispatch to its
+//!   workers) made on threads of their own.
 //!
-//! Both run one request path ([`wire`] encoding, limits, responses,
-//! counters, access log) over hyper connections: keep-alive, chunked bodies
-//! and pipelined requests are hyper's; this crate adds the limits (body
-//! size, header size and time, open connections), the mapping of faults to
-//! statuses (500, 502, 503, 504), counters and an optional access log.
+//! Both run one engine (`engine`: an epoll loop, heads parsed by httparse,
+//! bodies, limits, keep-alive and pipelining, responses, counters, access
+//! log) and one encoding of requests and responses ([`wire`]).
 
 mod access;
 mod backend;
-mod coarse_timer;
-mod conn;
 mod counters;
+mod engine;
 mod error;
 mod front;
 mod handed;
 mod in_worker;
 mod options;
-mod request;
-mod respond;
 mod stats;
-mod watched;
 pub mod wire;
 
 pub use backend::{Backend, Fault};

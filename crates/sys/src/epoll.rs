@@ -17,6 +17,11 @@ pub enum Interest {
     /// reported once when the other end of a socket closes (or sends bytes,
     /// which a control socket never should after the handshake).
     HangUp,
+    /// Readable, writable or hung up, edge-triggered (`EPOLLIN | EPOLLOUT |
+    /// EPOLLRDHUP | EPOLLET`): an event loop's connection, registered once;
+    /// the loop reads and writes until `EAGAIN`, and learns of each change
+    /// once.
+    Edge,
 }
 
 impl Interest {
@@ -24,6 +29,7 @@ impl Interest {
         match self {
             Interest::Readable => EventFlags::IN,
             Interest::HangUp => EventFlags::RDHUP | EventFlags::IN | EventFlags::ET,
+            Interest::Edge => EventFlags::IN | EventFlags::OUT | EventFlags::RDHUP | EventFlags::ET,
         }
     }
 }
@@ -94,6 +100,88 @@ impl Epoll {
     }
 }
 
+/// What [`Epoll::wait_events`] reports of one descriptor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Event {
+    /// The token it was added with.
+    pub token: u64,
+    /// Readable (or at end of stream, or in error).
+    pub readable: bool,
+    /// Writable (or in error).
+    pub writable: bool,
+    /// The peer hung up or the socket is in error (`EPOLLRDHUP`,
+    /// `EPOLLHUP`, `EPOLLERR`).
+    pub hang_up: bool,
+}
+
+/// Room for the events of one [`Epoll::wait_events`], kept between waits
+/// (no allocation per wait).
+pub struct Events {
+    raw: Vec<epoll::Event>,
+    /// What the last wait reported.
+    pub ready: Vec<Event>,
+}
+
+impl std::fmt::Debug for Events {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Events")
+            .field("ready", &self.ready)
+            .finish()
+    }
+}
+
+impl Events {
+    /// Room for up to `n` events per wait.
+    pub fn with_capacity(n: usize) -> Events {
+        Events {
+            raw: Vec::with_capacity(n.max(1)),
+            ready: Vec::with_capacity(n.max(1)),
+        }
+    }
+}
+
+impl Epoll {
+    /// `epoll_wait` for up to `timeout` (`None`: until something is ready;
+    /// zero: a look): `events.ready` gets what is ready, with its kind. A
+    /// signal interrupting the wait returns with nothing ready.
+    ///
+    /// # Errors
+    /// `EBADF`/`EINVAL` on a broken set (never in normal operation).
+    pub fn wait_events(
+        &self,
+        events: &mut Events,
+        timeout: Option<std::time::Duration>,
+    ) -> io::Result<()> {
+        events.raw.clear();
+        events.ready.clear();
+        let ts = timeout.map(|d| rustix::time::Timespec {
+            tv_sec: d.as_secs().min(i64::MAX as u64) as i64,
+            tv_nsec: i64::from(d.subsec_nanos()),
+        });
+        match epoll::wait(
+            &self.0,
+            rustix::buffer::spare_capacity(&mut events.raw),
+            ts.as_ref(),
+        ) {
+            Ok(_) => {}
+            Err(Errno::INTR) => return Ok(()),
+            Err(e) => return Err(e.into()),
+        }
+        let bad = EventFlags::RDHUP | EventFlags::HUP | EventFlags::ERR;
+        events.ready.extend(events.raw.iter().map(|ev| {
+            // Copied out of the packed kernel struct before use.
+            let (flags, data) = (ev.flags, ev.data);
+            Event {
+                token: data.u64(),
+                readable: flags.intersects(EventFlags::IN | bad),
+                writable: flags.intersects(EventFlags::OUT | EventFlags::ERR),
+                hang_up: flags.intersects(bad),
+            }
+        }));
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,5 +207,29 @@ mod tests {
         drop(c);
         ep.wait(&mut tokens, true).expect("look");
         assert_eq!(tokens, vec![9]);
+    }
+
+    #[test]
+    fn edge_events_say_what_changed_once() {
+        let ep = Epoll::new().expect("epoll");
+        let (mut a, b) = UnixStream::pair().expect("pair");
+        ep.add(&b, 3, Interest::Edge).expect("add");
+        let mut ev = Events::with_capacity(4);
+        // Writable from the start: reported once.
+        ep.wait_events(&mut ev, Some(std::time::Duration::ZERO))
+            .expect("look");
+        assert_eq!(ev.ready.len(), 1);
+        assert!(ev.ready[0].writable && !ev.ready[0].readable && !ev.ready[0].hang_up);
+        ep.wait_events(&mut ev, Some(std::time::Duration::ZERO))
+            .expect("look");
+        assert!(ev.ready.is_empty(), "an edge is reported once");
+        a.write_all(b"x").expect("write");
+        ep.wait_events(&mut ev, Some(std::time::Duration::from_secs(5)))
+            .expect("wait");
+        assert_eq!((ev.ready[0].token, ev.ready[0].readable), (3, true));
+        drop(a);
+        ep.wait_events(&mut ev, Some(std::time::Duration::from_secs(5)))
+            .expect("wait");
+        assert!(ev.ready[0].hang_up && ev.ready[0].readable);
     }
 }

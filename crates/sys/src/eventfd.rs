@@ -37,6 +37,21 @@ impl EventFd {
     }
 }
 
+impl EventFd {
+    /// Resets the counter to 0 (a `read(2)`), so that the descriptor is no
+    /// longer readable until the next [`EventFd::signal`]. Never blocks.
+    pub fn clear(&self) {
+        let mut buf = [0u8; 8];
+        loop {
+            match rustix::io::read(&self.0, &mut buf) {
+                Err(Errno::INTR) => continue,
+                // Ok, or EAGAIN (already 0).
+                _ => return,
+            }
+        }
+    }
+}
+
 impl AsFd for EventFd {
     fn as_fd(&self) -> BorrowedFd<'_> {
         self.0.as_fd()
@@ -57,5 +72,7 @@ mod tests {
         e.signal();
         e.signal();
         assert_eq!(readable(&e, None).expect("poll"), Ready::Yes);
+        e.clear();
+        assert_eq!(readable(&e, soon).expect("poll"), Ready::TimedOut);
     }
 }

@@ -6,7 +6,8 @@ use std::io::{self, IoSlice};
 use std::os::fd::{AsFd, OwnedFd};
 
 use rustix::net::{
-    accept_with, recv, sendmsg, RecvFlags, SendAncillaryBuffer, SendFlags, SocketFlags,
+    accept_with, acceptfrom_with, recv, sendmsg, RecvFlags, SendAncillaryBuffer, SendFlags,
+    SocketFlags,
 };
 
 /// `accept4(2)` with `SOCK_NONBLOCK | SOCK_CLOEXEC`: the accepted socket is
@@ -21,6 +22,25 @@ pub fn accept_nonblocking(listener: impl AsFd) -> io::Result<OwnedFd> {
         listener,
         SocketFlags::NONBLOCK | SocketFlags::CLOEXEC,
     )?)
+}
+
+/// `accept4(2)` on a TCP listener with `SOCK_NONBLOCK | SOCK_CLOEXEC`,
+/// and the peer's address from the same call (no `getpeername`).
+///
+/// # Errors
+/// As [`accept_nonblocking`]; `InvalidData` for a peer address that is not
+/// IPv4 or IPv6 (a listener that is not TCP).
+pub fn accept_tcp(listener: impl AsFd) -> io::Result<(OwnedFd, std::net::SocketAddr)> {
+    let (fd, addr) = acceptfrom_with(listener, SocketFlags::NONBLOCK | SocketFlags::CLOEXEC)?;
+    let addr = addr
+        .and_then(|a| std::net::SocketAddr::try_from(a).ok())
+        .ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                "the peer of an accepted connection is not an IP address",
+            )
+        })?;
+    Ok((fd, addr))
 }
 
 /// `sendmsg(2)` of the gathered `bufs` with `MSG_NOSIGNAL`: a peer that is

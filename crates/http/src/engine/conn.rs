@@ -1,0 +1,243 @@
+//! One client connection of the engine: what it has read and not parsed,
+//! what it must still write, and where its current request is.
+
+use std::io::{self, Read, Write};
+use std::net::TcpStream;
+use std::time::Instant;
+
+use super::body::{self, Body, Broken};
+use super::head::Head;
+
+/// Where a connection's current request is.
+#[derive(Debug)]
+pub(super) enum Phase {
+    /// Reading a head (the header timeout runs).
+    Head,
+    /// Reading the body of `head` into `encoded` (`taken` bytes so far).
+    Body {
+        head: Head,
+        body: Body,
+        encoded: Vec<u8>,
+        taken: u64,
+        /// Where the body's length goes in `encoded`.
+        length_at: usize,
+    },
+    /// Handed to the application (or waiting for it): `head` says how to
+    /// answer.
+    App { head: Head, body_in: usize },
+    /// Answered with an error that ends it: the response is written, the
+    /// writing side shut; what the client still sends is read and dropped
+    /// until it closes, or the deadline (so the error response is not lost
+    /// to a reset, as a close with unread bytes would send).
+    Lingering,
+}
+
+/// A connection.
+#[derive(Debug)]
+pub(super) struct Conn {
+    pub(super) sock: TcpStream,
+    pub(super) remote: String,
+    /// Unique for the engine's life: an answer for an older connection in
+    /// the same slot is told apart.
+    pub(super) serial: u64,
+    /// Room for bytes read (zeroed once, as it grows); `rbuf[rpos..rend]`
+    /// is read and not parsed yet.
+    rbuf: Vec<u8>,
+    rpos: usize,
+    rend: usize,
+    /// Bytes to write; `wbuf[wpos..]` is not written yet.
+    pub(super) wbuf: Vec<u8>,
+    pub(super) wpos: usize,
+    pub(super) phase: Phase,
+    /// The client shut its side (or the socket failed): nothing more comes.
+    pub(super) eof: bool,
+    /// Close once everything is written.
+    pub(super) closing: bool,
+    /// When the current wait for the client ends (coarse ms; 0: none).
+    pub(super) deadline: u64,
+    /// When the request in hand started (for the access log).
+    pub(super) started: Option<Instant>,
+    /// Reading stopped at the buffer's cap: more may wait in the socket
+    /// (an edge-triggered socket will not say so again).
+    pub(super) more: bool,
+}
+
+/// What taking the body from the buffer came to.
+#[derive(Debug)]
+pub(super) enum BodyStep {
+    /// More to come (`progressed`: some of it arrived).
+    More { progressed: bool },
+    /// The whole body: the request, encoded, and the body's length.
+    Done {
+        head: Head,
+        encoded: Vec<u8>,
+        taken: u64,
+    },
+    /// Over the limit or broken: the head, to answer it.
+    Broken(Head, Broken),
+}
+
+/// The first room for reading (a request head of a few hundred bytes).
+const FIRST_ROOM: usize = 4096;
+/// The least room a read is given.
+const MIN_READ: usize = 1024;
+
+/// What a read found.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Read_ {
+    /// Everything there is, for now.
+    Drained,
+    /// Reading stopped with `rbuf` at its cap: more may be waiting.
+    Full,
+}
+
+impl Conn {
+    pub(super) fn new(sock: TcpStream, remote: String, serial: u64) -> Conn {
+        Conn {
+            sock,
+            remote,
+            serial,
+            rbuf: vec![0; FIRST_ROOM],
+            rpos: 0,
+            rend: 0,
+            wbuf: Vec::new(),
+            wpos: 0,
+            phase: Phase::Head,
+            eof: false,
+            closing: false,
+            deadline: 0,
+            started: None,
+            more: false,
+        }
+    }
+
+    /// Takes what the buffer holds of the body of the request in phase
+    /// `Body` (at most `max` bytes in all).
+    pub(super) fn take_body(&mut self, max: u64, max_trailers: usize) -> BodyStep {
+        let unread = &self.rbuf[self.rpos..self.rend];
+        let Phase::Body {
+            body,
+            encoded,
+            taken,
+            ..
+        } = &mut self.phase
+        else {
+            return BodyStep::More { progressed: false };
+        };
+        let before = *taken;
+        let step = body::take(body, unread, encoded, taken, max, max_trailers);
+        let (done, progressed) = (*body == Body::Done, *taken != before);
+        let used = match step {
+            Ok(n) => n,
+            Err(b) => {
+                let Phase::Body { head, .. } = std::mem::replace(&mut self.phase, Phase::Head)
+                else {
+                    unreachable!("in phase Body");
+                };
+                return BodyStep::Broken(head, b);
+            }
+        };
+        self.consume(used);
+        if !done {
+            return BodyStep::More { progressed };
+        }
+        let Phase::Body {
+            head,
+            mut encoded,
+            taken,
+            length_at,
+            ..
+        } = std::mem::replace(&mut self.phase, Phase::Head)
+        else {
+            unreachable!("in phase Body");
+        };
+        let len = u32::try_from(taken).unwrap_or(u32::MAX).to_le_bytes();
+        encoded[length_at..length_at + 4].copy_from_slice(&len);
+        BodyStep::Done {
+            head,
+            encoded,
+            taken,
+        }
+    }
+
+    /// The unparsed bytes.
+    pub(super) fn unread(&self) -> &[u8] {
+        &self.rbuf[self.rpos..self.rend]
+    }
+
+    /// Marks `n` unparsed bytes parsed.
+    pub(super) fn consume(&mut self, n: usize) {
+        self.rpos += n;
+        if self.rpos == self.rend {
+            self.rpos = 0;
+            self.rend = 0;
+        }
+    }
+
+    /// Reads what the socket has, until it would block, it ends (`eof`),
+    /// or the unparsed bytes reach `cap`.
+    pub(super) fn read(&mut self, cap: usize) -> Read_ {
+        loop {
+            let unread = self.rend - self.rpos;
+            if unread >= cap {
+                return Read_::Full;
+            }
+            if self.rbuf.len() - self.rend < MIN_READ {
+                // Parsed bytes first make room; then the buffer grows.
+                self.rbuf.copy_within(self.rpos..self.rend, 0);
+                self.rend = unread;
+                self.rpos = 0;
+                if self.rbuf.len() - self.rend < MIN_READ {
+                    let grown = (self.rbuf.len() * 2).min(cap.max(FIRST_ROOM) + MIN_READ);
+                    self.rbuf.resize(grown.max(self.rend + MIN_READ), 0);
+                }
+            }
+            let end = self.rbuf.len().min(self.rend + (cap - unread));
+            let want = end - self.rend;
+            match self.sock.read(&mut self.rbuf[self.rend..end]) {
+                Ok(0) => {
+                    self.eof = true;
+                    return Read_::Drained;
+                }
+                Ok(n) => {
+                    self.rend += n;
+                    if n < want {
+                        // A short read: the socket is empty (one read saved).
+                        return Read_::Drained;
+                    }
+                }
+                Err(e) => match e.kind() {
+                    io::ErrorKind::WouldBlock => return Read_::Drained,
+                    io::ErrorKind::Interrupted => {}
+                    _ => {
+                        self.eof = true;
+                        self.closing = true;
+                        return Read_::Drained;
+                    }
+                },
+            }
+        }
+    }
+
+    /// Writes what is pending until done or the socket is full: `false`
+    /// when the connection failed (the client is gone).
+    pub(super) fn flush(&mut self) -> bool {
+        while self.wpos < self.wbuf.len() {
+            match self.sock.write(&self.wbuf[self.wpos..]) {
+                Ok(0) => return false,
+                Ok(n) => self.wpos += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return false,
+            }
+        }
+        self.wbuf.clear();
+        self.wpos = 0;
+        true
+    }
+
+    /// Whether everything is written.
+    pub(super) fn flushed(&self) -> bool {
+        self.wpos == self.wbuf.len()
+    }
+}

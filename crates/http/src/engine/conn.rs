@@ -175,8 +175,11 @@ impl Conn {
     }
 
     /// Reads what the socket has, until it would block, it ends (`eof`),
-    /// or the unparsed bytes reach `cap`.
-    pub(super) fn read(&mut self, cap: usize) -> Read_ {
+    /// or the unparsed bytes reach `cap`. A short read ends it too (the
+    /// socket is empty: one `recv` saved), unless `to_end`: the peer hung up
+    /// (`EPOLLRDHUP`), and its end of stream, which arrived with the last
+    /// bytes and raises no further event, must be read.
+    pub(super) fn read(&mut self, cap: usize, to_end: bool) -> Read_ {
         loop {
             let unread = self.rend - self.rpos;
             if unread >= cap {
@@ -201,8 +204,7 @@ impl Conn {
                 }
                 Ok(n) => {
                     self.rend += n;
-                    if n < want {
-                        // A short read: the socket is empty (one read saved).
+                    if n < want && !to_end {
                         return Read_::Drained;
                     }
                 }

@@ -122,8 +122,11 @@ pub(crate) struct Engine {
     conns: Vec<Option<Conn>>,
     free: Vec<usize>,
     ready: VecDeque<Ready>,
-    /// Deadlines armed, in the order they fall: (ms, slot, serial).
+    /// Deadlines armed: (ms, slot, serial), in the order they fall within
+    /// each queue (all of a queue have the same length: the header timeout,
+    /// or [`LINGER_MS`]).
     timers: VecDeque<(u64, usize, u64)>,
+    lingers: VecDeque<(u64, usize, u64)>,
     limits: Limits,
     counters: Arc<Counters>,
     access: Option<Arc<AccessLog>>,
@@ -164,6 +167,7 @@ impl Engine {
             free: Vec::new(),
             ready: VecDeque::new(),
             timers: VecDeque::new(),
+            lingers: VecDeque::new(),
             limits,
             counters,
             access,
@@ -272,8 +276,10 @@ impl Engine {
         }
         let mut next = until;
         let mut earliest = |at: u64| next = Some(next.map_or(at, |n| n.min(at)));
-        if let Some(&(at, _, _)) = self.timers.front() {
-            earliest(at);
+        for q in [&self.timers, &self.lingers] {
+            if let Some(&(at, _, _)) = q.front() {
+                earliest(at);
+            }
         }
         if let Some(s) = self.stopping {
             if s.idle_close > self.now {
@@ -399,7 +405,7 @@ impl Engine {
             // beyond what was read ahead.
             self.advance(slot);
             if more {
-                self.read(slot);
+                self.read(slot, false);
             }
         }
     }
@@ -456,13 +462,13 @@ impl Engine {
             self.after_write(slot);
         }
         if ev.readable || ev.hang_up {
-            self.read(slot);
+            self.read(slot, ev.hang_up);
         }
     }
 
     /// Reads what the connection has and parses it, as far as its phase
-    /// allows.
-    fn read(&mut self, slot: usize) {
+    /// allows (`to_end`: up to its end of stream, the peer hung up).
+    fn read(&mut self, slot: usize, to_end: bool) {
         loop {
             let (cap, parse) = {
                 let Some(c) = self.conns[slot].as_ref() else {
@@ -481,7 +487,7 @@ impl Engine {
             if c.eof {
                 break;
             }
-            let got = c.read(cap);
+            let got = c.read(cap, to_end);
             if matches!(c.phase, Phase::Lingering) {
                 let n = c.unread().len();
                 c.consume(n);
@@ -672,7 +678,7 @@ impl Engine {
                 c.phase = Phase::Lingering;
                 let deadline = self.now + LINGER_MS;
                 c.deadline = deadline;
-                self.timers.push_back((deadline, slot, c.serial));
+                self.lingers.push_back((deadline, slot, c.serial));
                 let n = c.unread().len();
                 c.consume(n);
             }
@@ -692,22 +698,35 @@ impl Engine {
     /// that took too long) and, when stopping, idle ones after the grace
     /// and all after the stop's.
     fn expire(&mut self) {
-        while let Some(&(at, slot, serial)) = self.timers.front() {
-            if at > self.now {
-                break;
-            }
-            self.timers.pop_front();
-            let due = self
-                .conns
-                .get(slot)
-                .and_then(Option::as_ref)
-                .is_some_and(|c| {
-                    c.serial == serial
-                        && c.deadline == at
-                        && matches!(c.phase, Phase::Head | Phase::Body { .. } | Phase::Lingering)
-                });
-            if due {
-                self.close(slot);
+        for lingering in [false, true] {
+            loop {
+                let q = if lingering {
+                    &mut self.lingers
+                } else {
+                    &mut self.timers
+                };
+                let Some(&(at, slot, serial)) = q.front() else {
+                    break;
+                };
+                if at > self.now {
+                    break;
+                }
+                q.pop_front();
+                let due = self
+                    .conns
+                    .get(slot)
+                    .and_then(Option::as_ref)
+                    .is_some_and(|c| {
+                        c.serial == serial
+                            && c.deadline == at
+                            && matches!(
+                                c.phase,
+                                Phase::Head | Phase::Body { .. } | Phase::Lingering
+                            )
+                    });
+                if due {
+                    self.close(slot);
+                }
             }
         }
         let Some(s) = self.stopping else { return };

@@ -63,10 +63,11 @@ if (getenv('PIECES') === '1') {
 }
 PHP;
 
-foreach (['run' => '0', 'accept/respond' => '1'] as $mode => $pieces) {
-    echo "== $mode\n";
+foreach ([['workers', 'run', '0'], ['workers', 'accept/respond', '1'], ['front', 'run', '0'], ['front', 'accept/respond', '1']]
+        as [$httpMode, $mode, $pieces]) {
+    echo "== $httpMode, $mode\n";
     putenv("PIECES=$pieces");
-    $pool = PoolServer::start($script, workers: 1, args: ['--http', '127.0.0.1:0']);
+    $pool = PoolServer::start($script, workers: 1, args: ['--http', '127.0.0.1:0', '--http-mode', $httpMode]);
     $http = $pool->http();
 
     [$status, $headers, $body] = shmlink_http($http, 'GET', '/hello');
@@ -98,8 +99,11 @@ foreach (['run' => '0', 'accept/respond' => '1'] as $mode => $pieces) {
         [$status, , $body] = shmlink_http($http, 'GET', $path);
         echo "$path: $status ", trim($body), "\n";
     }
-    // Not from the front: a plain call still gets a string.
-    echo (new Shmlink\Client($pool->addresses['shm']))->call('x'), "\n";
+    // Not over HTTP: a plain call through the pool still gets a string (a
+    // pool whose workers serve HTTP takes no calls).
+    if ($httpMode === 'front') {
+        echo (new Shmlink\Client($pool->addresses['shm']))->call('x'), "\n";
+    }
     $log = $pool->log();
     echo "logged: ", var_export(str_contains($log, 'the handler returned int, expected string or Shmlink\HttpResponse')
         && str_contains($log, 'RuntimeException: boom'), true), "\n";
@@ -107,7 +111,33 @@ foreach (['run' => '0', 'accept/respond' => '1'] as $mode => $pieces) {
 }
 ?>
 --EXPECT--
-== run
+== workers, run
+200 text/html; charset=UTF-8 Hello, world!
+201 application/json a,b
+{"method":"POST","uri":"\/request?x=1","path":"\/request","query":"x=1","protocol":"HTTP\/1.1","body":"payload","x-a":["1","2"],"host":"127.0.0.1:PORT","remote":true}
+200 {"get":{"a":"1","b":["2"]},"post":{"p":"1","q":{"x":"3"}},"cookie":{"c1":"v 1","c2":"w"},"request":{"a":"1","b":["2"],"p":"1","q":{"x":"3"}},"server":["POST","\/globals?a=1&b[]=2","a=1&b[]=2","HTTP\/1.1","127.0.0.1","9","application\/x-www-form-urlencoded","127.0.0.1",true]}
+200 {"get":[],"post":[],"cookie":[],"request":[],"server":["GET","\/globals","","HTTP\/1.1","127.0.0.1",null,null,"127.0.0.1",true]}
+200 {"post":{"a":"1","b":{"x":"2"}},"files":{"f":["up.txt","text\/plain",10,0,"hello file",true]},"earlier_removed":[]}
+200 {"post":{"a":"1","b":{"x":"2"}},"files":{"f":["up.txt","text\/plain",10,0,"hello file",true]},"earlier_removed":[true]}
+/nope: 404 not here
+/int: 500 500 Internal Server Error
+/throw: 500 500 Internal Server Error
+logged: true
+exit 0
+== workers, accept/respond
+200 text/html; charset=UTF-8 Hello, world!
+201 application/json a,b
+{"method":"POST","uri":"\/request?x=1","path":"\/request","query":"x=1","protocol":"HTTP\/1.1","body":"payload","x-a":["1","2"],"host":"127.0.0.1:PORT","remote":true}
+200 {"get":{"a":"1","b":["2"]},"post":{"p":"1","q":{"x":"3"}},"cookie":{"c1":"v 1","c2":"w"},"request":{"a":"1","b":["2"],"p":"1","q":{"x":"3"}},"server":["POST","\/globals?a=1&b[]=2","a=1&b[]=2","HTTP\/1.1","127.0.0.1","9","application\/x-www-form-urlencoded","127.0.0.1",true]}
+200 {"get":[],"post":[],"cookie":[],"request":[],"server":["GET","\/globals","","HTTP\/1.1","127.0.0.1",null,null,"127.0.0.1",true]}
+200 {"post":{"a":"1","b":{"x":"2"}},"files":{"f":["up.txt","text\/plain",10,0,"hello file",true]},"earlier_removed":[]}
+200 {"post":{"a":"1","b":{"x":"2"}},"files":{"f":["up.txt","text\/plain",10,0,"hello file",true]},"earlier_removed":[true]}
+/nope: 404 not here
+/int: 500 500 Internal Server Error
+/throw: 500 500 Internal Server Error
+logged: true
+exit 0
+== front, run
 200 text/html; charset=UTF-8 Hello, world!
 201 application/json a,b
 {"method":"POST","uri":"\/request?x=1","path":"\/request","query":"x=1","protocol":"HTTP\/1.1","body":"payload","x-a":["1","2"],"host":"127.0.0.1:PORT","remote":true}
@@ -121,7 +151,7 @@ foreach (['run' => '0', 'accept/respond' => '1'] as $mode => $pieces) {
 plain:x
 logged: true
 exit 0
-== accept/respond
+== front, accept/respond
 200 text/html; charset=UTF-8 Hello, world!
 201 application/json a,b
 {"method":"POST","uri":"\/request?x=1","path":"\/request","query":"x=1","protocol":"HTTP\/1.1","body":"payload","x-a":["1","2"],"host":"127.0.0.1:PORT","remote":true}

@@ -126,7 +126,7 @@ impl Conn {
         };
         let before = *taken;
         let step = body::take(body, unread, encoded, taken, max, max_trailers);
-        let (done, progressed) = (*body == Body::Done, *taken != before);
+        let (done, progressed) = (body.done(), *taken != before);
         let used = match step {
             Ok(n) => n,
             Err(b) => {

@@ -565,9 +565,9 @@ impl Engine {
                             self.refuse(slot, 413, true, Some(h));
                             return;
                         }
-                        Framing::None => Body::Done,
-                        Framing::Length(n) => Body::Length(n),
-                        Framing::Chunked => Body::Size,
+                        Framing::None => Body::none(),
+                        Framing::Length(n) => Body::length(n),
+                        Framing::Chunked => Body::chunked(),
                     };
                     if h.expects_continue && !c.unread().is_empty() {
                         // The body is coming already: no 100 needed.

@@ -82,6 +82,26 @@ def rel(slot, generation, offset):
 DESC_TABLE = [None, (7, 65536), (1, 4096)]
 
 
+def slhq(method, target, protocol, remote, headers, body):
+    def put(b):
+        return struct.pack("<I", len(b)) + b
+    out = b"SLHQ" + struct.pack("<I", len(headers))
+    for f in (method, target, protocol, remote):
+        out += put(f)
+    for n, v in headers:
+        out += put(n) + put(v)
+    return out + put(body)
+
+
+def slhr(status, headers, body):
+    def put(b):
+        return struct.pack("<I", len(b)) + b
+    out = b"SLHR" + struct.pack("<II", status, len(headers))
+    for n, v in headers:
+        out += put(n) + put(v)
+    return out + put(body)
+
+
 def line(op, line_id=0, c2s=0, s2c=0, value=0, limit=0):
     return struct.pack("<IIQIIQII", op, 0, line_id, c2s, s2c, value, limit, 0)
 
@@ -164,6 +184,25 @@ SEEDS = {
         "twice": bytes([1]) + rel(0, 1, 0) + rel(0, 1, 0),
         "short": bytes([3]) + bytes(23),
         "notice": bytes([0]) + struct.pack("<IIQ", 0, 1, 1),
+    },
+    # First byte: reads before the rest (% 8), then their lengths, then the bytes.
+    "http_request": {
+        "get": bytes([0]) + b"GET /a?x=1 HTTP/1.1\r\nHost: h\r\n\r\n",
+        "post_length_in_pieces": bytes([2, 10, 40]) + b"POST /p HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello",
+        "chunked": bytes([1, 60]) + b"POST /c HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n1;x=y\r\n \r\n0\r\nT: 1\r\n\r\n",
+        "http10_keep_alive": bytes([0]) + b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
+        "both_framings": bytes([0]) + b"POST / HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\nabc",
+        "too_large": bytes([0]) + b"POST / HTTP/1.1\r\nContent-Length: 99999\r\n\r\n",
+        "partial": bytes([0]) + b"GET / HTTP/1.1\r\nHo",
+    },
+    # First byte: 0 request, 1 response, 2 handed-down value; then the bytes.
+    "http_wire": {
+        "request": bytes([0]) + slhq(b"GET", b"/a", b"HTTP/1.1", b"1.2.3.4:5", [(b"host", b"h")], b""),
+        "request_body": bytes([0]) + slhq(b"POST", b"/p", b"HTTP/1.0", b"[::1]:9", [], b"\x00\xff"),
+        "response": bytes([1]) + slhr(200, [(b"content-type", b"text/plain")], b"hi"),
+        "response_empty": bytes([1]) + slhr(404, [], b""),
+        "handed": bytes([2]) + b"listen=3,4 counters=5:1 access=6 max_body=8388608 max_header=65536 header_timeout_ms=10000 max_connections=10000 queue_timeout_ms=10000",
+        "handed_bad": bytes([2]) + b"listen=3 colour=blue",
     },
     # First byte: descriptors with the frame (% 4); then the 40-byte body.
     "line_body": {

@@ -18,6 +18,8 @@ mod counters;
 mod engine;
 mod error;
 mod front;
+#[doc(hidden)]
+pub mod fuzzing;
 mod handed;
 mod in_worker;
 mod options;

@@ -9,7 +9,7 @@
 /// test) needs to see, as optimized code compares the count whatever the
 /// step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Body {
+pub(crate) struct Body {
     pub(super) step: Step,
     left: u64,
 }
@@ -33,7 +33,7 @@ pub(super) enum Step {
 
 impl Body {
     /// `Content-Length` bytes.
-    pub(super) fn length(n: u64) -> Body {
+    pub(crate) fn length(n: u64) -> Body {
         Body {
             step: Step::Length,
             left: n,
@@ -41,12 +41,12 @@ impl Body {
     }
 
     /// A chunked body.
-    pub(super) fn chunked() -> Body {
+    pub(crate) fn chunked() -> Body {
         Body::at(Step::Size)
     }
 
     /// No body.
-    pub(super) fn none() -> Body {
+    pub(crate) fn none() -> Body {
         Body::at(Step::Done)
     }
 
@@ -55,14 +55,14 @@ impl Body {
     }
 
     /// The whole body is taken.
-    pub(super) fn done(&self) -> bool {
+    pub(crate) fn done(&self) -> bool {
         self.step == Step::Done
     }
 }
 
 /// Why a body cannot be taken: over the limit (413), or broken framing (400).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Broken {
+pub(crate) enum Broken {
     TooLarge,
     Framing,
 }
@@ -71,7 +71,7 @@ pub(super) enum Broken {
 /// `*taken` bytes; at most `max`), moving `state` on; returns the bytes of
 /// `buf` consumed. Stops at the body's end (`Step::Done`) or when `buf`
 /// runs out. Trailers longer than `max_trailers` are broken framing.
-pub(super) fn take(
+pub(crate) fn take(
     state: &mut Body,
     buf: &[u8],
     out: &mut Vec<u8>,

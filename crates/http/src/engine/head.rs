@@ -9,7 +9,7 @@ pub(super) const MAX_HEADERS: usize = 100;
 
 /// How the body of a request is framed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Framing {
+pub(crate) enum Framing {
     /// No body (no `Content-Length`, or zero).
     None,
     /// `Content-Length` bytes.
@@ -20,12 +20,12 @@ pub(super) enum Framing {
 
 /// What the head says about the exchange.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Head {
+pub(crate) struct Head {
     /// The head's length in the buffer (up to and with its blank line).
-    pub(super) len: usize,
+    pub(crate) len: usize,
     /// 0 for HTTP/1.0, 1 for HTTP/1.1.
     pub(super) version: u8,
-    pub(super) framing: Framing,
+    pub(crate) framing: Framing,
     /// The client may keep the connection after the response.
     pub(super) keep_alive: bool,
     /// `Expect: 100-continue`, which HTTP/1.1 answers before the body.
@@ -41,7 +41,7 @@ pub(super) struct Head {
 /// Why a head is refused: the status to answer (400, 431). The reason,
 /// given where it is refused, is not kept: malformed requests from the
 /// network are not worth a log line each.
-pub(super) type Refused = u16;
+pub(crate) type Refused = u16;
 
 fn refused(status: u16, _why: impl Into<String>) -> Refused {
     status
@@ -57,7 +57,7 @@ fn put(out: &mut Vec<u8>, s: &[u8]) {
 /// complete yet (the caller refuses one past the head limit); the head,
 /// with the encoded request's start written into `encoded` (everything but
 /// the body, whose length and bytes the caller appends).
-pub(super) fn parse(
+pub(crate) fn parse(
     buf: &[u8],
     remote: &str,
     encoded: &mut Vec<u8>,

@@ -21,9 +21,9 @@
 //! (closed as accepted). Keep-alive, HTTP/1.0, `Expect: 100-continue`,
 //! `HEAD` and pipelined requests (answered in order) as HTTP/1.1 says.
 
-mod body;
+pub(crate) mod body;
 mod conn;
-mod head;
+pub(crate) mod head;
 mod reply;
 
 use std::collections::VecDeque;

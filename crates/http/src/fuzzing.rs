@@ -1,0 +1,67 @@
+//! The engine's decoders of peer bytes, for the fuzz targets
+//! (`fuzz/fuzz_targets/http_request.rs`): not an API.
+
+use crate::engine::body::{self, Body, Broken};
+use crate::engine::head::{self, Framing};
+
+/// What the engine makes of `bytes` from a client, read in `pieces`
+/// (lengths of successive reads; the rest in one): the encoded request
+/// (`Ok(Some)`), not complete yet (`Ok(None)`), or the status it refuses
+/// with (`Err`: 400, 405 is not here, 413, 431).
+pub fn request(
+    bytes: &[u8],
+    pieces: &[usize],
+    max_body: usize,
+    max_header: usize,
+) -> Result<Option<Vec<u8>>, u16> {
+    let mut seen = 0;
+    let mut cuts = pieces.iter().copied();
+    let mut encoded = Vec::new();
+    let mut state: Option<(Body, usize, u64)> = None; // body, consumed, taken
+    loop {
+        seen = (seen + cuts.next().unwrap_or(bytes.len())).min(bytes.len());
+        let buf = &bytes[..seen];
+        if state.is_none() {
+            match head::parse(buf, "127.0.0.1:1", &mut encoded) {
+                Ok(Some(h)) => {
+                    let b = match h.framing {
+                        Framing::Length(n) if n > max_body as u64 => return Err(413),
+                        Framing::None => Body::none(),
+                        Framing::Length(n) => Body::length(n),
+                        Framing::Chunked => Body::chunked(),
+                    };
+                    encoded.extend_from_slice(&[0; 4]);
+                    state = Some((b, h.len, 0));
+                }
+                Ok(None) if buf.len() > max_header => return Err(431),
+                Ok(None) if seen == bytes.len() => return Ok(None),
+                Ok(None) => continue,
+                Err(status) => return Err(status),
+            }
+        }
+        let Some((b, used, taken)) = state.as_mut() else {
+            continue;
+        };
+        match body::take(
+            b,
+            &buf[*used..],
+            &mut encoded,
+            taken,
+            max_body as u64,
+            max_header,
+        ) {
+            Ok(n) => *used += n,
+            Err(Broken::TooLarge) => return Err(413),
+            Err(Broken::Framing) => return Err(400),
+        }
+        if b.done() {
+            let len = encoded.len() - *taken as usize - 4;
+            let n = u32::try_from(*taken).unwrap_or(u32::MAX).to_le_bytes();
+            encoded[len..len + 4].copy_from_slice(&n);
+            return Ok(Some(encoded));
+        }
+        if seen == bytes.len() {
+            return Ok(None);
+        }
+    }
+}

@@ -6,27 +6,19 @@ use std::time::Duration;
 /// encoded request ([`wire::Request`](crate::wire::Request)) with an
 /// encoded response ([`wire::Response`](crate::wire::Response)).
 ///
-/// `call` runs on a runtime thread, which must not block for long (while it
-/// does, no connection of the front is read: docs/design.md, "HTTP
-/// front"): it may wait inline for a few hundred microseconds, and runs any
-/// longer wait through `park` (`park(&mut || wait())`), which moves it off
-/// the runtime thread. It is called from several threads at once.
+/// `call` runs on a thread of the front's callers, which may block for as
+/// long as the call takes (the front's loops never wait for it); it is
+/// called from several threads at once.
 pub trait Backend: Send + Sync + 'static {
     /// Answers one encoded request into `response` (empty on entry).
     ///
     /// # Errors
     /// A [`Fault`]: the status the client gets and why (for the log).
-    fn call(
-        &self,
-        request: &[u8],
-        response: &mut Vec<u8>,
-        park: &mut dyn FnMut(&mut dyn FnMut()),
-    ) -> Result<(), Fault>;
+    fn call(&self, request: &[u8], response: &mut Vec<u8>) -> Result<(), Fault>;
 
-    /// How many calls it answers at once (the pool: its workers). The front
-    /// lets no more than that many run at once: the others wait their turn
-    /// without holding a thread, and a call that gets its turn finds the
-    /// backend ready, without parking.
+    /// How many calls it answers at once (the pool: its workers): the
+    /// front makes its calls on that many threads; the other requests wait
+    /// their turn in its queue.
     fn concurrency(&self) -> usize;
 
     /// How long a request may wait for its turn; past it the front answers

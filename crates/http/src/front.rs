@@ -349,11 +349,7 @@ fn caller(s: &Shared) {
             continue;
         }
         let mut answer = Vec::new();
-        // Callers may block: the wait runs where it is.
-        let result = s
-            .backend
-            .call(&job.request, &mut answer, &mut |wait| wait())
-            .map(|()| answer);
+        let result = s.backend.call(&job.request, &mut answer).map(|()| answer);
         s.deliver(job.home, (job.id, result));
     }
 }

@@ -2,13 +2,8 @@
 //! answer (or its own error) goes back; a worker that dies or hangs fails
 //! only this call, with a code the caller can tell apart. A worker that
 //! died before reading the call (still in its ring) never ran it: the call
-//! goes to another worker instead of failing.
-//!
-//! A caller that must not block for long (the HTTP front's runtime threads)
-//! passes a [`Park`]: the dispatch waits inline only where that is short
-//! (an idle worker taken at once, the first [`FIRST_WAIT`] for the answer)
-//! and runs every longer wait (the queue, the rest of the answer) through
-//! the park, which moves it off the caller's thread.
+//! goes to another worker instead of failing. Callers block for the call
+//! (a session thread, or one of the HTTP front's callers).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -32,21 +27,9 @@ impl Dispatch {
     }
 }
 
-/// Runs a wait that may block for long: a shmlink client's session thread
-/// runs it in place; the HTTP front moves it off its runtime thread.
-pub(crate) type Park<'a> = &'a mut dyn FnMut(&mut dyn FnMut());
-
-/// How long a call waits inline for the first bytes of its answer before
-/// the rest of the wait goes through the park: most answers come within it
-/// (a PHP hello world in tens of microseconds, more when the CPUs are
-/// oversubscribed, where a shorter first wait parked often enough to lower
-/// the HTTP front's requests/s), so most calls never park; and a slow call
-/// holds the caller's thread no longer than this.
-pub(crate) const FIRST_WAIT: Duration = Duration::from_millis(2);
-
 impl Handler for Dispatch {
     fn handle(&self, request: &[u8], response: &mut Vec<u8>) -> Result<(), RemoteError> {
-        self.dispatch(request, response, &mut |wait| wait())
+        self.dispatch(request, response)
     }
 
     /// Calls a client pipelined may run on as many workers at once.
@@ -129,7 +112,7 @@ impl Dispatch {
     fn one_by_one(&self, requests: &[&[u8]], answer: &mut BatchAnswer<'_>) {
         let mut response = Vec::new();
         for request in requests {
-            let result = self.dispatch(request, &mut response, &mut |wait| wait());
+            let result = self.dispatch(request, &mut response);
             answer(result.map(|()| response.as_slice()));
         }
     }
@@ -160,9 +143,8 @@ impl Dispatch {
         &self,
         request: &[u8],
         response: &mut Vec<u8>,
-        park: Park<'_>,
     ) -> Result<(), RemoteError> {
-        let result = self.call(request, response, park);
+        let result = self.call(request, response);
         self.count(&result);
         result
     }
@@ -187,8 +169,7 @@ impl Dispatch {
         response: &mut Vec<u8>,
     ) -> Result<(), RemoteError> {
         let timeout = self.inner.opts.call_timeout;
-        let result =
-            sent.and_then(|()| answer_of(&mut lease.client, started, timeout, &mut |w| w()));
+        let result = sent.and_then(|()| answer_of(&mut lease.client, started, timeout));
         match result {
             Err(e @ Error::PeerGone { .. }) if lease.client.request_unread() => {
                 self.inner.say(&format!(
@@ -196,27 +177,22 @@ impl Dispatch {
                     lease.pid
                 ));
                 self.inner.shared.discard(lease, "died", true);
-                self.call(request, response, &mut |wait| wait())
+                self.call(request, response)
             }
             result => self.settle(lease, result, response),
         }
     }
 
-    fn call(
-        &self,
-        request: &[u8],
-        response: &mut Vec<u8>,
-        park: Park<'_>,
-    ) -> Result<(), RemoteError> {
+    fn call(&self, request: &[u8], response: &mut Vec<u8>) -> Result<(), RemoteError> {
         let opts = &self.inner.opts;
         let shared = &self.inner.shared;
         let mut attempts = 1;
         loop {
             let mut lease = match shared.try_acquire() {
                 Some(lease) => lease,
-                None => parked(park, || shared.acquire(self.terms()))?,
+                None => shared.acquire(self.terms())?,
             };
-            match exchange(&mut lease.client, request, opts.call_timeout, park) {
+            match exchange(&mut lease.client, request, opts.call_timeout) {
                 Err(e @ Error::PeerGone { .. })
                     if attempts < MAX_ATTEMPTS && lease.client.request_unread() =>
                 {
@@ -290,44 +266,17 @@ impl Dispatch {
 /// Workers a call may be given to when each dies before reading it.
 const MAX_ATTEMPTS: u32 = 3;
 
-/// Runs `wait` through the park and returns what it returned.
-fn parked<T>(park: Park<'_>, mut wait: impl FnMut() -> T) -> T {
-    let mut out = None;
-    park(&mut || out = Some(wait()));
-    // Every park runs what it is given; one that did not would be a bug in
-    // this crate, and the wait runs here then rather than the call failing.
-    debug_assert!(out.is_some(), "a park must run its wait");
-    out.unwrap_or_else(wait)
-}
-
-/// One call to a leased worker: the request sent, the first bytes of the
-/// answer awaited inline for up to [`FIRST_WAIT`], the rest through the
-/// park; the whole call within `timeout`.
-fn exchange(
-    client: &mut Client,
-    request: &[u8],
-    timeout: Duration,
-    park: Park<'_>,
-) -> shmlink::Result<Vec<u8>> {
+/// One call to a leased worker: the request sent, the answer awaited; the
+/// whole call within `timeout`.
+fn exchange(client: &mut Client, request: &[u8], timeout: Duration) -> shmlink::Result<Vec<u8>> {
     let started = Instant::now();
     client.send(request)?;
-    answer_of(client, started, timeout, park)
+    answer_of(client, started, timeout)
 }
 
-/// The answer to the call sent to `client` at `started`: its first bytes
-/// awaited inline for up to [`FIRST_WAIT`], the rest through the park; the
-/// whole call within `timeout`.
-fn answer_of(
-    client: &mut Client,
-    started: Instant,
-    timeout: Duration,
-    park: Park<'_>,
-) -> shmlink::Result<Vec<u8>> {
-    let left = || timeout.saturating_sub(started.elapsed());
-    let reply = if client.wait_readable(FIRST_WAIT.min(timeout))? {
-        client.recv_timeout(left())?
-    } else {
-        parked(park, || client.recv_timeout(left()))?
-    };
+/// The answer to the call sent to `client` at `started`, the whole call
+/// within `timeout`.
+fn answer_of(client: &mut Client, started: Instant, timeout: Duration) -> shmlink::Result<Vec<u8>> {
+    let reply = client.recv_timeout(timeout.saturating_sub(started.elapsed()))?;
     reply.result.map_err(Error::Remote)
 }

@@ -23,14 +23,9 @@ impl PoolBackend {
 }
 
 impl Backend for PoolBackend {
-    fn call(
-        &self,
-        request: &[u8],
-        response: &mut Vec<u8>,
-        park: &mut dyn FnMut(&mut dyn FnMut()),
-    ) -> Result<(), Fault> {
+    fn call(&self, request: &[u8], response: &mut Vec<u8>) -> Result<(), Fault> {
         self.0
-            .dispatch(request, response, park)
+            .dispatch(request, response)
             .map_err(|e| Fault::new(status_of(e.code), e.message))
     }
 

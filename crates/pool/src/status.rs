@@ -143,8 +143,11 @@ impl Status {
             ));
         }
         if let Some(h) = &self.http {
+            let own = h.front_cpu_us().map_or(String::new(), |us| {
+                format!(", {us:.1} µs of CPU per request in the workers' own HTTP path")
+            });
             out.push_str(&format!(
-                "http: {} requests ({} ok, {} 4xx, {} 5xx, {} too large), connections {} open of {} ({} refused), {} bytes in, {} out\n",
+                "http: {} requests ({} ok, {} 4xx, {} 5xx, {} too large), connections {} open of {} ({} refused), {} bytes in, {} out{own}\n",
                 h.requests,
                 h.ok,
                 h.client_errors,

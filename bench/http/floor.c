@@ -30,7 +30,8 @@ int main(int argc, char **argv) {
   int l = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   int one = 1;
   setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(argv[1])),
+  struct sockaddr_in a = {.sin_family = AF_INET,
+                          .sin_port = htons((uint16_t)atoi(argv[1])),
                           .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
   if (bind(l, (struct sockaddr *)&a, sizeof a) != 0 || listen(l, 4096) != 0) {
     perror("floor: bind/listen");

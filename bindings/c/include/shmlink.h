@@ -860,7 +860,10 @@ void shmlink_view_free(struct shmlink_view *view);
 
 // Connects a worker to its supervisor at `address`, or, when `address` is
 // NULL, at the address in the environment variable `SHMLINK_WORKER` (which
-// `shmlink pool` sets for the workers it starts).
+// `shmlink pool` sets for the workers it starts). When the pool hands its
+// HTTP listeners down (`SHMLINK_HTTP`), the worker also serves HTTP itself:
+// `shmlink_worker_accept` then returns HTTP requests too, encoded, as it
+// does for requests relayed by a pool's front.
 //
 // Ownership: `address` and `options` are read during the call only (options
 // may be NULL: defaults). On success `*out` receives a worker the caller
@@ -873,11 +876,13 @@ enum shmlink_status shmlink_worker_connect(const char *address,
                                            const struct shmlink_client_options *options,
                                            struct shmlink_worker **out);
 
-// Waits for the next call. On `SHMLINK_OK` either `*stopped` is 0 and
-// `*request`/`*request_len` hold the request, or `*stopped` is 1: the
-// supervisor told this worker to stop (recycling, reload, shutdown) and it
-// should exit. A call accepted before and not answered is answered first
-// with remote error `SHMLINK_REMOTE_NOT_ANSWERED`.
+// Waits for the next call (or HTTP request, for a worker that serves HTTP
+// itself). On `SHMLINK_OK` either `*stopped` is 0 and `*request`/
+// `*request_len` hold the request, or `*stopped` is 1: the supervisor told
+// this worker to stop (recycling, reload, shutdown), its HTTP connections
+// are closed, and it should exit. A call accepted before and not answered
+// is answered first with remote error `SHMLINK_REMOTE_NOT_ANSWERED` (an
+// HTTP request: a 500).
 //
 // Ownership: the request bytes belong to the worker and stay valid until
 // the next `shmlink_worker_*` call on it.
@@ -901,7 +906,8 @@ enum shmlink_status shmlink_worker_respond(struct shmlink_worker *worker,
                                            size_t response_len);
 
 // Answers the call accepted last with an error: the caller receives a
-// remote error with `code` and `message` (UTF-8; NULL for none).
+// remote error with `code` and `message` (UTF-8; NULL for none); an HTTP
+// client gets a 500, the message goes to the worker's standard error.
 //
 // # Safety
 // `worker` is NULL or a live worker; `message` is NULL or a NUL-terminated

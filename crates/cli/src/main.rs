@@ -73,6 +73,9 @@ enum Command {
     /// The peer process of the raw baselines (used by `bench`).
     #[command(name = "__baseline-peer", hide = true)]
     BaselinePeer(bench::PeerArgs),
+    /// The CPU hog of `bench --loads busy`.
+    #[command(name = "__hog", hide = true)]
+    Hog(bench::HogArgs),
 }
 
 fn main() -> ExitCode {
@@ -82,6 +85,7 @@ fn main() -> ExitCode {
         Command::Call(args) => call::run(&args),
         Command::Bench(args) => bench::run(&args),
         Command::BaselinePeer(args) => bench::run_peer(&args),
+        Command::Hog(args) => bench::run_hog(&args),
         Command::Chaos(args) => chaos::run(&args),
         Command::ConnectCost(args) => connect_cost::run(&args),
         Command::RawEcho(args) => connect_cost::run_raw_echo(&args),

@@ -141,14 +141,34 @@ impl Watch {
     }
 }
 
-/// The spin part of a wait strategy, adapting its bound to recent waits.
+/// The spin part of a wait strategy, adapting its bound to recent waits
+/// and to how contended this side's CPU is.
 #[derive(Debug, Clone)]
 pub(crate) struct Spinner {
     strategy: WaitStrategy,
     current: Duration,
     /// Whether waits spin at all (every strategy but `sleep`, or `spin:0`).
     spins: bool,
+    /// Until when waits sleep at once: a spin found this side's CPU
+    /// contended (the adaptive strategy only).
+    calm_until: Option<Instant>,
+    /// How long waits for data have taken lately (a moving average, each
+    /// wait weighing a quarter, capped at [`TYPICAL_CAP`]).
+    typical: Duration,
 }
+
+/// Longest spin of the default strategy when recent waits predict the
+/// next one: waits that take about this long on a CPU nobody else wants
+/// are cheaper spun than slept (a futex wake-up of an idle vCPU costs tens
+/// of microseconds; a large message keeps its peer busy for hundreds).
+const PREDICTED_SPIN_CAP: Duration = Duration::from_micros(400);
+/// Waits longer than this count as this long in the average: one idle
+/// gap must not keep the average high for long.
+const TYPICAL_CAP: Duration = Duration::from_millis(4);
+
+/// How long waits sleep at once after a spin found the CPU contended;
+/// then one spin looks again (and pays one slow yield if it still is).
+const CALM: Duration = Duration::from_millis(25);
 
 /// Least spin of a wait in the middle of a streamed message.
 const STREAM_SPIN: Duration = Duration::from_micros(20);
@@ -167,6 +187,35 @@ impl Spinner {
             current,
             spins: strategy != WaitStrategy::Sleep
                 && strategy != WaitStrategy::Spin(Duration::ZERO),
+            calm_until: None,
+            typical: Duration::ZERO,
+        }
+    }
+
+    /// Whether it adapts (the default strategy, `spin`): spins end early,
+    /// and stop for a while, when this side's CPU is contended, and last
+    /// as long as recent waits predict (up to [`PREDICTED_SPIN_CAP`]) while
+    /// it is not. `spin:MICROS` keeps its bound.
+    pub(crate) fn adapts(&self) -> bool {
+        self.strategy == WaitStrategy::default()
+    }
+
+    /// Whether a spin that finds this side's CPU contended (a slow yield)
+    /// ends there: the default strategy's, outside a calm period (during
+    /// one it waits as `sleep` does).
+    pub(crate) fn probes(&self, now: Instant) -> bool {
+        self.adapts() && !self.calm(now)
+    }
+
+    fn calm(&self, now: Instant) -> bool {
+        self.calm_until.is_some_and(|c| now < c)
+    }
+
+    /// A spin found this side's CPU contended (a yield handed it to another
+    /// thread): waits sleep at once for [`CALM`].
+    pub(crate) fn contended(&mut self, now: Instant) {
+        if self.adapts() {
+            self.calm_until = now.checked_add(CALM);
         }
     }
 
@@ -183,10 +232,24 @@ impl Spinner {
     /// the peer is known to be busy with it, so even the `sleep` strategy
     /// spins [`STREAM_SPIN`] for the next chunk (or for room) before
     /// sleeping: a wake-up per chunk would cost more.
-    pub(crate) fn budget_for(&self, streaming: bool) -> Option<Duration> {
+    pub(crate) fn budget_for(&self, streaming: bool, now: Instant) -> Option<Duration> {
+        if self.calm(now) {
+            // As `sleep` does: only a streaming peer is worth a short spin.
+            return Some(if streaming {
+                STREAM_SPIN
+            } else {
+                Duration::ZERO
+            });
+        }
+        let predicted = if self.adapts() && self.typical <= PREDICTED_SPIN_CAP {
+            (self.typical * 2).min(PREDICTED_SPIN_CAP)
+        } else {
+            Duration::ZERO
+        };
         match self.budget() {
-            Some(b) if streaming => Some(b.max(STREAM_SPIN)),
-            b => b,
+            Some(b) if streaming => Some(b.max(STREAM_SPIN).max(predicted)),
+            Some(b) => Some(b.max(predicted)),
+            None => None,
         }
     }
 
@@ -202,6 +265,7 @@ impl Spinner {
     pub(crate) fn caught_spinning(&mut self) {
         if let WaitStrategy::Spin(max) = self.strategy {
             self.current = max;
+            self.typical = self.typical * 3 / 4;
         }
     }
 
@@ -209,6 +273,7 @@ impl Spinner {
     /// have caught restores it; a longer one halves it.
     pub(crate) fn record(&mut self, waited: Duration) {
         if let WaitStrategy::Spin(max) = self.strategy {
+            self.typical = (self.typical * 3 + waited.min(TYPICAL_CAP)) / 4;
             self.current = if waited <= max {
                 max
             } else {

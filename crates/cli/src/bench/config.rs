@@ -6,6 +6,7 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 use shmlink::{Address, Transport, WaitStrategy};
 
+use super::load::Load;
 use super::stats::Budget;
 use super::target::LendPath;
 use crate::parse::{self, Ratio};
@@ -22,6 +23,11 @@ const PLOT_SIZES: [usize; 8] = [
     4 << 20,
     16 << 20,
 ];
+
+/// Sizes of a `--matrix` run without `--sizes`: 64 B to 16 MiB.
+const MATRIX_SIZES: [usize; 5] = [64, 2048, 64 << 10, 1 << 20, 16 << 20];
+/// Seconds per phase of a `--matrix` run without `--duration`.
+const MATRIX_PHASE: Duration = Duration::from_millis(300);
 
 /// Options of `shmlink bench`.
 #[derive(Debug, Args)]
@@ -95,6 +101,18 @@ pub(crate) struct BenchArgs {
     /// Smoke-test preset: sizes 64,2048 and 0.05 s per phase.
     #[arg(long)]
     quick: bool,
+    /// How loaded the machine is while every point runs, comma-separated:
+    /// quiet, busy (a process the bench starts spins on the servers' CPU,
+    /// or on any CPU with --no-pin).
+    #[arg(long, value_delimiter = ',', value_name = "LIST", default_values = ["quiet"])]
+    loads: Vec<Load>,
+    /// The wait matrix: every size from 64 B to 16 MiB (or --sizes) × quiet
+    /// and busy × every strategy of --waits, beside a Unix socket, 0.3 s per
+    /// phase (or --duration), no baselines, no tcp; prints per cell the
+    /// default strategy's p50 ÷ the best strategy's, and a Unix socket's
+    /// p50 ÷ the default's.
+    #[arg(long, conflicts_with_all = ["quick", "connect", "paths", "loads"])]
+    matrix: bool,
     /// No progress bar.
     #[arg(long, short)]
     quiet: bool,
@@ -136,18 +154,24 @@ pub(crate) struct Config {
     pub(crate) rounds: usize,
     /// How requests travel (`--paths`).
     pub(crate) paths: Vec<LendPath>,
+    /// Loads every point runs under, in order.
+    pub(crate) loads: Vec<Load>,
+    /// Whether the matrix table is printed (`--matrix`).
+    pub(crate) matrix: bool,
 }
 
 impl Config {
     pub(crate) fn new(args: &BenchArgs) -> anyhow::Result<Self> {
         let sizes = match (&args.sizes, args.quick, &args.plot) {
             (Some(s), _, _) => s.clone(),
+            (None, _, _) if args.matrix => MATRIX_SIZES.to_vec(),
             (None, true, _) => vec![64, 2048],
             (None, false, Some(_)) => PLOT_SIZES.to_vec(),
             (None, false, None) => vec![64, 2048, 64 << 10, 1 << 20],
         };
         let time = match (args.duration, args.quick, args.requests) {
             (Some(d), _, _) => d,
+            (None, _, _) if args.matrix => MATRIX_PHASE,
             (None, true, _) => Duration::from_millis(50),
             (None, false, Some(_)) => Duration::from_secs(60),
             (None, false, None) => Duration::from_secs(1),
@@ -157,8 +181,12 @@ impl Config {
             .iter()
             .map(|a| a.parse::<Address>())
             .collect::<Result<Vec<_>, _>>()?;
+        let mut transports: Vec<Transport> = dedup(args.transports.iter().map(|&t| t.into()));
+        if args.matrix {
+            transports.retain(|&t| t != Transport::Tcp);
+        }
         Ok(Config {
-            transports: dedup(args.transports.iter().map(|&t| t.into())),
+            transports,
             waits: dedup(args.waits.iter().copied()),
             sizes: dedup(sizes.into_iter()),
             shape: ReplyShape::from_options(
@@ -172,11 +200,17 @@ impl Config {
             },
             connect,
             pins: if args.no_pin { None } else { two_cpus() },
-            baselines: !args.no_baselines,
+            baselines: !args.no_baselines && !args.matrix,
             c_client: args.c_client.clone(),
             quiet: args.quiet,
             rounds: args.rounds as usize,
             paths: dedup(args.paths.iter().copied()),
+            loads: if args.matrix {
+                vec![Load::Quiet, Load::Busy]
+            } else {
+                dedup(args.loads.iter().copied())
+            },
+            matrix: args.matrix,
         })
     }
 
@@ -224,8 +258,23 @@ impl Config {
                 "rounds: {} (each figure is the median across rounds)",
                 self.rounds
             ),
+            format!("loads: {}", loads_text(&self.loads, self.pins)),
         ]
     }
+}
+
+fn loads_text(loads: &[Load], pins: Option<(usize, usize)>) -> String {
+    let names: Vec<&str> = loads.iter().map(|l| l.name()).collect();
+    let mut text = names.join(", ");
+    if loads.contains(&Load::Busy) {
+        text += &match pins {
+            Some((_, s)) => {
+                format!(" (busy: a process of the bench spins on CPU {s}, the servers')")
+            }
+            None => " (busy: a process of the bench spins, unpinned)".to_string(),
+        };
+    }
+    text
 }
 
 fn dedup<T: PartialEq>(items: impl Iterator<Item = T>) -> Vec<T> {

@@ -95,6 +95,7 @@ impl Sequential {
             transport,
             client: "rust".into(),
             wait,
+            load: "quiet".into(),
             size,
             reply_size: reply,
             calls: self.calls,

@@ -10,7 +10,9 @@ mod control;
 mod framing;
 mod interrupt;
 mod lend;
+mod load;
 mod machine;
+mod matrix;
 mod measure;
 mod payload;
 mod peer;
@@ -41,6 +43,7 @@ use progress::Progress;
 use stats::Record;
 
 pub(crate) use config::BenchArgs;
+pub(crate) use load::{run_hog, HogArgs};
 pub(crate) use peer::{run_peer, PeerArgs};
 
 /// Runs the benchmark and prints the report.
@@ -56,7 +59,10 @@ pub(crate) fn run(args: &BenchArgs) -> anyhow::Result<()> {
         Err(e) => return Err(e),
     };
     report::attach_ratios(&mut records);
-    let doc = report::document(&machine, &cfg.describe(), &records);
+    let mut doc = report::document(&machine, &cfg.describe(), &records);
+    if cfg.matrix {
+        doc.push_str(&matrix::section(&records));
+    }
     print!("{doc}");
     if let Some(path) = &args.json {
         write_file(path, &report::json(&records)?)?;
@@ -99,7 +105,7 @@ fn execute(cfg: &Config, interrupt: &Interrupt) -> anyhow::Result<Vec<Record>> {
         paths: &cfg.paths,
     };
     let groups = plan::groups(&sel, dir.path());
-    let total: usize = groups.iter().map(|g| g.points.len()).sum();
+    let total: usize = groups.iter().map(|g| g.points.len()).sum::<usize>() * cfg.loads.len();
     let progress = Progress::new(total * cfg.rounds, cfg.quiet);
     let env = Env {
         cfg,
@@ -113,8 +119,16 @@ fn execute(cfg: &Config, interrupt: &Interrupt) -> anyhow::Result<Vec<Record>> {
     let mut rounds = Vec::with_capacity(cfg.rounds);
     for _ in 0..cfg.rounds {
         let mut records = Vec::with_capacity(total);
-        for (i, group) in groups.iter().enumerate() {
-            run_group(&env, i, group, &mut records)?;
+        for &load in &cfg.loads {
+            let first = records.len();
+            let hog = load.start(&exe, server_cpu, dir.path())?;
+            for (i, group) in groups.iter().enumerate() {
+                run_group(&env, i, group, &mut records)?;
+            }
+            drop(hog);
+            for r in &mut records[first..] {
+                r.load = load.name().into();
+            }
         }
         rounds.push(records);
     }

@@ -126,10 +126,11 @@ pub(crate) fn table(records: &[Record]) -> String {
         "idle server CPU %",
         "p50 ÷ base",
     ];
+    let loaded = records.iter().any(|r| r.load != "quiet");
     let rows: Vec<Vec<String>> = records
         .iter()
         .map(|r| {
-            vec![
+            let mut row = vec![
                 match (r.client.as_str(), lent(r)) {
                     ("rust", false) => r.transport.clone(),
                     ("rust", true) => format!("{} ({})", r.transport, r.path),
@@ -148,11 +149,22 @@ pub(crate) fn table(records: &[Record]) -> String {
                 r.idle_server_cpu_pct
                     .map_or_else(dash, |v| format!("{v:.0}")),
                 r.p50_vs_baseline.map_or_else(dash, |v| format!("{v:.2}")),
-            ]
+            ];
+            if loaded {
+                row.insert(0, r.load.clone());
+            }
+            row
         })
         .collect();
+    let mut header = header.to_vec();
+    let first_number = if loaded {
+        header.insert(0, "load");
+        3
+    } else {
+        2
+    };
     // Text columns left-aligned, numbers right-aligned.
-    render(&header, &rows, |col| col >= 2)
+    render(&header, &rows, |col| col >= first_number)
 }
 
 /// The ratios the project must meet, with PASS or MISS.
@@ -250,14 +262,15 @@ pub(crate) fn headline(records: &[Record]) -> String {
     })
 }
 
+/// A figure's goal.
 #[derive(Debug, Clone, Copy)]
-enum Goal {
+pub(crate) enum Goal {
     AtMost(f64),
     AtLeast(f64),
 }
 
 impl Goal {
-    fn met(self, v: f64) -> bool {
+    pub(crate) fn met(self, v: f64) -> bool {
         match self {
             Goal::AtMost(g) => v <= g,
             Goal::AtLeast(g) => v >= g,
@@ -265,7 +278,7 @@ impl Goal {
     }
 
     /// Ratios with two decimals, rates as whole numbers.
-    fn show(self, v: f64) -> String {
+    pub(crate) fn show(self, v: f64) -> String {
         let (Goal::AtMost(g) | Goal::AtLeast(g)) = self;
         if g >= 1000.0 {
             count(v)
@@ -284,9 +297,11 @@ impl std::fmt::Display for Goal {
     }
 }
 
+/// The quiet machine's record of a point (the headline's figures).
 fn find<'a>(records: &'a [Record], transport: &str, wait: &str, size: usize) -> Option<&'a Record> {
     records.iter().find(|r| {
-        r.transport == transport
+        r.load == "quiet"
+            && r.transport == transport
             && r.wait == wait
             && r.size == size
             && r.client == "rust"
@@ -304,7 +319,11 @@ fn c_over_rust(records: &[Record], size: usize) -> Option<f64> {
 }
 
 /// An aligned markdown table; `numeric(col)` columns are right-aligned.
-fn render(header: &[&str], rows: &[Vec<String>], numeric: impl Fn(usize) -> bool) -> String {
+pub(crate) fn render(
+    header: &[&str],
+    rows: &[Vec<String>],
+    numeric: impl Fn(usize) -> bool,
+) -> String {
     let width = |col: usize| {
         rows.iter()
             .map(|r| r[col].chars().count())
@@ -353,12 +372,12 @@ fn pipelined(r: &Record) -> String {
     }
 }
 
-fn dash() -> String {
+pub(crate) fn dash() -> String {
     "-".to_string()
 }
 
 /// Microseconds with 2 significant decimals for small values.
-fn us(v: f64) -> String {
+pub(crate) fn us(v: f64) -> String {
     if v < 10.0 {
         format!("{v:.2}")
     } else if v < 100.0 {
@@ -408,6 +427,7 @@ mod tests {
             mem_growth_mib: None,
             transport: transport.into(),
             client: "rust".into(),
+            load: "quiet".into(),
             wait: wait.into(),
             size,
             reply_size: size / 8,

@@ -63,6 +63,9 @@ pub(crate) struct Record {
     pub(crate) client: String,
     /// Wait strategy of both sides (`sleep`, `spin`, `busy`), `-` where none applies.
     pub(crate) wait: String,
+    /// The machine's load while it ran: `quiet`, or `busy` (a hog process
+    /// spinning on the servers' CPU).
+    pub(crate) load: String,
     /// Request size in bytes.
     pub(crate) size: usize,
     /// Response size in bytes.

@@ -12,7 +12,7 @@ use shmlink_sys::futex;
 use super::fds;
 use super::inbox::Inbox;
 use super::stream::Stream;
-use super::wait::{self, spin_briefly, Terms, Waiter};
+use super::wait::{self, spin_briefly, Terms, Waited, Waiter};
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::frame::{Assembler, FrameHeader, Message, HEADER_LEN};
@@ -186,11 +186,12 @@ impl ShmLink {
         inbox: &mut Option<Inbox<'_>>,
     ) -> Result<()> {
         let started = Instant::now();
-        let spin = self.spinner.budget_for(streaming);
+        let spin = self.spinner.budget_for(streaming, started);
         let terms = Terms {
             spin,
             deadline: deadline.at_from(started),
             started,
+            yield_ends_it: self.spinner.probes(started),
             // A stopping server still sends the responses it owes.
             stop_ends_it: false,
             op: "waiting for ring space",
@@ -205,7 +206,11 @@ impl ShmLink {
             fds: self.fd_channel.as_deref(),
             address: &self.address,
         };
-        wait::wait(&mut w, &terms)
+        let waited = wait::wait(&mut w, &terms)?;
+        if waited == Waited::Contended {
+            self.spinner.contended(Instant::now());
+        }
+        Ok(())
     }
 
     /// Sends one frame if the ring has room now; never waits.
@@ -298,11 +303,12 @@ impl ShmLink {
     #[cold]
     fn wait_data(&mut self, deadline: &mut Deadline, mid_message: bool) -> Result<()> {
         let started = Instant::now();
-        let spin = self.spinner.budget_for(mid_message);
+        let spin = self.spinner.budget_for(mid_message, started);
         let terms = Terms {
             spin,
             deadline: deadline.at_from(started),
             started,
+            yield_ends_it: self.spinner.probes(started),
             stop_ends_it: !mid_message,
             op: "waiting for a response",
             watch: &self.watch,
@@ -312,9 +318,12 @@ impl ShmLink {
             cons: &mut self.ends.consumer,
             address: &self.address,
         };
-        let result = wait::wait(&mut w, &terms);
+        let waited = wait::wait(&mut w, &terms)?;
+        if waited == Waited::Contended {
+            self.spinner.contended(Instant::now());
+        }
         self.spinner.record(started.elapsed());
-        result
+        Ok(())
     }
 }
 

@@ -25,6 +25,34 @@ const CHECK_EVERY: Duration = Duration::from_millis(1);
 /// A spinning side yields the CPU this often, so that on an oversubscribed
 /// machine the thread it waits for (or the server's accept thread) can run.
 const YIELD_EVERY: Duration = Duration::from_micros(10);
+/// A yield that takes longer than this gave the CPU to another thread that
+/// wanted it: this side's CPU is contended, and spinning on it only delays
+/// that thread and this side's own wake-up (the scheduler favours a thread
+/// that slept over one that spun). Tens of microseconds: an uncontended
+/// `sched_yield` returns in about one; a contended one hands over a
+/// scheduler slice (milliseconds).
+const YIELD_SLOW: Duration = Duration::from_micros(50);
+
+/// How a wait went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Waited {
+    /// It ended while spinning.
+    Spinning,
+    /// It ended asleep (or after the spin bound).
+    Sleeping,
+    /// Spinning found this side's CPU contended: it slept instead.
+    Contended,
+}
+
+/// How the spin phase ended.
+enum Spun {
+    /// The wait is over.
+    Done,
+    /// The bound passed.
+    Over,
+    /// A yield took long: the CPU is contended.
+    Contended,
+}
 
 /// What one wait waits for.
 pub(crate) trait Waiter {
@@ -69,6 +97,9 @@ pub(crate) struct Terms<'a> {
     pub(crate) watch: &'a Watch,
     /// The peer, for errors.
     pub(crate) address: &'a str,
+    /// Whether a slow yield (a contended CPU) ends the spin (the adaptive
+    /// strategy; `busy` spins whatever it costs).
+    pub(crate) yield_ends_it: bool,
 }
 
 impl Terms<'_> {
@@ -113,38 +144,48 @@ pub(crate) fn spin_briefly(w: &mut impl Waiter) -> Result<bool> {
 /// [`Error::Timeout`], [`Error::PeerGone`], [`Error::Closed`] (stopping), or
 /// what the waiter's checks return (a corrupted ring).
 #[cold]
-pub(crate) fn wait(w: &mut impl Waiter, t: &Terms<'_>) -> Result<()> {
-    if t.spin != Some(Duration::ZERO) && spin(w, t)? {
-        return Ok(());
-    }
-    sleep(w, t)
+pub(crate) fn wait(w: &mut impl Waiter, t: &Terms<'_>) -> Result<Waited> {
+    let how = if t.spin == Some(Duration::ZERO) {
+        Waited::Sleeping
+    } else {
+        match spin(w, t)? {
+            Spun::Done => return Ok(Waited::Spinning),
+            Spun::Over => Waited::Sleeping,
+            Spun::Contended => Waited::Contended,
+        }
+    };
+    sleep(w, t).map(|()| how)
 }
 
-/// The spin phase: whether the wait ended in it.
-fn spin(w: &mut impl Waiter, t: &Terms<'_>) -> Result<bool> {
+/// The spin phase.
+fn spin(w: &mut impl Waiter, t: &Terms<'_>) -> Result<Spun> {
     let cheap_watch = t.watch.is_cheap();
     let mut next_check = t.started + CHECK_EVERY;
     let mut next_yield = t.started + YIELD_EVERY;
     loop {
         if spin_briefly(w)? {
-            return Ok(true);
+            return Ok(Spun::Done);
         }
         let now = Instant::now();
         if t.deadline.is_some_and(|d| now >= d) {
             return Err(t.timeout());
         }
         if t.spin.is_some_and(|b| now - t.started >= b) {
-            return Ok(false);
+            return Ok(Spun::Over);
         }
         if cheap_watch || now >= next_check {
             next_check = now + CHECK_EVERY;
             if t.check_watch()? {
-                return Ok(true);
+                return Ok(Spun::Done);
             }
         }
         if now >= next_yield {
-            next_yield = now + YIELD_EVERY;
             std::thread::yield_now();
+            let back = Instant::now();
+            if t.yield_ends_it && back - now >= YIELD_SLOW {
+                return Ok(Spun::Contended);
+            }
+            next_yield = back + YIELD_EVERY;
         }
         w.meanwhile()?;
     }

@@ -1,0 +1,190 @@
+//! The wait matrix of `shmlink bench --matrix`: per load and size, every
+//! strategy's p50 over shm beside a Unix socket's, the default strategy's
+//! p50 ÷ the best one's, and a Unix socket's p50 ÷ the default's, with the
+//! goals of both.
+
+use std::fmt::Write as _;
+
+use shmlink::WaitStrategy;
+
+use super::report::{dash, human_size, render, us, Goal};
+use super::stats::Record;
+
+/// The default strategy's p50 may be at most this many times the best's.
+const DEFAULT_OVER_BEST: Goal = Goal::AtMost(1.2);
+/// A Unix socket's p50 must be at least this many times the default's.
+const UNIX_OVER_DEFAULT: Goal = Goal::AtLeast(1.5);
+
+/// One cell of the matrix: a load and a size.
+struct Cell<'a> {
+    load: &'a str,
+    size: usize,
+    /// p50 of each strategy over shm (Rust client), in `waits` order.
+    shm: Vec<Option<f64>>,
+    unix: Option<f64>,
+    /// The C client's p50 with the default strategy.
+    c: Option<f64>,
+}
+
+impl Cell<'_> {
+    /// The best strategy's p50 and its name.
+    fn best<'w>(&self, waits: &'w [String]) -> Option<(f64, &'w str)> {
+        self.shm
+            .iter()
+            .zip(waits)
+            .filter_map(|(p, w)| p.map(|p| (p, w.as_str())))
+            .min_by(|a, b| a.0.total_cmp(&b.0))
+    }
+}
+
+/// The matrix section: the table and the goals.
+pub(crate) fn section(records: &[Record]) -> String {
+    let default = WaitStrategy::default().to_string();
+    let waits = strategies(records);
+    let cells = cells(records, &waits);
+    let Some(d) = waits.iter().position(|w| *w == default) else {
+        return format!("\n## Wait matrix\n\nThe default strategy ({default}) was not measured.\n");
+    };
+    let mut header: Vec<String> = waits.iter().map(|w| format!("shm {w} p50 µs")).collect();
+    header.splice(0..0, ["load".to_string(), "size".to_string()]);
+    header.extend(
+        [
+            "unix p50 µs",
+            "C client (default) p50 µs",
+            "best",
+            "default ÷ best",
+            "C ÷ best",
+            "unix ÷ default",
+        ]
+        .map(String::from),
+    );
+    let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => Some(a / b),
+        _ => None,
+    };
+    let mut worst_default: Option<(f64, String)> = None;
+    let mut worst_c: Option<(f64, String)> = None;
+    let mut worst_unix: Option<(f64, String)> = None;
+    let mut rows = Vec::new();
+    for cell in &cells {
+        let best = cell.best(&waits);
+        let name = format!("{} {}", cell.load, human_size(cell.size));
+        let over_best = ratio(cell.shm[d], best.map(|b| b.0));
+        let c_over_best = ratio(cell.c, best.map(|b| b.0));
+        let unix_over = ratio(cell.unix, cell.shm[d]);
+        keep(&mut worst_default, over_best, &name, |a, b| a > b);
+        keep(&mut worst_c, c_over_best, &name, |a, b| a > b);
+        keep(&mut worst_unix, unix_over, &name, |a, b| a < b);
+        let mut row = vec![cell.load.to_string(), human_size(cell.size)];
+        row.extend(cell.shm.iter().map(|p| p.map_or_else(dash, us)));
+        row.push(cell.unix.map_or_else(dash, us));
+        row.push(cell.c.map_or_else(dash, us));
+        row.push(best.map_or_else(dash, |b| b.1.to_string()));
+        for v in [over_best, c_over_best, unix_over] {
+            row.push(v.map_or_else(dash, |v| format!("{v:.2}")));
+        }
+        rows.push(row);
+    }
+    let header: Vec<&str> = header.iter().map(String::as_str).collect();
+    let mut s = String::from("\n## Wait matrix\n\n");
+    s.push_str(&render(&header, &rows, |col| col >= 2));
+    let _ = writeln!(
+        s,
+        "\np50 of sequential calls, the median across rounds. default: `{default}` on both \
+         sides. best: the strategy with the lowest p50 in the same cell. busy: a process \
+         started by the bench spins on the servers' CPU while the cell runs.\n"
+    );
+    let goals = [
+        (
+            format!("shm {default} p50 ÷ best strategy's p50, every cell (worst)"),
+            worst_default,
+            DEFAULT_OVER_BEST,
+        ),
+        (
+            "C client p50 ÷ best strategy's p50, every cell (worst)".to_string(),
+            worst_c,
+            DEFAULT_OVER_BEST,
+        ),
+        (
+            format!("unix p50 ÷ shm {default} p50, every cell (worst)"),
+            worst_unix,
+            UNIX_OVER_DEFAULT,
+        ),
+    ];
+    let rows: Vec<Vec<String>> = goals
+        .into_iter()
+        .map(|(check, worst, goal)| {
+            let (value, at, verdict) = match worst {
+                Some((v, at)) => (goal.show(v), at, if goal.met(v) { "PASS" } else { "MISS" }),
+                None => ("not measured".into(), dash(), "-"),
+            };
+            vec![check, value, at, goal.to_string(), verdict.into()]
+        })
+        .collect();
+    s.push_str(&render(
+        &["check", "value", "at", "goal", "result"],
+        &rows,
+        |col| col == 1 || col == 3,
+    ));
+    s
+}
+
+/// Keeps the worst value seen (by `worse`) and where.
+fn keep(
+    worst: &mut Option<(f64, String)>,
+    v: Option<f64>,
+    at: &str,
+    worse: impl Fn(f64, f64) -> bool,
+) {
+    if let Some(v) = v {
+        if worst.as_ref().is_none_or(|(w, _)| worse(v, *w)) {
+            *worst = Some((v, at.to_string()));
+        }
+    }
+}
+
+/// The strategies measured over shm, in the order they ran.
+fn strategies(records: &[Record]) -> Vec<String> {
+    let mut waits: Vec<String> = Vec::new();
+    for r in records.iter().filter(|r| r.transport == "shm") {
+        if !waits.contains(&r.wait) {
+            waits.push(r.wait.clone());
+        }
+    }
+    waits
+}
+
+/// The cells, by load (in the order they ran) and size.
+fn cells<'a>(records: &'a [Record], waits: &[String]) -> Vec<Cell<'a>> {
+    let mut keys: Vec<(&str, usize)> = Vec::new();
+    for r in records.iter().filter(|r| r.path == "copy") {
+        if !keys.contains(&(r.load.as_str(), r.size)) {
+            keys.push((r.load.as_str(), r.size));
+        }
+    }
+    let p50 = |load: &str, size: usize, transport: &str, client: &str, wait: Option<&str>| {
+        records
+            .iter()
+            .find(|r| {
+                r.load == load
+                    && r.size == size
+                    && r.transport == transport
+                    && r.client == client
+                    && r.path == "copy"
+                    && wait.is_none_or(|w| r.wait == w)
+            })
+            .map(|r| r.p50_us)
+    };
+    keys.into_iter()
+        .map(|(load, size)| Cell {
+            load,
+            size,
+            shm: waits
+                .iter()
+                .map(|w| p50(load, size, "shm", "rust", Some(w)))
+                .collect(),
+            unix: p50(load, size, "unix", "rust", None),
+            c: p50(load, size, "shm", "c", None),
+        })
+        .collect()
+}

@@ -13,7 +13,8 @@ name=${1:?usage: bench/publish.sh NAME}
 r=bench/results
 for f in latest.md latest.json latest.png scenario-latest.md scenario-latest.json pool-dispatch-latest.md \
   pool-dispatch-latest.json http-latest.md http-latest.json http-latest.png arena-latest.md \
-  arena-latest.json arena-latest.png arena-memory-latest.md arena-memory-latest.json python-latest.md go-latest.md; do
+  arena-latest.json arena-latest.png arena-memory-latest.md arena-memory-latest.json python-latest.md go-latest.md \
+  matrix-latest.md matrix-latest.json; do
   [ -s "$r/$f" ] || { echo "publish: $r/$f missing: run ci/main.sh first" >&2; exit 1; }
 done
 for ext in md json png; do cp "$r/latest.$ext" "$r/$name.$ext"; done
@@ -22,6 +23,7 @@ for ext in md json; do cp "$r/pool-dispatch-latest.$ext" "$r/$name-pool-dispatch
 for ext in md json png; do cp "$r/http-latest.$ext" "$r/$name-http.$ext"; done
 for ext in md json png; do cp "$r/arena-latest.$ext" "$r/$name-arena.$ext"; done
 for ext in md json; do cp "$r/arena-memory-latest.$ext" "$r/$name-arena-memory.$ext"; done
+for ext in md json; do cp "$r/matrix-latest.$ext" "$r/$name-matrix.$ext"; done
 cp "$r/python-latest.md" "$r/$name-python.md"
 cp "$r/go-latest.md" "$r/$name-go.md"
 
@@ -115,6 +117,20 @@ conditions() { sed -n '/^- /p;/^## /q' "$1"; }
   conditions "$r/$name.md"
   echo
   section "$r/$name.md" Results
+  echo
+  echo "## The default wait against every strategy, quiet and beside a CPU hog"
+  echo
+  echo "Command: \`shmlink bench --matrix --c-client"
+  echo "target/examples/bench-c-client/shmlink-c-bench\` (in \`ci/main.sh\`): sizes 64 B to 16 MiB,"
+  echo "copy path (streamed through the ring or socket; the C client uses its defaults, which"
+  echo "lend requests of 64 KiB and more through the arena), each wait strategy on both sides,"
+  echo "beside a Unix socket; quiet, then with a process the bench starts spinning on the"
+  echo "servers' CPU. Five interleaved rounds, medians. Source:"
+  echo "[\`bench/results/$name-matrix.md\`](../bench/results/$name-matrix.md)."
+  echo
+  conditions "$r/$name-matrix.md"
+  echo
+  section "$r/$name-matrix.md" "Wait matrix"
   echo
   echo "## Latency and CPU per call against size"
   echo

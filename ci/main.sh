@@ -43,6 +43,7 @@ done
 out=bench/results
 bench_args=(--rounds 3 --duration 0.5)
 plot_args=(--duration 0.2)
+matrix_args=()
 arena_args=(--sizes 64KiB,1MiB,16MiB,256MiB,1GiB --rounds 3 --duration 1)
 memory_args=(--sizes 1GiB --requests 1000 --duration 900)
 python_args=(--rounds 10 --seconds 0.5)
@@ -53,6 +54,7 @@ if [ "$quick" = 1 ]; then
   out=target/main-quick
   bench_args=(--quick)
   plot_args=(--quick)
+  matrix_args=(--sizes 64,1MiB --duration 0.05 --rounds 1)
   arena_args=(--quick --sizes 64KiB,1MiB)
   memory_args=(--sizes 16MiB --requests 20 --duration 10)
   python_args=(--rounds 2 --seconds 0.05)
@@ -78,6 +80,12 @@ step "shmlink bench: transports and wait strategies against raw sockets"
 target/release/shmlink bench "${bench_args[@]}" \
   --c-client target/examples/bench-c-client/shmlink-c-bench \
   --json "$out/latest.json" --markdown "$out/latest.md"
+
+step "shmlink bench --matrix: the default wait against every strategy, quiet and beside a CPU hog"
+target/release/shmlink bench --quiet --matrix "${matrix_args[@]}" \
+  --c-client target/examples/bench-c-client/shmlink-c-bench \
+  --json "$out/matrix-latest.json" --markdown "$out/matrix-latest.md" >/dev/null
+sed -n '/^## Wait matrix/,$p' "$out/matrix-latest.md"
 
 step "shmlink bench --plot: latency and CPU from 64 B to 16 MiB"
 target/release/shmlink bench --quiet "${plot_args[@]}" --plot "$out/latest.png" >/dev/null

@@ -74,10 +74,20 @@ step "the main command with tiny counts (ci/main.sh --quick; numbers not checked
 ci/main.sh --quick >target/main-quick.log 2>&1 || { tail -n 60 target/main-quick.log >&2; exit 1; }
 for f in latest.json latest.md latest.png scenario-latest.json scenario-latest.md pool-dispatch-latest.md \
   http-latest.md http-latest.json http-latest.png arena-latest.md arena-latest.json arena-latest.png \
-  python-latest.md go-latest.md; do
+  python-latest.md go-latest.md matrix-latest.md matrix-latest.json; do
   test -s "target/main-quick/$f" || { echo "main --quick wrote no $f" >&2; exit 1; }
 done
 grep -q '"client": "c"' target/main-quick/latest.json
+# The wait matrix: both loads at both sizes, the C client beside them, and
+# the hog it started for the busy load gone.
+for row in 'quiet +\| 64 B ' 'quiet +\| 1 MiB ' 'busy +\| 64 B ' 'busy +\| 1 MiB '; do
+  grep -Eq "^\| $row" target/main-quick/matrix-latest.md || {
+    echo "main --quick: the wait matrix has no cell '$row'" >&2; exit 1; }
+done
+grep -q 'default ÷ best' target/main-quick/matrix-latest.md
+grep -q '"load": "busy"' target/main-quick/matrix-latest.json
+grep -q '"client": "c"' target/main-quick/matrix-latest.json
+if pgrep -f 'shmlink __hog' >/dev/null; then echo "main --quick left a CPU hog running" >&2; exit 1; fi
 # Every path at every size and transport of the arena run.
 for row in 'shm +\| busy \| 1 MiB +\| loan' 'shm +\| busy \| 1 MiB +\| arena' 'unix +\| - +\| 1 MiB +\| copy'; do
   grep -Eq "\| $row" target/main-quick/arena-latest.md || {

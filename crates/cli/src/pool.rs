@@ -95,11 +95,11 @@ pub(crate) struct PoolArgs {
     #[arg(long, value_name = "HOW")]
     wait: Option<WaitStrategy>,
     /// How the pool waits for a worker's answer: sleep, spin, spin:MICROS or busy
-    /// [default: sleep when the pool may use fewer than 4 CPUs, else spin].
+    /// [default: spin, the adaptive default].
     #[arg(long, value_name = "HOW")]
     worker_wait: Option<WaitStrategy>,
     /// How workers wait for their next call (set in their SHMLINK_WORKER_WAIT): sleep, spin,
-    /// spin:MICROS or busy [default: sleep when the pool may use fewer than 4 CPUs, else spin].
+    /// spin:MICROS or busy [default: spin, the adaptive default].
     #[arg(long, value_name = "HOW")]
     idle_worker_wait: Option<WaitStrategy>,
     /// Never lend a worker to an `shm:` client on a direct line: every call goes through

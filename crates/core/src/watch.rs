@@ -307,3 +307,51 @@ pub(crate) fn verdict_error(v: Verdict, address: &str) -> Option<Error> {
 pub(crate) fn remaining(deadline: Option<Instant>) -> Option<Duration> {
     deadline.map(|d| d.saturating_duration_since(Instant::now()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const US: Duration = Duration::from_micros(1);
+
+    /// The default spins through waits that recent ones predict short (up
+    /// to 400 µs) and sleeps for a while once its CPU was found contended;
+    /// `spin:MICROS` keeps its bound, `busy` spins whatever it costs.
+    #[test]
+    fn default_spin_predicts_and_calms() {
+        let now = Instant::now();
+        let mut s = Spinner::new(WaitStrategy::default());
+        assert_eq!(s.budget_for(false, now), Some(50 * US));
+        for _ in 0..16 {
+            s.record(150 * US);
+        }
+        let b = s.budget_for(false, now).expect("bounded");
+        assert!(b > 250 * US && b <= 300 * US, "{b:?}");
+        // Long waits: back to the plain bound, halving.
+        for _ in 0..16 {
+            s.record(Duration::from_secs(1));
+        }
+        assert_eq!(s.budget_for(false, now), Some(MIN_ADAPTIVE_SPIN));
+        assert_eq!(s.budget_for(true, now), Some(STREAM_SPIN));
+        // Contended: waits behave as `sleep` for CALM, then probe again.
+        assert!(s.probes(now));
+        s.contended(now);
+        assert!(!s.probes(now));
+        assert_eq!(s.budget_for(false, now), Some(Duration::ZERO));
+        assert_eq!(s.budget_for(true, now), Some(STREAM_SPIN));
+        let later = now + CALM;
+        assert!(s.probes(later));
+        assert_eq!(s.budget_for(false, later), Some(MIN_ADAPTIVE_SPIN));
+
+        let mut fixed = Spinner::new(WaitStrategy::Spin(30 * US));
+        for _ in 0..16 {
+            fixed.record(25 * US);
+        }
+        fixed.contended(now);
+        assert!(!fixed.probes(now));
+        assert_eq!(fixed.budget_for(false, now), Some(30 * US));
+        let mut busy = Spinner::new(WaitStrategy::Busy);
+        busy.contended(now);
+        assert_eq!(busy.budget_for(false, now), None);
+    }
+}

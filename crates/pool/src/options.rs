@@ -83,49 +83,30 @@ impl std::str::FromStr for HttpMode {
 }
 
 // A call through the pool has three parties: the client, the pool's session
-// thread and the worker. On fewer than 4 CPUs they cannot all spin: one of
-// them would always be off its CPU, and a spinner holds its CPU until it
-// yields (every 10 µs). So there the pool's session threads are the only
-// spinners: they keep a CPU awake for the next call (waking an idle vCPU
-// costs tens of µs), and the hand-offs to and from the worker go through
-// the doorbell, which gives the CPU to the party that needs it at once.
-// The measurements behind this are in docs/design.md ("How the pool
-// waits, and what a call through it costs") and the scenario's pool rows.
+// thread and the worker; on a small machine two of them share a CPU. Every
+// party waits with the default strategy, which finds that out itself: a
+// spin whose yield takes long hands its CPU over and sleeps for a while
+// (docs/design.md, "Doorbell and wait strategies"). An earlier fixed rule
+// (sleep on fewer than 4 CPUs) won only where the bench pinned the pool and
+// its worker to one CPU; unpinned, as pools run, the adaptive default made
+// relayed calls 1.5-3x faster on 2 CPUs (design.md, "How the pool waits").
 
 /// How the pool's session threads wait for their clients' next call when
-/// nothing says otherwise: they spin (adaptively, the default strategy):
-/// an idle client's session thread soon sleeps, a busy one's finds each
-/// call at once.
+/// nothing says otherwise: the default strategy.
 pub fn default_wait() -> WaitStrategy {
     WaitStrategy::default()
 }
 
 /// How the pool waits for a worker's answer when nothing says otherwise:
-/// it sleeps when the pool may run on fewer than 4 CPUs (its affinity, or
-/// the machine's), handing its CPU to the worker; it spins (adaptively) on
-/// more.
+/// the default strategy.
 pub fn default_worker_wait() -> WaitStrategy {
-    few_cpus_sleep()
+    WaitStrategy::default()
 }
 
-/// How workers wait for their next call when nothing says otherwise: they
-/// sleep when the pool may run on fewer than 4 CPUs, and spin (adaptively)
-/// on more.
+/// How workers wait for their next call when nothing says otherwise: the
+/// default strategy.
 pub fn default_idle_worker_wait() -> WaitStrategy {
-    few_cpus_sleep()
-}
-
-fn few_cpus_sleep() -> WaitStrategy {
-    if cpus() < 4 {
-        WaitStrategy::Sleep
-    } else {
-        WaitStrategy::default()
-    }
-}
-
-/// CPUs this process may run on.
-fn cpus() -> usize {
-    std::thread::available_parallelism().map_or(1, usize::from)
+    WaitStrategy::default()
 }
 
 impl PoolOptions {

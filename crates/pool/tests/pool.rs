@@ -195,18 +195,13 @@ fn held_at_gate(c: &mut Client, gate: &Path) -> (u64, std::path::PathBuf) {
 }
 
 /// The pool tells its workers how to wait for calls (`SHMLINK_WORKER_WAIT`):
-/// what `idle_worker_wait` says, sleeping by default on fewer than 4 CPUs.
+/// what `idle_worker_wait` says, the adaptive default unless told.
 #[test]
 fn workers_wait_for_calls_as_the_pool_says() {
     let dir = Dir::new("idle-wait");
     let mut o = opts(&dir, 1);
     assert_eq!(o.idle_worker_wait, shmlink_pool::default_idle_worker_wait());
-    let few = std::thread::available_parallelism().map_or(1, usize::from) < 4;
-    assert_eq!(
-        o.idle_worker_wait == shmlink::WaitStrategy::Sleep,
-        few,
-        "sleep on fewer than 4 CPUs only"
-    );
+    assert_eq!(o.idle_worker_wait, shmlink::WaitStrategy::default());
     o.idle_worker_wait = shmlink::WaitStrategy::Spin(Duration::from_micros(123));
     let (pool, _lines) = start(o);
     ready(&pool, 1);

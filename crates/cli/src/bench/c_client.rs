@@ -87,6 +87,7 @@ pub(crate) fn measure(
             .map(|(a, b)| per_call_us(b.saturating_sub(a), o.calls + warmup)),
         idle_server_cpu_pct: None,
         p50_vs_baseline: None,
+        p50_spread: None,
         ..rust.clone()
     })
 }

@@ -27,7 +27,11 @@ const PLOT_SIZES: [usize; 8] = [
 /// Sizes of a `--matrix` run without `--sizes`: 64 B to 16 MiB.
 const MATRIX_SIZES: [usize; 5] = [64, 2048, 64 << 10, 1 << 20, 16 << 20];
 /// Seconds per phase of a `--matrix` run without `--duration`.
-const MATRIX_PHASE: Duration = Duration::from_millis(300);
+const MATRIX_PHASE: Duration = Duration::from_millis(150);
+/// Rounds of a `--matrix` run without `--rounds`: the p50 of one point
+/// moves by up to 3× between runs on a shared VM (where its two vCPUs land
+/// on the host), so a cell's figures are medians of five.
+const MATRIX_ROUNDS: u32 = 5;
 
 /// Options of `shmlink bench`.
 #[derive(Debug, Args)]
@@ -85,8 +89,9 @@ pub(crate) struct BenchArgs {
     /// Run every point N times, interleaved (all points, then all again), and
     /// report the median of each figure: slow drift of a shared machine then
     /// weighs on baselines and shmlink alike.
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=15))]
-    rounds: u32,
+    /// [default: 1; 5 with --matrix]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=15))]
+    rounds: Option<u32>,
     /// Also measure the C library: run this `shmlink-c-bench` program
     /// (bench/c-client) beside every shm point with the default wait.
     #[arg(long, value_name = "PROGRAM")]
@@ -107,8 +112,8 @@ pub(crate) struct BenchArgs {
     #[arg(long, value_delimiter = ',', value_name = "LIST", default_values = ["quiet"])]
     loads: Vec<Load>,
     /// The wait matrix: every size from 64 B to 16 MiB (or --sizes) × quiet
-    /// and busy × every strategy of --waits, beside a Unix socket, 0.3 s per
-    /// phase (or --duration), no baselines, no tcp; prints per cell the
+    /// and busy × every strategy of --waits, beside a Unix socket, 0.15 s per
+    /// phase (or --duration), 5 rounds (or --rounds), no baselines, no tcp; prints per cell the
     /// default strategy's p50 ÷ the best strategy's, and a Unix socket's
     /// p50 ÷ the default's.
     #[arg(long, conflicts_with_all = ["quick", "connect", "paths", "loads"])]
@@ -203,7 +208,10 @@ impl Config {
             baselines: !args.no_baselines && !args.matrix,
             c_client: args.c_client.clone(),
             quiet: args.quiet,
-            rounds: args.rounds as usize,
+            rounds: args
+                .rounds
+                .unwrap_or(if args.matrix { MATRIX_ROUNDS } else { 1 })
+                as usize,
             paths: dedup(args.paths.iter().copied()),
             loads: if args.matrix {
                 vec![Load::Quiet, Load::Busy]

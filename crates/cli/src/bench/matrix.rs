@@ -21,6 +21,8 @@ struct Cell<'a> {
     size: usize,
     /// p50 of each strategy over shm (Rust client), in `waits` order.
     shm: Vec<Option<f64>>,
+    /// How far each strategy's p50 moved between rounds (max ÷ min).
+    spread: Vec<Option<f64>>,
     unix: Option<f64>,
     /// The C client's p50 with the default strategy.
     c: Option<f64>,
@@ -28,11 +30,12 @@ struct Cell<'a> {
 
 impl Cell<'_> {
     /// The best strategy's p50 and its name.
-    fn best<'w>(&self, waits: &'w [String]) -> Option<(f64, &'w str)> {
+    fn best<'w>(&self, waits: &'w [String]) -> Option<(f64, &'w str, Option<f64>)> {
         self.shm
             .iter()
             .zip(waits)
-            .filter_map(|(p, w)| p.map(|p| (p, w.as_str())))
+            .zip(&self.spread)
+            .filter_map(|((p, w), s)| p.map(|p| (p, w.as_str(), *s)))
             .min_by(|a, b| a.0.total_cmp(&b.0))
     }
 }
@@ -55,6 +58,7 @@ pub(crate) fn section(records: &[Record]) -> String {
             "default ÷ best",
             "C ÷ best",
             "unix ÷ default",
+            "rounds max ÷ min: default / best",
         ]
         .map(String::from),
     );
@@ -65,6 +69,7 @@ pub(crate) fn section(records: &[Record]) -> String {
     let mut worst_default: Option<(f64, String)> = None;
     let mut worst_c: Option<(f64, String)> = None;
     let mut worst_unix: Option<(f64, String)> = None;
+    let mut beyond_noise = 0usize;
     let mut rows = Vec::new();
     for cell in &cells {
         let best = cell.best(&waits);
@@ -83,6 +88,15 @@ pub(crate) fn section(records: &[Record]) -> String {
         for v in [over_best, c_over_best, unix_over] {
             row.push(v.map_or_else(dash, |v| format!("{v:.2}")));
         }
+        let best_spread = best.and_then(|b| b.2);
+        let show = |s: Option<f64>| s.map_or_else(dash, |s| format!("{s:.2}"));
+        row.push(format!("{} / {}", show(cell.spread[d]), show(best_spread)));
+        // A miss larger than how far the default's own p50 moved between
+        // rounds is not noise.
+        if over_best.is_some_and(|v| !DEFAULT_OVER_BEST.met(v) && v > cell.spread[d].unwrap_or(1.0))
+        {
+            beyond_noise += 1;
+        }
         rows.push(row);
     }
     let header: Vec<&str> = header.iter().map(String::as_str).collect();
@@ -92,7 +106,9 @@ pub(crate) fn section(records: &[Record]) -> String {
         s,
         "\np50 of sequential calls, the median across rounds. default: `{default}` on both \
          sides. best: the strategy with the lowest p50 in the same cell. busy: a process \
-         started by the bench spins on the servers' CPU while the cell runs.\n"
+         started by the bench spins on the servers' CPU while the cell runs. rounds max ÷ \
+         min: how far the same point's p50 moved between rounds, the noise a ratio of two \
+         points in the cell has to be read against.\n"
     );
     let goals = [
         (
@@ -126,6 +142,12 @@ pub(crate) fn section(records: &[Record]) -> String {
         &rows,
         |col| col == 1 || col == 3,
     ));
+    let _ = writeln!(
+        s,
+        "\nCells where the default misses its goal by more than its own p50 moved between \
+         rounds: {beyond_noise} of {}.",
+        cells.len()
+    );
     s
 }
 
@@ -162,18 +184,18 @@ fn cells<'a>(records: &'a [Record], waits: &[String]) -> Vec<Cell<'a>> {
             keys.push((r.load.as_str(), r.size));
         }
     }
-    let p50 = |load: &str, size: usize, transport: &str, client: &str, wait: Option<&str>| {
-        records
-            .iter()
-            .find(|r| {
-                r.load == load
-                    && r.size == size
-                    && r.transport == transport
-                    && r.client == client
-                    && r.path == "copy"
-                    && wait.is_none_or(|w| r.wait == w)
-            })
-            .map(|r| r.p50_us)
+    let find = |load: &str, size: usize, transport: &str, client: &str, wait: Option<&str>| {
+        records.iter().find(|r| {
+            r.load == load
+                && r.size == size
+                && r.transport == transport
+                && r.client == client
+                && r.path == "copy"
+                && wait.is_none_or(|w| r.wait == w)
+        })
+    };
+    let p50 = |load, size, transport, client, wait| {
+        find(load, size, transport, client, wait).map(|r| r.p50_us)
     };
     keys.into_iter()
         .map(|(load, size)| Cell {
@@ -183,8 +205,66 @@ fn cells<'a>(records: &'a [Record], waits: &[String]) -> Vec<Cell<'a>> {
                 .iter()
                 .map(|w| p50(load, size, "shm", "rust", Some(w)))
                 .collect(),
+            spread: waits
+                .iter()
+                .map(|w| find(load, size, "shm", "rust", Some(w)).and_then(|r| r.p50_spread))
+                .collect(),
             unix: p50(load, size, "unix", "rust", None),
             c: p50(load, size, "shm", "c", None),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::report::tests::rec;
+    use super::*;
+
+    fn loaded(mut r: Record, load: &str) -> Record {
+        r.load = load.into();
+        r
+    }
+
+    /// Per cell: the best strategy, the default's p50 over it, a Unix
+    /// socket's over the default's; the goals name the worst cell.
+    #[test]
+    fn cells_ratios_and_worst() {
+        let records = vec![
+            rec("shm", "sleep", 64, 30.0),
+            rec("shm", "spin", 64, 0.3),
+            rec("shm", "busy", 64, 0.25),
+            rec("unix", "-", 64, 40.0),
+            loaded(rec("shm", "sleep", 64, 20.0), "busy"),
+            loaded(rec("shm", "spin", 64, 10.0), "busy"),
+            loaded(rec("shm", "busy", 64, 12.0), "busy"),
+            loaded(rec("unix", "-", 64, 12.0), "busy"),
+        ];
+        let s = section(&records);
+        let row = |load: &str| {
+            s.lines()
+                .find(|l| l.starts_with(&format!("| {load} ")))
+                .map(|l| l.split('|').map(str::trim).collect::<Vec<_>>())
+                .expect("row")
+        };
+        let quiet = row("quiet");
+        assert_eq!(quiet[8..10], ["busy", "1.20"], "{s}");
+        assert_eq!(quiet[11], "133.33", "{s}");
+        let busy = row("busy");
+        assert_eq!(busy[8..10], ["spin", "1.00"], "{s}");
+        assert_eq!(busy[11], "1.20", "{s}");
+        let check = |name: &str| {
+            s.lines()
+                .find(|l| l.contains(name))
+                .map(|l| l.split('|').map(str::trim).collect::<Vec<_>>())
+                .expect("check")
+        };
+        assert_eq!(
+            check("÷ best strategy's p50, every cell")[2..6],
+            ["1.20", "quiet 64 B", "≤ 1.20", "PASS"]
+        );
+        assert_eq!(
+            check("unix p50 ÷ shm spin p50")[2..6],
+            ["1.20", "busy 64 B", "≥ 1.50", "MISS"]
+        );
+    }
 }

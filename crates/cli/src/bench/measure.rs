@@ -115,6 +115,7 @@ impl Sequential {
             mem_growth_mib: None,
             baseline: None,
             p50_vs_baseline: None,
+            p50_spread: None,
         }
     }
 }

@@ -416,10 +416,10 @@ pub(crate) fn json(records: &[Record]) -> anyhow::Result<String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn rec(transport: &str, wait: &str, size: usize, p50: f64) -> Record {
+    pub(crate) fn rec(transport: &str, wait: &str, size: usize, p50: f64) -> Record {
         Record {
             path: "copy".into(),
             fill_p50_us: None,
@@ -444,6 +444,7 @@ mod tests {
             idle_server_cpu_pct: None,
             baseline: None,
             p50_vs_baseline: None,
+            p50_spread: None,
         }
     }
 

@@ -112,6 +112,9 @@ pub(crate) struct Record {
     pub(crate) baseline: Option<String>,
     /// `p50_us` divided by the baseline's `p50_us` at the same size.
     pub(crate) p50_vs_baseline: Option<f64>,
+    /// With several rounds: the largest p50 of a round over the smallest,
+    /// how much the same point moved between rounds.
+    pub(crate) p50_spread: Option<f64>,
 }
 
 /// CPU time in µs per call, 0 when no call was made.
@@ -172,6 +175,14 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
+/// The largest over the smallest (`None` when the smallest is 0).
+fn spread(v: impl Iterator<Item = f64>) -> Option<f64> {
+    let (lo, hi) = v.fold((f64::INFINITY, 0.0f64), |(lo, hi), x| {
+        (lo.min(x), hi.max(x))
+    });
+    (lo > 0.0 && lo.is_finite()).then(|| hi / lo)
+}
+
 fn median_opt(v: Vec<Option<f64>>) -> Option<f64> {
     let some: Vec<f64> = v.into_iter().flatten().collect();
     (!some.is_empty()).then(|| median(some))
@@ -194,6 +205,7 @@ pub(crate) fn median_of_rounds(mut rounds: Vec<Vec<Record>>) -> Vec<Record> {
                 |get: fn(&Record) -> Option<f64>| median_opt(all.iter().map(|r| get(r)).collect());
             rec.calls = all.iter().map(|r| r.calls).sum();
             rec.p50_us = f(|r| r.p50_us);
+            rec.p50_spread = spread(all.iter().map(|r| r.p50_us));
             rec.p99_us = f(|r| r.p99_us);
             rec.p999_us = f(|r| r.p999_us);
             rec.calls_per_s = f(|r| r.calls_per_s);

@@ -562,6 +562,44 @@ fn stale_socket_file_is_replaced() {
     });
 }
 
+/// A server killed between its bind and its rename leaves a hidden socket
+/// beside the path; the next bind in that directory removes it, and leaves
+/// a hidden socket something listens on, a hidden file that is not a
+/// socket and a name of another length.
+#[test]
+fn hidden_sockets_left_by_a_killed_server_are_removed() {
+    watchdog(
+        "hidden_sockets_left_by_a_killed_server_are_removed",
+        LIMIT,
+        || {
+            let dir = TempDir::new("hidden");
+            let path = dir.join("s.sock");
+            let stale = dir.join(".k3x9a");
+            drop(UnixListener::bind(&stale).expect("stale hidden socket"));
+            let live_path = dir.join(".live0");
+            let live = UnixListener::bind(&live_path).expect("live hidden socket");
+            let plain = dir.join(".notso");
+            fs::write(&plain, b"x").expect("plain file");
+            let other_len = dir.join(".ab");
+            drop(UnixListener::bind(&other_len).expect("hidden socket of another length"));
+            let addr = format!("unix:{}", path.display());
+            let server = Server::bind(&[addr.as_str()], ServerOptions::default())
+                .expect("bind")
+                .spawn(echo)
+                .expect("spawn");
+            assert!(!stale.exists(), "the stale hidden socket is gone");
+            assert!(live_path.exists(), "a listening hidden socket stays");
+            assert!(plain.exists(), "a hidden file that is not a socket stays");
+            assert!(other_len.exists(), "a name of another length stays");
+            let mut c = connect(&addr, ClientOptions::default());
+            assert_eq!(c.call(b"x").expect("call"), xform(b"x"));
+            drop(c);
+            server.stop().expect("stop");
+            drop(live);
+        },
+    );
+}
+
 /// The socket file is bound under a hidden name and renamed into place: the
 /// moment a client can see the path, a connect succeeds and the mode is the
 /// final one; nothing else is left in the directory, whatever the length of

@@ -337,6 +337,39 @@ fn a_process_gets_its_segment_back() {
     });
 }
 
+/// A kept segment goes after `KEEP_FOR` (2 s) with no traffic at all: the
+/// idle server's memfds are back to what it held before the session
+/// within `KEEP_FOR` + 1 s of its end.
+#[test]
+fn kept_segments_expire_without_traffic() {
+    let _g = serial();
+    watchdog("kept_segments_expire_without_traffic", LIMIT, || {
+        let mut srv = ChildServer::start(u64::MAX);
+        // The prepared segments of a fresh server, once it has made them.
+        let mut fresh = held_segments(srv.peer.pid());
+        wait_until("the server's prepared segments", STEP, || {
+            let now = held_segments(srv.peer.pid());
+            let settled = now == fresh && !now.is_empty();
+            fresh = now;
+            settled
+        });
+        let first = shm_session(&srv.addr, 1);
+        srv.wait_closed(1);
+        assert!(srv.holds(first), "the server kept the segment");
+        let ended = std::time::Instant::now();
+        let took = wait_until("the kept segment freed", STEP, || !srv.holds(first));
+        let after = ended.elapsed();
+        assert!(
+            after <= Duration::from_secs(3),
+            "kept {after:?} after the session ended ({took:?} of waiting)"
+        );
+        let pid = srv.peer.pid();
+        wait_until("as many memfds as a fresh server", STEP, || {
+            held_segments(pid).len() <= fresh.len()
+        });
+    });
+}
+
 /// (b) Another process never gets a segment kept for this one, though
 /// it is there for the taking (same rings, no limit), and this one still
 /// gets it back after; nor does this process get the other's.

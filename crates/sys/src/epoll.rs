@@ -79,17 +79,29 @@ impl Epoll {
     /// # Errors
     /// `EBADF`/`EINVAL` on a broken set (never in normal operation).
     pub fn wait(&self, tokens: &mut Vec<u64>, now: bool) -> io::Result<()> {
+        self.wait_for(tokens, now.then_some(std::time::Duration::ZERO))
+    }
+
+    /// As [`Epoll::wait`], for up to `timeout` (`None`: until something is
+    /// ready); a wait that times out returns with `tokens` empty.
+    ///
+    /// # Errors
+    /// `EBADF`/`EINVAL` on a broken set (never in normal operation).
+    pub fn wait_for(
+        &self,
+        tokens: &mut Vec<u64>,
+        timeout: Option<std::time::Duration>,
+    ) -> io::Result<()> {
         tokens.clear();
         let mut events = Vec::with_capacity(tokens.capacity().max(1));
-        let zero = rustix::time::Timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        let timeout = now.then_some(&zero);
+        let ts = timeout.map(|d| rustix::time::Timespec {
+            tv_sec: d.as_secs().min(i64::MAX as u64) as i64,
+            tv_nsec: i64::from(d.subsec_nanos()),
+        });
         match epoll::wait(
             &self.0,
             rustix::buffer::spare_capacity(&mut events),
-            timeout,
+            ts.as_ref(),
         ) {
             Ok(_) => {}
             Err(Errno::INTR) => return Ok(()),

@@ -157,6 +157,7 @@ fn bind_unix(path: &Path, opts: &ServerOptions) -> std::result::Result<UnixListe
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
         Err(e) => return Err(format!("cannot inspect {}: {e}", path.display())),
     }
+    sweep_hidden(&dir, path);
     // Bound and listening under a hidden name, its mode and group set, then
     // renamed into place: `path` never names a socket that refuses connects
     // (bound, not listening yet) or that has the wrong mode.
@@ -166,6 +167,47 @@ fn bind_unix(path: &Path, opts: &ServerOptions) -> std::result::Result<UnixListe
         return Err(e);
     }
     Ok(sock)
+}
+
+/// Removes the hidden sockets a server killed between its bind and its
+/// rename left beside `path` (names as [`hidden_name`] draws them, of
+/// `path`'s length): sockets of this uid that nothing listens on. Called
+/// under the directory lock, which every server of the library holds from
+/// its bind to its rename, so none is a live server's half-made socket.
+/// Best effort: what cannot be read or removed stays.
+fn sweep_hidden(dir: &Path, path: &Path) {
+    let Some(len) = path.file_name().map(|n| n.as_bytes().len()) else {
+        return;
+    };
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    let uid = shmlink_sys::cred::current_uid();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        if !is_hidden_name(name.as_bytes(), len) {
+            continue;
+        }
+        let candidate = entry.path();
+        let ours = fs::symlink_metadata(&candidate)
+            .is_ok_and(|md| md.file_type().is_socket() && md.uid() == uid);
+        if ours
+            && UnixStream::connect(&candidate)
+                .is_err_and(|e| e.kind() == io::ErrorKind::ConnectionRefused)
+        {
+            let _ = fs::remove_file(&candidate);
+        }
+    }
+}
+
+/// Whether `name` is one [`hidden_name`] could draw for a name of `len`.
+fn is_hidden_name(name: &[u8], len: usize) -> bool {
+    len > 1
+        && name.len() == len
+        && name[0] == b'.'
+        && name[1..]
+            .iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
 }
 
 /// Binds a listening socket beside `path` under a free hidden name of the

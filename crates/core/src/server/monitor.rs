@@ -20,6 +20,7 @@ use super::handler::Handler;
 use super::listener::Listener;
 use super::prepare::Preparer;
 use super::registry::Registry;
+use super::reuse::KEEP_FOR;
 use super::session;
 use super::shared::{Mode, Shared, StopHandle};
 use super::stats::Stats;
@@ -30,6 +31,13 @@ use crate::options::{ServerOptions, WaitStrategy, DEFAULT_RING_SIZE};
 
 /// Epoll token of the stop event (session ids count up from 1).
 const STOP_TOKEN: u64 = u64::MAX;
+/// Past a kept segment's expiry, so that one wake-up finds it expired
+/// (epoll's timeout is in milliseconds, rounded up).
+const EXPIRY_SLACK: Duration = Duration::from_millis(2);
+/// How long after a session's end the monitor looks for a segment kept
+/// since, beyond `KEEP_FOR` (the session's thread keeps it moments after
+/// the monitor saw the hang-up).
+const RECHECK_AFTER: Duration = Duration::from_millis(100);
 /// Epoll token of the first listener; the others follow.
 const LISTENER_TOKEN: u64 = 1 << 62;
 
@@ -118,13 +126,35 @@ impl Monitor {
         let sh = &self.shared;
         let spin = accept_spin(sh.opts.wait);
         let mut awake_until: Option<Instant> = None;
+        // When to look at the kept segments again after a session ended:
+        // its thread keeps the segment after the monitor saw the hang-up.
+        let mut recheck: Option<Instant> = None;
         let mut tokens = Vec::with_capacity(64);
         loop {
-            let look = awake_until.is_some_and(|t| Instant::now() < t);
+            let now = Instant::now();
+            let look = awake_until.is_some_and(|t| now < t);
+            // Kept segments expire on time, traffic or not.
+            let expiry = sh
+                .reusable
+                .next_expiry()
+                .map(|t| t + EXPIRY_SLACK)
+                .into_iter()
+                .chain(recheck)
+                .min();
+            let timeout = if look {
+                Some(Duration::ZERO)
+            } else {
+                expiry.map(|t| t.saturating_duration_since(now))
+            };
             sh.registry
                 .epoll()
-                .wait(&mut tokens, look)
+                .wait_for(&mut tokens, timeout)
                 .map_err(|e| Error::io("waiting for server events", e))?;
+            if !look && timeout.is_some() {
+                let now = Instant::now();
+                sh.reusable.expire(now);
+                recheck = recheck.filter(|&t| now < t);
+            }
             if look && tokens.is_empty() {
                 std::thread::yield_now();
                 continue;
@@ -140,6 +170,7 @@ impl Monitor {
                     }
                 } else {
                     sh.registry.control_event(token);
+                    recheck = Instant::now().checked_add(KEEP_FOR + RECHECK_AFTER);
                 }
             }
             if sh.stopping() {

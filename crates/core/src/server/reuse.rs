@@ -15,7 +15,8 @@
 //!
 //! What is kept is bounded: at most [`KEPT`] segments of at most
 //! [`KEEP_AT_MOST`] bytes each, for [`KEEP_FOR`] (checked whenever a
-//! segment is taken or given back), and each stays counted against the
+//! segment is taken or given back, and by the monitor, which wakes for the
+//! next expiry: an idle server holds nothing longer), and each stays counted against the
 //! server's `max_shm_bytes` (a session that finds the limit reached has the
 //! kept segments freed first).
 
@@ -105,6 +106,18 @@ impl<C> Reusable<C> {
             charge,
             since: now,
         });
+    }
+
+    /// When the oldest kept segment expires, if one is kept.
+    pub(crate) fn next_expiry(&self) -> Option<Instant> {
+        lock(&self.kept)
+            .first()
+            .and_then(|k| k.since.checked_add(KEEP_FOR))
+    }
+
+    /// Frees the segments kept for [`KEEP_FOR`] or longer.
+    pub(crate) fn expire(&self, now: Instant) {
+        lock(&self.kept).retain(|k| now.duration_since(k.since) < KEEP_FOR);
     }
 
     /// Frees every kept segment; true when there was one.

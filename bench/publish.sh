@@ -14,7 +14,7 @@ r=bench/results
 for f in latest.md latest.json latest.png scenario-latest.md scenario-latest.json pool-dispatch-latest.md \
   pool-dispatch-latest.json http-latest.md http-latest.json http-latest.png arena-latest.md \
   arena-latest.json arena-latest.png arena-memory-latest.md arena-memory-latest.json python-latest.md go-latest.md \
-  matrix-latest.md matrix-latest.json; do
+  matrix-latest.md matrix-latest.json python-matrix-latest.md; do
   [ -s "$r/$f" ] || { echo "publish: $r/$f missing: run ci/main.sh first" >&2; exit 1; }
 done
 for ext in md json png; do cp "$r/latest.$ext" "$r/$name.$ext"; done
@@ -25,6 +25,7 @@ for ext in md json png; do cp "$r/arena-latest.$ext" "$r/$name-arena.$ext"; done
 for ext in md json; do cp "$r/arena-memory-latest.$ext" "$r/$name-arena-memory.$ext"; done
 for ext in md json; do cp "$r/matrix-latest.$ext" "$r/$name-matrix.$ext"; done
 cp "$r/python-latest.md" "$r/$name-python.md"
+cp "$r/python-matrix-latest.md" "$r/$name-python-matrix.md"
 cp "$r/go-latest.md" "$r/$name-go.md"
 
 headline=$(php bench/headline.php "$r/$name.json" "$r/$name-scenario.json" docs/benchmarks.md)
@@ -186,6 +187,14 @@ conditions() { sed -n '/^- /p;/^## /q' "$1"; }
   conditions "$r/$name-python.md"
   echo
   section "$r/$name-python.md" Calls
+  echo
+  echo "Python's wait matrix: 64 B and 2 KiB calls with each wait strategy on both sides, quiet and"
+  echo "beside a CPU hog. Source:"
+  echo "[\`bench/results/$name-python-matrix.md\`](../bench/results/$name-python-matrix.md)."
+  echo
+  conditions "$r/$name-python-matrix.md"
+  echo
+  section "$r/$name-python-matrix.md" "Wait matrix"
   echo
   echo "Go: a 64 B sync ping-pong of the Go client, interleaved with Go's \`net.UnixConn\` in one"
   echo "benchmark and with shmipc-go in another. Source:"

@@ -47,6 +47,7 @@ matrix_args=()
 arena_args=(--sizes 64KiB,1MiB,16MiB,256MiB,1GiB --rounds 3 --duration 1)
 memory_args=(--sizes 1GiB --requests 1000 --duration 900)
 python_args=(--rounds 10 --seconds 0.5)
+python_matrix_args=(--rounds 3 --seconds 0.3)
 go_args=(--calls 100000)
 requests=20000
 churn=3
@@ -58,6 +59,7 @@ if [ "$quick" = 1 ]; then
   arena_args=(--quick --sizes 64KiB,1MiB)
   memory_args=(--sizes 16MiB --requests 20 --duration 10)
   python_args=(--rounds 2 --seconds 0.05)
+  python_matrix_args=(--rounds 1 --seconds 0.02)
   go_args=(--calls 4000)
   requests=300
   churn=0.5
@@ -108,6 +110,7 @@ venv=target/python-venv
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 "$venv/bin/pip" install --quiet --disable-pip-version-check ./bindings/python
 "$venv/bin/python" bindings/python/bench.py "${python_args[@]}" --markdown "$out/python-latest.md"
+"$venv/bin/python" bindings/python/wait_matrix.py "${python_matrix_args[@]}" --markdown "$out/python-matrix-latest.md"
 bindings/go/bench.sh "${go_args[@]}" --markdown "$out/go-latest.md" >/dev/null
 
 step "the pool's dispatch: a PHP worker called directly and through shmlink pool; the pool under churn"

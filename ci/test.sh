@@ -74,7 +74,7 @@ step "the main command with tiny counts (ci/main.sh --quick; numbers not checked
 ci/main.sh --quick >target/main-quick.log 2>&1 || { tail -n 60 target/main-quick.log >&2; exit 1; }
 for f in latest.json latest.md latest.png scenario-latest.json scenario-latest.md pool-dispatch-latest.md \
   http-latest.md http-latest.json http-latest.png arena-latest.md arena-latest.json arena-latest.png \
-  python-latest.md go-latest.md matrix-latest.md matrix-latest.json; do
+  python-latest.md go-latest.md matrix-latest.md matrix-latest.json python-matrix-latest.md; do
   test -s "target/main-quick/$f" || { echo "main --quick wrote no $f" >&2; exit 1; }
 done
 grep -q '"client": "c"' target/main-quick/latest.json

@@ -29,7 +29,9 @@ type WaitStrategy uint32
 
 // Wait strategies (SHMLINK_WAIT_*).
 const (
-	// WaitDefault: the library default (adaptive spin up to 50 µs, then sleep).
+	// WaitDefault: the library default (adaptive: spins while its CPU is
+	// free, as long as recent waits predict, up to 400 µs; sleeps as soon as
+	// another thread wants its CPU). WaitSpin with Spin 0 is the same.
 	WaitDefault WaitStrategy = C.SHMLINK_WAIT_DEFAULT
 	// WaitSleep: sleep on the futex at once (lowest CPU).
 	WaitSleep WaitStrategy = C.SHMLINK_WAIT_SLEEP

@@ -44,13 +44,17 @@
 // memory is used only as loans are filled, and reused).
 #define SHMLINK_DEFAULT_ARENA_BYTES 2147483648
 
-// Wait strategy: the library default (adaptive spin up to 50 µs, then sleep).
+// Wait strategy: the library default (`spin`, adaptive: spins while its CPU
+// is free, as long as recent waits predict, up to 400 µs; sleeps as soon as
+// another thread wants its CPU). `SHMLINK_WAIT_SPIN` with `spin_us` 0 is the
+// same.
 #define SHMLINK_WAIT_DEFAULT 0
 
 // Wait strategy: sleep on the futex at once (lowest CPU).
 #define SHMLINK_WAIT_SLEEP 1
 
-// Wait strategy: spin up to `spin_us` microseconds, then sleep.
+// Wait strategy: spin up to `spin_us` microseconds, then sleep (0: the
+// adaptive default).
 #define SHMLINK_WAIT_SPIN 2
 
 // Wait strategy: never sleep (lowest latency, a full core while waiting).

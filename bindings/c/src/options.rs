@@ -35,11 +35,15 @@ pub const SHMLINK_DEFAULT_ARENA_BYTES: u64 = 2_147_483_648;
 // The header's copy of the core's default, checked at compile time.
 const _: () = assert!(SHMLINK_DEFAULT_ARENA_BYTES == shmlink::DEFAULT_ARENA_BYTES);
 
-/// Wait strategy: the library default (adaptive spin up to 50 µs, then sleep).
+/// Wait strategy: the library default (`spin`, adaptive: spins while its CPU
+/// is free, as long as recent waits predict, up to 400 µs; sleeps as soon as
+/// another thread wants its CPU). `SHMLINK_WAIT_SPIN` with `spin_us` 0 is the
+/// same.
 pub const SHMLINK_WAIT_DEFAULT: u32 = 0;
 /// Wait strategy: sleep on the futex at once (lowest CPU).
 pub const SHMLINK_WAIT_SLEEP: u32 = 1;
-/// Wait strategy: spin up to `spin_us` microseconds, then sleep.
+/// Wait strategy: spin up to `spin_us` microseconds, then sleep (0: the
+/// adaptive default).
 pub const SHMLINK_WAIT_SPIN: u32 = 2;
 /// Wait strategy: never sleep (lowest latency, a full core while waiting).
 pub const SHMLINK_WAIT_BUSY: u32 = 3;

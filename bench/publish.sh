@@ -14,7 +14,7 @@ r=bench/results
 for f in latest.md latest.json latest.png scenario-latest.md scenario-latest.json pool-dispatch-latest.md \
   pool-dispatch-latest.json http-latest.md http-latest.json http-latest.png arena-latest.md \
   arena-latest.json arena-latest.png arena-memory-latest.md arena-memory-latest.json python-latest.md go-latest.md \
-  matrix-latest.md matrix-latest.json python-matrix-latest.md; do
+  matrix-latest.md matrix-latest.json python-matrix-latest.md pool-prometheus-latest.md; do
   [ -s "$r/$f" ] || { echo "publish: $r/$f missing: run ci/main.sh first" >&2; exit 1; }
 done
 for ext in md json png; do cp "$r/latest.$ext" "$r/$name.$ext"; done
@@ -26,6 +26,7 @@ for ext in md json; do cp "$r/arena-memory-latest.$ext" "$r/$name-arena-memory.$
 for ext in md json; do cp "$r/matrix-latest.$ext" "$r/$name-matrix.$ext"; done
 cp "$r/python-latest.md" "$r/$name-python.md"
 cp "$r/python-matrix-latest.md" "$r/$name-python-matrix.md"
+cp "$r/pool-prometheus-latest.md" "$r/$name-pool-prometheus.md"
 cp "$r/go-latest.md" "$r/$name-go.md"
 
 headline=$(php bench/headline.php "$r/$name.json" "$r/$name-scenario.json" docs/benchmarks.md)
@@ -84,6 +85,14 @@ conditions() { sed -n '/^- /p;/^## /q' "$1"; }
   echo "[\`bench/results/$name-pool-dispatch.md\`](../bench/results/$name-pool-dispatch.md)."
   echo
   cat "$r/$name-pool-dispatch.md"
+  echo
+  echo "### The pool's metrics, scraped by Prometheus"
+  echo
+  echo "Source: [\`bench/results/$name-pool-prometheus.md\`](../bench/results/$name-pool-prometheus.md)."
+  echo
+  sed -n '/^- /p' "$r/$name-pool-prometheus.md"
+  echo
+  sed -n '/^## What Prometheus answers/,$p' "$r/$name-pool-prometheus.md" | sed '1d'
   echo
   echo "## Serving PHP over HTTP: \`shmlink pool --http\` against Swoole and nginx + PHP-FPM"
   echo

@@ -51,6 +51,7 @@ python_matrix_args=(--rounds 3 --seconds 0.3)
 go_args=(--calls 100000)
 requests=20000
 churn=3
+prometheus_calls=500
 if [ "$quick" = 1 ]; then
   out=target/main-quick
   bench_args=(--quick)
@@ -63,6 +64,7 @@ if [ "$quick" = 1 ]; then
   go_args=(--calls 4000)
   requests=300
   churn=0.5
+  prometheus_calls=20
 fi
 
 step "setup"
@@ -118,6 +120,9 @@ target/release/shmlink pool bench --calls "$requests" --rounds 5 --churn-seconds
   php -d extension="$PWD/bindings/php/modules/shmlink.so" -d opcache.enable_cli=1 bench/pool/worker.php \
   >"$out/pool-dispatch-latest.md"
 cat "$out/pool-dispatch-latest.md"
+
+step "the pool's metrics scraped by a real Prometheus server"
+bench/pool/prometheus.sh --calls "$prometheus_calls" --markdown "$out/pool-prometheus-latest.md"
 
 step "HTTP: PHP apps under shmlink pool --http, Swoole, nginx + PHP-FPM and + preload, loaded by wrk"
 http_args=()

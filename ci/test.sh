@@ -74,7 +74,8 @@ step "the main command with tiny counts (ci/main.sh --quick; numbers not checked
 ci/main.sh --quick >target/main-quick.log 2>&1 || { tail -n 60 target/main-quick.log >&2; exit 1; }
 for f in latest.json latest.md latest.png scenario-latest.json scenario-latest.md pool-dispatch-latest.md \
   http-latest.md http-latest.json http-latest.png arena-latest.md arena-latest.json arena-latest.png \
-  python-latest.md go-latest.md matrix-latest.md matrix-latest.json python-matrix-latest.md; do
+  python-latest.md go-latest.md matrix-latest.md matrix-latest.json python-matrix-latest.md \
+  pool-prometheus-latest.md; do
   test -s "target/main-quick/$f" || { echo "main --quick wrote no $f" >&2; exit 1; }
 done
 grep -q '"client": "c"' target/main-quick/latest.json
@@ -88,6 +89,10 @@ grep -q 'default ÷ best' target/main-quick/matrix-latest.md
 grep -q '"load": "busy"' target/main-quick/matrix-latest.json
 grep -q '"client": "c"' target/main-quick/matrix-latest.json
 if pgrep -f 'shmlink __hog' >/dev/null; then echo "main --quick left a CPU hog running" >&2; exit 1; fi
+# Prometheus scraped the pool, and saw its calls and its reload.
+grep -Fq '| `up{job="shmlink-pool"}` | 1 |' target/main-quick/pool-prometheus-latest.md
+grep -Fq '| `shmlink_pool_calls_total` | 21 |' target/main-quick/pool-prometheus-latest.md
+grep -Fq '| `shmlink_pool_worker_restarts_total{reason="reload"}` | 2 |' target/main-quick/pool-prometheus-latest.md
 # Every path at every size and transport of the arena run.
 for row in 'shm +\| busy \| 1 MiB +\| loan' 'shm +\| busy \| 1 MiB +\| arena' 'unix +\| - +\| 1 MiB +\| copy'; do
   grep -Eq "\| $row" target/main-quick/arena-latest.md || {

@@ -107,6 +107,11 @@ pub(crate) struct PoolArgs {
     /// while no call waits, and its calls skip the pool).
     #[arg(long)]
     no_lines: bool,
+    /// Serve the pool's metrics for Prometheus at http://HOST:PORT/metrics (workers by
+    /// state, queue depth, calls, errors by code, restarts by reason, worker memory, call
+    /// and HTTP request durations, HTTP requests and connections).
+    #[arg(long, value_name = "HOST:PORT")]
+    metrics: Option<String>,
     /// The worker command and its arguments.
     #[arg(last = true, value_name = "COMMAND", required = true)]
     command_line: Vec<String>,
@@ -180,6 +185,7 @@ fn supervise(args: &PoolArgs) -> anyhow::Result<()> {
         opts.idle_worker_wait = w;
     }
     opts.lines = !args.no_lines;
+    opts.metrics = args.metrics.clone();
     if !args.http.is_empty() {
         let mut h = FrontOptions::new(args.http.clone());
         h.max_body = args.http_max_body;
@@ -194,8 +200,12 @@ fn supervise(args: &PoolArgs) -> anyhow::Result<()> {
     let mut signals =
         Signals::new([SIGINT, SIGTERM, SIGHUP]).context("installing signal handlers")?;
     let pool = Pool::start(opts)?;
+    let metrics = pool
+        .metrics_address()
+        .map(|a| format!("; metrics at http://{a}/metrics"))
+        .unwrap_or_default();
     eprintln!(
-        "shmlink pool: ready, listening on {}; control socket {}",
+        "shmlink pool: ready, listening on {}; control socket {}{metrics}",
         pool.addresses().join(" "),
         pool.control_path()
             .map_or_else(|| "none".into(), |p| p.display().to_string())

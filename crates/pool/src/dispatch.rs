@@ -42,6 +42,7 @@ impl Handler for Dispatch {
     /// then the answers collected in order; the calls that found no idle
     /// worker go after those, one after another, as ordinary calls.
     fn handle_batch(&self, requests: &[&[u8]], answer: &mut BatchAnswer<'_>) {
+        let arrived = Instant::now();
         let shared = &self.inner.shared;
         // The first call waits in the queue as any call does; if it finds
         // no worker, it fails as any call does.
@@ -49,7 +50,7 @@ impl Handler for Dispatch {
             Ok(lease) => lease,
             Err(e) => {
                 let failed = Err(e);
-                self.count(&failed);
+                self.count(arrived, &failed);
                 answer(failed.map(|()| &[][..]));
                 return self.one_by_one(&requests[1..], answer);
             }
@@ -68,7 +69,7 @@ impl Handler for Dispatch {
         let taken = flights.len();
         for ((lease, started, sent), request) in flights.into_iter().zip(requests) {
             let result = self.land(lease, started, sent, request, &mut response);
-            self.count(&result);
+            self.count(arrived, &result);
             answer(result.map(|()| response.as_slice()));
         }
         self.one_by_one(&requests[taken..], answer);
@@ -138,23 +139,31 @@ impl Dispatch {
         self.inner.opts.queue_timeout
     }
 
+    /// Records an HTTP request the front answered through this dispatch.
+    pub(crate) fn http_request_took(&self, took: Duration) {
+        self.inner.metrics.http_request(took);
+    }
+
     /// Dispatches one call, counting it.
     pub(crate) fn dispatch(
         &self,
         request: &[u8],
         response: &mut Vec<u8>,
     ) -> Result<(), RemoteError> {
+        let started = Instant::now();
         let result = self.call(request, response);
-        self.count(&result);
+        self.count(started, &result);
         result
     }
 
-    /// Counts a call and whether it failed.
-    fn count(&self, result: &Result<(), RemoteError>) {
+    /// Counts a call that arrived at `started`, and whether it failed.
+    fn count(&self, started: Instant, result: &Result<(), RemoteError>) {
         self.inner.calls.fetch_add(1, Ordering::Relaxed);
         if result.is_err() {
             self.inner.errors.fetch_add(1, Ordering::Relaxed);
         }
+        let code = result.as_ref().err().map(|e| e.code);
+        self.inner.metrics.call(started.elapsed(), code);
     }
 
     /// The answer to a call of a batch, sent (`sent`) to the leased worker

@@ -24,9 +24,13 @@ impl PoolBackend {
 
 impl Backend for PoolBackend {
     fn call(&self, request: &[u8], response: &mut Vec<u8>) -> Result<(), Fault> {
-        self.0
+        let started = std::time::Instant::now();
+        let result = self
+            .0
             .dispatch(request, response)
-            .map_err(|e| Fault::new(status_of(e.code), e.message))
+            .map_err(|e| Fault::new(status_of(e.code), e.message));
+        self.0.http_request_took(started.elapsed());
+        result
     }
 
     fn concurrency(&self) -> usize {

@@ -31,7 +31,9 @@ mod dispatch;
 mod error;
 mod http;
 mod http_workers;
+mod metrics;
 mod options;
+mod restart;
 mod spawn;
 mod status;
 mod supervise;
@@ -75,6 +77,8 @@ pub(crate) struct Inner {
     pub(crate) http: OnceLock<shmlink_http::StatsHandle>,
     /// What workers that serve HTTP themselves share, when they do.
     pub(crate) http_workers: Option<http_workers::HttpWorkers>,
+    /// What `--metrics` shows.
+    pub(crate) metrics: metrics::Metrics,
 }
 
 impl Inner {
@@ -132,6 +136,7 @@ pub struct Pool {
     server: Option<RunningServer>,
     front: Option<shmlink_http::Front>,
     control: Option<RunningServer>,
+    metrics: Option<metrics::endpoint::Endpoint>,
     threads: Vec<JoinHandle<()>>,
     /// The private directory of the worker port's socket.
     workdir: PathBuf,
@@ -187,6 +192,8 @@ impl Pool {
             rate: Mutex::new((Instant::now(), 0, 0.0)),
             http: OnceLock::new(),
             http_workers,
+            metrics: metrics::Metrics::new()
+                .map_err(|e| PoolError::Options(format!("cannot make the pool's metrics: {e}")))?,
         });
         let mut threads = Vec::new();
         let spawn = |name: &str, f: Box<dyn FnOnce() + Send>| {
@@ -222,6 +229,7 @@ impl Pool {
             server: None,
             front: None,
             control: None,
+            metrics: None,
             threads,
             workdir,
         };
@@ -243,6 +251,14 @@ impl Pool {
             )?;
             let _ = inner.http.set(front.stats_handle());
             pool.front = Some(front);
+        }
+        if let Some(addr) = &opts.metrics {
+            let i = Arc::clone(&inner);
+            let render: metrics::endpoint::Render = Box::new(move || {
+                let front = i.opts.http.is_some() && i.opts.http_mode == HttpMode::Front;
+                i.metrics.encode(&status::of(&i), front)
+            });
+            pool.metrics = Some(metrics::endpoint::Endpoint::start(addr, render)?);
         }
         let control = control_path(&opts);
         if let Some(path) = control {
@@ -280,6 +296,12 @@ impl Pool {
         }
     }
 
+    /// The address `GET /metrics` answers on (with the port chosen for
+    /// port 0), when `--metrics` was given.
+    pub fn metrics_address(&self) -> Option<std::net::SocketAddr> {
+        self.metrics.as_ref().map(|m| m.addr())
+    }
+
     /// The control socket, if any.
     pub fn control_path(&self) -> Option<PathBuf> {
         control_path(&self.inner.opts)
@@ -314,6 +336,7 @@ impl Pool {
         if let Some(c) = self.control.take() {
             let _ = c.stop();
         }
+        drop(self.metrics.take());
         {
             let mut t = self.inner.shared.lock();
             t.stopping = true;
@@ -378,6 +401,7 @@ pub(crate) fn reload(inner: &Inner) {
     for s in &mut t.slots {
         if s.generation < generation {
             s.retire = true;
+            s.retire_why = Some(restart::Restart::Reload);
         }
     }
     inner.reloads.fetch_add(1, Ordering::Relaxed);

@@ -55,6 +55,9 @@ pub struct PoolOptions {
     /// their own on a direct line while workers are idle (their calls then
     /// skip the pool). Default true.
     pub lines: bool,
+    /// `HOST:PORT` where `GET /metrics` answers in the Prometheus
+    /// (OpenMetrics) text format, if any.
+    pub metrics: Option<String>,
 }
 
 /// Who parses HTTP for a pool with `--http`.
@@ -136,6 +139,7 @@ impl PoolOptions {
             http: None,
             http_mode: HttpMode::Workers,
             lines: true,
+            metrics: None,
         }
     }
 
@@ -160,6 +164,14 @@ impl PoolOptions {
         }
         if self.command.is_empty() {
             return bad("no worker command (after --)");
+        }
+        if let Some(m) = &self.metrics {
+            use std::net::ToSocketAddrs;
+            if m.to_socket_addrs().map_or(true, |mut a| a.next().is_none()) {
+                return Err(PoolError::Options(format!(
+                    "--metrics {m:?} is not HOST:PORT (e.g. 127.0.0.1:9464)"
+                )));
+            }
         }
         if self.workers == 0 {
             return bad("--workers must be at least 1");

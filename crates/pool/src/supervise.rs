@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use shmlink::Deadline;
 
+use crate::restart::Restart;
 use crate::spawn;
 use crate::table::{Phase, Slot, Table};
 use crate::Inner;
@@ -75,6 +76,9 @@ fn reap(inner: &Inner, t: &mut Table) {
             h.release(slot);
         }
         let expected = s.phase == Phase::Stopping;
+        if !t.stopping {
+            inner.metrics.restart(restart_of(&s));
+        }
         let reason = s.stop_reason.as_deref().unwrap_or("unexpectedly");
         inner.say(&format!(
             "worker {} exited ({status}) after {} calls: {reason}",
@@ -244,6 +248,7 @@ fn measure(inner: &Inner, t: &mut Table) {
                     s.pid, s.rss, inner.opts.max_memory
                 ));
                 s.retire = true;
+                s.retire_why = Some(Restart::MaxMemory);
             }
         }
     }
@@ -259,6 +264,7 @@ fn recycle(inner: &Inner, t: &mut Table) {
         if let Some(ttl) = inner.opts.ttl {
             if s.started.elapsed() >= ttl && !s.retire {
                 s.retire = true;
+                s.retire_why = Some(Restart::Ttl);
                 inner.say(&format!(
                     "worker {} is older than --ttl {ttl:?}: recycled",
                     s.pid
@@ -268,6 +274,7 @@ fn recycle(inner: &Inner, t: &mut Table) {
         if let Some(idle) = inner.opts.idle_ttl {
             if s.phase == Phase::Idle && s.since.elapsed() >= idle && !s.retire {
                 s.retire = true;
+                s.retire_why = Some(Restart::IdleTtl);
                 inner.say(&format!(
                     "worker {} was idle for --idle-ttl {idle:?}: recycled",
                     s.pid
@@ -359,6 +366,7 @@ fn start_missing(inner: &Inner, t: &mut Table) {
                     rss: 0,
                     generation,
                     retire: false,
+                    retire_why: None,
                     stop_reason: None,
                     killed: false,
                     line: None,
@@ -381,5 +389,21 @@ fn start_missing(inner: &Inner, t: &mut Table) {
                 return;
             }
         }
+    }
+}
+
+/// Why a worker that exited is replaced (the restart metrics' reason).
+fn restart_of(s: &Slot) -> Restart {
+    let reason = s.stop_reason.as_deref().unwrap_or("");
+    if reason.contains("--max-jobs") {
+        Restart::MaxJobs
+    } else if let Some(why) = s.retire_why {
+        why
+    } else if reason.contains("reload") || (s.retire && reason == "retired") {
+        Restart::Reload
+    } else if reason.starts_with("killed") || reason.contains("timeout") {
+        Restart::Timeout
+    } else {
+        Restart::Crash
     }
 }

@@ -59,6 +59,9 @@ pub(crate) struct Slot {
     pub(crate) generation: u64,
     /// To be stopped at the next chance (reload, memory, age, idleness).
     pub(crate) retire: bool,
+    /// Why it was retired, for the restart metrics (`None`: not retired,
+    /// or by `--max-jobs`, which its stop reason says).
+    pub(crate) retire_why: Option<crate::restart::Restart>,
     /// Why it is stopping, for the log and for counting failures.
     pub(crate) stop_reason: Option<String>,
     /// Killed by the supervisor (it hung at start or at stop).

@@ -76,7 +76,7 @@ conditions() { sed -n '/^- /p;/^## /q' "$1"; }
   echo "holds its worker port, as the pool does), through a pool of one such worker, and"
   echo "through a pool that relays every call (\`--no-lines\`: what pipelined calls, clients"
   echo "over \`unix:\`/\`tcp:\` and clients sharing busy workers pay), alternating rounds;"
-  echo "then a pool of two such workers under churn (recycled every 1,000 calls, reloaded,"
+  echo "then a pool of two such workers with no churn, then under churn (recycled every 5,000 calls, reloaded,"
   echo "one killed with SIGKILL) with one client calling without pause. The client runs on"
   echo "the first CPU, the pool and its workers on the last, as the scenario places them"
   echo "(\`--no-pin\` leaves placement to the scheduler)."

@@ -101,7 +101,8 @@ for row in 'shm +\| busy \| 1 MiB +\| loan' 'shm +\| busy \| 1 MiB +\| arena' 'u
   }
 done
 # The pool under churn: every case, no failed call where none may fail.
-for row in 'recycling \(--max-jobs 1000\) \| [0-9]+ \| 0 \|' 'reload \| [0-9]+ \| 0 \|' 'kill -9 of a worker \|'; do
+for row in 'no churn \(the reference\) \| [0-9]+ \| 0 \|' 'recycling \(--max-jobs 5000\) \| [0-9]+ \| 0 \|' \
+  'reload \| [0-9]+ \| 0 \|' 'kill -9 of a worker \|' 'recycling every 5000 calls'; do
   grep -Eq "\| $row" target/main-quick/pool-dispatch-latest.md || {
     echo "main --quick: no churn row matching \"$row\"" >&2; exit 1; }
 done

@@ -317,7 +317,7 @@ fn client_options(args: &DispatchArgs) -> ClientOptions {
 
 fn churn_json(c: &Churn) -> serde_json::Value {
     serde_json::json!({
-        "case": c.case, "calls": c.calls, "failed": c.failed,
+        "case": c.case, "calls": c.calls, "failed": c.failed, "calls_per_s": c.overall,
         "calls_per_s_steady": c.steady, "calls_per_s_worst_window": c.worst,
         "workers_replaced": c.replaced,
         "back_after_kill_ms": c.back_in.map(|d| d.as_secs_f64() * 1e3),

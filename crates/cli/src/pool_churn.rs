@@ -1,10 +1,11 @@
 //! `shmlink pool bench`, second part: the pool under churn. A client calls
-//! a pool of two workers without pause while workers are recycled
-//! (`--max-jobs 1000`), while the pool reloads, and after a worker is
-//! killed; every response is checked. Reported: failed calls, calls/s
-//! in steady state and in the worst 100 ms window (the dip), workers
-//! replaced, and how long the pool took to be back to two workers after
-//! the `kill -9`.
+//! a pool of two workers without pause with no churn (the reference),
+//! while workers are recycled (`--max-jobs 5000`), while the pool reloads,
+//! and after a worker is killed; every response is checked. Reported:
+//! failed calls, calls/s over the case, in steady state and in the worst
+//! 100 ms window (the dip), workers replaced, how long the pool took to be
+//! back to two workers after the `kill -9`, and the recycling case's
+//! calls/s over the reference's (issue 34's goal: at least 0.9).
 
 use std::time::{Duration, Instant};
 
@@ -21,10 +22,17 @@ const WINDOW: Duration = Duration::from_millis(100);
 /// Workers of the churned pool.
 const WORKERS: usize = 2;
 
+/// The recycling case's calls/s over the reference's must be at least this.
+const RECYCLING_GOAL: f64 = 0.9;
+/// Calls after which the recycling case's pool recycles a worker.
+const RECYCLE_AFTER: u64 = 5000;
+
 /// What one churn case measured.
 pub(crate) struct Churn {
     pub(crate) case: &'static str,
     pub(crate) calls: u64,
+    /// Calls/s over the whole case.
+    pub(crate) overall: f64,
     pub(crate) failed: u64,
     /// Median calls/s over the windows.
     pub(crate) steady: f64,
@@ -50,18 +58,22 @@ pub(crate) struct Setup<'a> {
 /// What happens to the pool a third of the way into a case.
 #[derive(Clone, Copy, PartialEq)]
 enum Case {
-    /// Nothing: the pool itself recycles every worker after 1,000 calls.
+    /// Nothing happens: the reference.
+    Steady,
+    /// Nothing: the pool itself recycles every worker after
+    /// [`RECYCLE_AFTER`] calls.
     Recycle,
     Reload,
     Kill,
 }
 
 impl Case {
-    const ALL: [Case; 3] = [Case::Recycle, Case::Reload, Case::Kill];
+    const ALL: [Case; 4] = [Case::Steady, Case::Recycle, Case::Reload, Case::Kill];
 
     fn name(self) -> &'static str {
         match self {
-            Case::Recycle => "recycling (--max-jobs 1000)",
+            Case::Steady => "no churn (the reference)",
+            Case::Recycle => "recycling (--max-jobs 5000)",
             Case::Reload => "reload",
             Case::Kill => "kill -9 of a worker",
         }
@@ -88,7 +100,7 @@ fn one(setup: &Setup<'_>, n: usize, case: Case) -> anyhow::Result<Churn> {
     opts.workers = WORKERS;
     opts.control = Some(dir.path().join(format!("churn{n}.ctl")));
     if case == Case::Recycle {
-        opts.max_jobs = 1000;
+        opts.max_jobs = RECYCLE_AFTER;
     }
     let pool = setup
         .placement
@@ -113,7 +125,7 @@ fn one(setup: &Setup<'_>, n: usize, case: Case) -> anyhow::Result<Churn> {
         if event.is_some_and(|at| Instant::now() >= at) {
             event = None;
             match case {
-                Case::Recycle => {}
+                Case::Steady | Case::Recycle => {}
                 Case::Reload => pool.reload(),
                 Case::Kill => {
                     let pid = pool.status().workers[0].pid;
@@ -150,6 +162,7 @@ fn one(setup: &Setup<'_>, n: usize, case: Case) -> anyhow::Result<Churn> {
             .context("the pool did not get back to two workers after the kill")?;
         back_in = Some(at.elapsed());
     }
+    let overall = calls as f64 / start.elapsed().as_secs_f64();
     let workers_replaced = pool.status().restarts - before;
     drop(c);
     pool.stop();
@@ -164,6 +177,7 @@ fn one(setup: &Setup<'_>, n: usize, case: Case) -> anyhow::Result<Churn> {
     Ok(Churn {
         case: case.name(),
         calls,
+        overall,
         failed,
         steady: windows[windows.len() / 2],
         worst,
@@ -205,8 +219,8 @@ pub(crate) fn wait_for(
 /// The churn table, in markdown.
 pub(crate) fn table(rows: &[Churn], size: usize, seconds: f64) -> String {
     let mut t = String::from(
-        "| under churn (2 workers) | calls | failed | calls/s steady | worst 100 ms | dip | workers replaced | back to 2 workers after kill -9 |\n\
-         |---|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| under churn (2 workers) | calls | failed | calls/s over the case | calls/s steady | worst 100 ms | dip | workers replaced | back to 2 workers after kill -9 |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for r in rows {
         let dip = if r.steady > 0.0 {
@@ -218,9 +232,24 @@ pub(crate) fn table(rows: &[Churn], size: usize, seconds: f64) -> String {
             format!("{:.0} ms", d.as_secs_f64() * 1e3)
         });
         t += &format!(
-            "| {} | {} | {} | {:.0} | {:.0} | {dip:.0} % | {} | {back} |\n",
-            r.case, r.calls, r.failed, r.steady, r.worst, r.replaced
+            "| {} | {} | {} | {:.0} | {:.0} | {:.0} | {dip:.0} % | {} | {back} |\n",
+            r.case, r.calls, r.failed, r.overall, r.steady, r.worst, r.replaced
         );
+    }
+    let by = |c: Case| rows.iter().find(|r| r.case == c.name());
+    if let (Some(rec), Some(reference)) = (by(Case::Recycle), by(Case::Steady)) {
+        if reference.overall > 0.0 {
+            let ratio = rec.overall / reference.overall;
+            let verdict = if ratio >= RECYCLING_GOAL {
+                "PASS"
+            } else {
+                "MISS"
+            };
+            t += &format!(
+                "\n| check | value | goal | result |\n|---|---:|---:|---|\n\
+                 | recycling every {RECYCLE_AFTER} calls: calls/s over the case ÷ no churn | {ratio:.2} | ≥ {RECYCLING_GOAL:.2} | {verdict} |\n"
+            );
+        }
     }
     t += &format!(
         "\nOne client calling without pause for {seconds} s per case ({size} B requests, every \

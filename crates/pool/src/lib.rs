@@ -195,6 +195,7 @@ impl Pool {
             metrics: metrics::Metrics::new()
                 .map_err(|e| PoolError::Options(format!("cannot make the pool's metrics: {e}")))?,
         });
+        inner.shared.lock().target = opts.workers;
         let mut threads = Vec::new();
         let spawn = |name: &str, f: Box<dyn FnOnce() + Send>| {
             std::thread::Builder::new()
@@ -470,8 +471,11 @@ fn accept_workers(inner: &Inner, port: &WorkerPort) {
         match slot {
             Some(s) => {
                 s.client = Some(accepted.client);
+                let took = s.started.elapsed();
                 s.set(Phase::Idle);
-                inner.say(&format!("worker {} ready", s.pid));
+                let pid = s.pid;
+                t.start_took = took;
+                inner.say(&format!("worker {pid} ready"));
                 drop(t);
                 inner.shared.notify_all();
             }

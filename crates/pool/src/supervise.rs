@@ -172,7 +172,7 @@ fn watch_http(inner: &Inner, t: &mut Table) {
         } else {
             s.running = None;
         }
-        if let Some(why) = s.due(inner.opts.max_jobs, false) {
+        if let Some(why) = s.due(inner.opts.max_jobs) {
             s.stop(&why);
         }
     }
@@ -184,6 +184,9 @@ fn watch_http(inner: &Inner, t: &mut Table) {
 /// timeout hangs and is killed.
 fn collect_lines(inner: &Inner, t: &mut Table) {
     let mut freed = false;
+    // A retired worker keeps its line (and its client the speed of one)
+    // until its replacement serves.
+    let replaced = t.replaced();
     for s in &mut t.slots {
         if s.phase != Phase::Lined {
             continue;
@@ -191,7 +194,7 @@ fn collect_lines(inner: &Inner, t: &mut Table) {
         let (Some(client), Some(hold)) = (s.client.as_mut(), s.line.as_ref()) else {
             continue;
         };
-        if s.retire && s.revoked.is_none() {
+        if s.retire && replaced && s.revoked.is_none() {
             s.revoked = Some(Instant::now());
             if client.revoke_line(hold).is_err() {
                 s.stop("died on a direct line");
@@ -204,9 +207,9 @@ fn collect_lines(inner: &Inner, t: &mut Table) {
                 s.calls += served;
                 s.line = None;
                 s.revoked = None;
-                // A retired one is stopped by the rounds' own rules (after a
-                // reload, once a new worker runs).
-                if let Some(why) = s.due(inner.opts.max_jobs, false) {
+                // A retired one is stopped by the rounds' own rules, once
+                // its replacement serves (`hand_over`).
+                if let Some(why) = s.due(inner.opts.max_jobs) {
                     s.stop(&why);
                 } else {
                     s.set(Phase::Idle);
@@ -284,22 +287,18 @@ fn recycle(inner: &Inner, t: &mut Table) {
     }
 }
 
-/// After a reload: an old worker that is idle is stopped as soon as a new
-/// one is running (calls prefer new workers, so old ones only serve while
-/// the new ones start).
+/// Retired workers (recycled, or of a generation before a reload) that are
+/// idle stop once their replacements serve (`Table::replaced`): until
+/// then they go on taking calls (calls prefer the others), so the pool is
+/// never short of a worker while one starts.
 fn hand_over(t: &mut Table) {
-    let generation = t.generation;
-    let fresh_running = t.slots.iter().any(|s| {
-        s.generation == generation && matches!(s.phase, Phase::Idle | Phase::Busy | Phase::Lined)
-    });
+    if !t.replaced() {
+        return;
+    }
     for s in &mut t.slots {
-        let old = s.generation != generation;
-        if s.phase == Phase::Idle && (s.retire && (!old || fresh_running)) {
-            s.stop(if old {
-                "replaced by a reload"
-            } else {
-                "recycled"
-            });
+        if s.phase == Phase::Idle && s.retire {
+            let why = s.retired_because();
+            s.stop(&why);
         }
     }
 }
@@ -311,7 +310,15 @@ fn start_missing(inner: &Inner, t: &mut Table) {
         return;
     }
     let generation = t.generation;
-    let current = |s: &Slot| s.generation == generation && s.phase != Phase::Stopping && !s.retire;
+    let (max_jobs, start) = (inner.opts.max_jobs, t.start_took);
+    // Workers about to reach --max-jobs do not count: their successors
+    // start early, to be ready when they stop.
+    let current = |s: &Slot| {
+        s.generation == generation
+            && s.phase != Phase::Stopping
+            && !s.retire
+            && !s.expiring(max_jobs, start)
+    };
     while t.slots.iter().filter(|s| current(s)).count() < inner.opts.workers {
         let taken: Vec<usize> = t
             .slots

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use shmlink::{Client, Deadline, LineHold, RemoteError};
 
 use crate::codes::{CODE_NO_WORKER, CODE_NO_WORKERS_START, CODE_POOL_STOPPING, CODE_QUEUE_FULL};
+use crate::restart::Restart;
 
 /// Where a worker is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,7 +62,7 @@ pub(crate) struct Slot {
     pub(crate) retire: bool,
     /// Why it was retired, for the restart metrics (`None`: not retired,
     /// or by `--max-jobs`, which its stop reason says).
-    pub(crate) retire_why: Option<crate::restart::Restart>,
+    pub(crate) retire_why: Option<Restart>,
     /// Why it is stopping, for the log and for counting failures.
     pub(crate) stop_reason: Option<String>,
     /// Killed by the supervisor (it hung at start or at stop).
@@ -83,14 +84,47 @@ pub(crate) struct Slot {
 
 impl Slot {
     /// Why it stops now that its calls are counted: `--max-jobs` reached
-    /// (`max_jobs` 0: never) or, with `retired_too`, retired; `None` to go on.
-    pub(crate) fn due(&self, max_jobs: u64, retired_too: bool) -> Option<String> {
-        if max_jobs > 0 && self.calls >= max_jobs {
-            Some(format!("recycled after {} calls (--max-jobs)", self.calls))
-        } else if retired_too && self.retire {
-            Some("retired".into())
+    /// (`max_jobs` 0: never), an exact limit; its successor was started
+    /// early ([`Slot::expiring`]) and is ready by then unless calls come
+    /// faster than workers start.
+    pub(crate) fn due(&mut self, max_jobs: u64) -> Option<String> {
+        (max_jobs > 0 && self.calls >= max_jobs).then(|| {
+            self.retire_why = Some(Restart::MaxJobs);
+            format!("recycled after {} calls (--max-jobs)", self.calls)
+        })
+    }
+
+    /// Whether it will reach `--max-jobs` before a worker started now is
+    /// ready: at its call rate so far, within `start` (how long the last
+    /// start took, doubled) or in its last `max_jobs / 2` calls; a worker
+    /// on a direct line under `--max-jobs`, whose calls the pool sees only
+    /// when the line comes back, always is. Its successor starts now.
+    pub(crate) fn expiring(&self, max_jobs: u64, start: Duration) -> bool {
+        if max_jobs == 0 {
+            return false;
+        }
+        if self.phase == Phase::Lined {
+            return true;
+        }
+        let age = self.started.elapsed().as_secs_f64();
+        let rate = if age > 0.0 {
+            self.calls as f64 / age
         } else {
-            None
+            0.0
+        };
+        let lead = (rate * 2.0 * start.as_secs_f64()).ceil() as u64;
+        self.calls + lead.clamp(1, (max_jobs / 2).max(1)) >= max_jobs
+    }
+
+    /// Why a retired worker stops (its log line).
+    pub(crate) fn retired_because(&self) -> String {
+        match self.retire_why {
+            Some(Restart::MaxJobs) => format!("recycled after {} calls (--max-jobs)", self.calls),
+            Some(Restart::MaxMemory) => "recycled: over --max-memory".into(),
+            Some(Restart::Ttl) => "recycled: older than --ttl".into(),
+            Some(Restart::IdleTtl) => "recycled: idle for --idle-ttl".into(),
+            Some(Restart::Reload) => "replaced by a reload".into(),
+            _ => "retired".into(),
         }
     }
 
@@ -128,9 +162,31 @@ pub(crate) struct Table {
     /// Replacements started per place.
     pub(crate) restarts: Vec<u64>,
     pub(crate) stopping: bool,
+    /// Workers the pool keeps (`--workers`): a retired worker stops only
+    /// once this many others of the current generation serve.
+    pub(crate) target: usize,
+    /// How long the last worker took from its start to its connection.
+    pub(crate) start_took: Duration,
 }
 
 impl Table {
+    /// Whether the retired workers are replaced: as many workers of the
+    /// current generation, not retired, serve (or may, lent on a line) as
+    /// the pool keeps. Until then retired ones go on serving, so that
+    /// recycling and reloads never leave the pool short of workers.
+    pub(crate) fn replaced(&self) -> bool {
+        let g = self.generation;
+        self.slots
+            .iter()
+            .filter(|s| {
+                s.generation == g
+                    && !s.retire
+                    && matches!(s.phase, Phase::Idle | Phase::Busy | Phase::Lined)
+            })
+            .count()
+            >= self.target
+    }
+
     /// The idle worker to lease: one of the current generation first (a
     /// reload's old workers only while no new one is free).
     fn pick(&mut self) -> Option<usize> {
@@ -436,11 +492,17 @@ impl Shared {
     fn returned(&self, lease: Lease, served: u64, max_jobs: u64) -> Option<Lease> {
         let mut t = self.lock();
         self.count_line_calls(served);
-        let s = t.slots.iter_mut().find(|s| s.id == lease.slot)?;
-        s.calls += served;
-        let why = match s.due(max_jobs, true) {
-            Some(why) if s.phase == Phase::Busy => why,
-            _ => return Some(lease),
+        let i = t.slots.iter().position(|s| s.id == lease.slot)?;
+        t.slots[i].calls += served;
+        let replaced = t.replaced();
+        let s = &mut t.slots[i];
+        if s.phase != Phase::Busy {
+            return Some(lease);
+        }
+        let why = match s.due(max_jobs) {
+            Some(why) => why,
+            None if s.retire && replaced => s.retired_because(),
+            None => return Some(lease),
         };
         s.stop(&why);
         drop(t);
@@ -456,12 +518,19 @@ impl Shared {
         let mut t = self.lock();
         t.failures = 0;
         t.backoff_until = None;
-        if let Some(s) = t.slots.iter_mut().find(|s| s.id == lease.slot) {
-            s.calls += 1;
-            if s.phase != Phase::Busy {
+        if let Some(i) = t.slots.iter().position(|s| s.id == lease.slot) {
+            t.slots[i].calls += 1;
+            if t.slots[i].phase != Phase::Busy {
                 return;
             }
-            if let Some(why) = s.due(max_jobs, true) {
+            let replaced = t.replaced();
+            let s = &mut t.slots[i];
+            let why = match s.due(max_jobs) {
+                Some(why) => Some(why),
+                None if s.retire && replaced => Some(s.retired_because()),
+                None => None,
+            };
+            if let Some(why) = why {
                 s.stop(&why);
             } else {
                 s.client = Some(lease.client);

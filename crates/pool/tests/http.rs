@@ -1331,13 +1331,16 @@ fn recycling_and_reloads_under_load_lose_no_request() {
         f.pool.status().restarts >= 4
     });
     f.pool.reload();
+    // Done: the old workers gone (they serve until both new ones do), and
+    // each new one has answered requests.
     wait_until("the reload done", DEADLINE * 3, || {
         let s = f.pool.status();
-        s.workers
-            .iter()
-            .filter(|w| w.generation == 1 && w.serves())
-            .count()
-            == 2
+        s.workers.iter().all(|w| w.generation == 1)
+            && s.workers
+                .iter()
+                .filter(|w| w.serves() && w.calls > 0)
+                .count()
+                == 2
     });
     stop.store(true, Ordering::Relaxed);
     let mut pids = Vec::new();

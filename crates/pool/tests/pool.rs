@@ -417,6 +417,97 @@ fn recycling_by_memory_fails_no_call() {
     pool.stop();
 }
 
+/// Calls without pause from `clients` threads until `stop`: (calls
+/// answered, failures).
+fn steady_load(
+    addr: &str,
+    clients: usize,
+    stop: &Arc<AtomicBool>,
+) -> Vec<thread::JoinHandle<(u64, Vec<String>)>> {
+    (0..clients)
+        .map(|n| {
+            let (addr, stop) = (addr.to_string(), Arc::clone(stop));
+            thread::spawn(move || {
+                let mut c = client(&addr);
+                let (mut done, mut failed) = (0u64, Vec::new());
+                while !stop.load(Ordering::Relaxed) {
+                    let req = format!("load {n} {done}");
+                    match c.call(req.as_bytes()) {
+                        Ok(r) if r == format!("echo:{req}").as_bytes() => done += 1,
+                        other => failed.push(format!("{other:?}")),
+                    }
+                }
+                (done, failed)
+            })
+        })
+        .collect()
+}
+
+fn stop_load(stop: &Arc<AtomicBool>, load: Vec<thread::JoinHandle<(u64, Vec<String>)>>) -> u64 {
+    stop.store(true, Ordering::Relaxed);
+    let mut total = 0;
+    for l in load {
+        let (done, failed) = l.join().expect("a client");
+        assert!(failed.is_empty(), "failed calls: {failed:?}");
+        total += done;
+    }
+    total
+}
+
+/// `--ttl`: every worker older than it is replaced, under load, with no
+/// failed call; the replacements serve.
+#[test]
+fn workers_past_their_ttl_are_replaced_under_load() {
+    let dir = Dir::new("ttl");
+    let mut o = opts(&dir, 2);
+    o.ttl = Some(Duration::from_millis(300));
+    let (pool, lines) = start(o);
+    ready(&pool, 2);
+    let first: HashSet<u32> = pool.status().workers.iter().map(|w| w.pid).collect();
+    let stop = Arc::new(AtomicBool::new(false));
+    let load = steady_load(&pool.addresses()[0], 2, &stop);
+    wait_until("both first workers gone", Duration::from_secs(10), || {
+        first.iter().all(|&p| !alive(p))
+    });
+    let done = stop_load(&stop, load);
+    assert!(done > 0);
+    assert!(lines.any("older than --ttl"), "the log says why");
+    wait_until("only replacements left", Duration::from_secs(10), || {
+        let s = pool.status();
+        running(&s) == 2 && s.workers.iter().all(|w| !first.contains(&w.pid))
+    });
+    pool.stop();
+}
+
+/// `--idle-ttl`: a worker idle that long is replaced; one kept busy is
+/// not; no call fails.
+#[test]
+fn idle_workers_are_replaced_after_their_idle_ttl() {
+    let dir = Dir::new("idle-ttl");
+    let mut o = opts(&dir, 1);
+    o.idle_ttl = Some(Duration::from_millis(200));
+    o.lines = false;
+    let (pool, lines) = start(o);
+    ready(&pool, 1);
+    let mut c = client(&pool.addresses()[0]);
+    let busy = pid_of(&mut c);
+    // Called every 20 ms for 0.6 s: never idle 200 ms, never replaced.
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_millis(600) {
+        assert_eq!(pid_of(&mut c), busy, "replaced while busy");
+        thread::sleep(Duration::from_millis(20));
+    }
+    // Left idle: replaced, and the next call answered by the new one.
+    wait_until("the idle worker replaced", Duration::from_secs(10), || {
+        !alive(busy)
+    });
+    assert!(lines.any("--idle-ttl"), "the log says why");
+    ready(&pool, 1);
+    assert_ne!(pid_of(&mut c), busy);
+    assert_eq!(pool.status().errors, 0);
+    pool.stop();
+}
+
 #[test]
 fn a_reload_under_load_fails_no_call_and_replaces_every_worker() {
     let dir = Dir::new("reload");

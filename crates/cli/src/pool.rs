@@ -69,6 +69,11 @@ pub(crate) struct PoolArgs {
     /// Recycle a worker whose resident memory exceeds BYTES (K/M/G suffixes; 0: never).
     #[arg(long, value_name = "BYTES", value_parser = parse::size, default_value = "0")]
     max_memory: usize,
+    /// Kill a worker at once when its resident memory exceeds BYTES (K/M/G suffixes; 0:
+    /// never): its call fails (died; 502 over HTTP). --max-memory is the soft limit: the
+    /// worker finishes its call first.
+    #[arg(long, value_name = "BYTES", value_parser = parse::size, default_value = "0")]
+    max_memory_hard: usize,
     /// Recycle a worker older than SECONDS.
     #[arg(long, value_name = "SECONDS", value_parser = parse::seconds)]
     ttl: Option<Duration>,
@@ -168,6 +173,7 @@ fn supervise(args: &PoolArgs) -> anyhow::Result<()> {
     opts.workers = args.workers;
     opts.max_jobs = args.max_jobs;
     opts.max_memory = args.max_memory as u64;
+    opts.max_memory_hard = args.max_memory_hard as u64;
     opts.ttl = args.ttl;
     opts.idle_ttl = args.idle_ttl;
     opts.queue_timeout = args.queue_timeout;

@@ -18,8 +18,13 @@ pub struct PoolOptions {
     pub workers: usize,
     /// Recycle a worker after this many calls (0: never).
     pub max_jobs: u64,
-    /// Recycle a worker whose resident memory exceeds this many bytes (0: never).
+    /// Recycle a worker whose resident memory exceeds this many bytes (0:
+    /// never): a soft limit; it finishes its call and serves on until its
+    /// replacement serves.
     pub max_memory: u64,
+    /// Kill a worker whose resident memory exceeds this many bytes at once
+    /// (0: never): its call fails with `CODE_WORKER_DIED` (HTTP 502).
+    pub max_memory_hard: u64,
     /// Recycle a worker older than this.
     pub ttl: Option<Duration>,
     /// Recycle a worker idle longer than this.
@@ -125,6 +130,7 @@ impl PoolOptions {
             workers: 2,
             max_jobs: 0,
             max_memory: 0,
+            max_memory_hard: 0,
             ttl: None,
             idle_ttl: None,
             queue_timeout: Duration::from_secs(10),

@@ -240,11 +240,24 @@ fn collect_lines(inner: &Inner, t: &mut Table) {
     }
 }
 
-/// Reads every running worker's memory; marks the ones over the limit.
+/// Reads every running worker's memory; marks the ones over the soft
+/// limit, kills the ones over the hard one.
 fn measure(inner: &Inner, t: &mut Table) {
     for s in &mut t.slots {
         if matches!(s.phase, Phase::Idle | Phase::Busy | Phase::Lined) {
             s.rss = spawn::rss(s.pid);
+            let hard = inner.opts.max_memory_hard;
+            if hard > 0 && s.rss > hard && !s.killed {
+                inner.say(&format!(
+                    "worker {} uses {} bytes (--max-memory-hard {hard}): killed",
+                    s.pid, s.rss
+                ));
+                let _ = s.child.kill();
+                s.killed = true;
+                s.retire_why = Some(Restart::MaxMemory);
+                // The call it runs fails as a worker's death does.
+                continue;
+            }
             if inner.opts.max_memory > 0 && s.rss > inner.opts.max_memory && !s.retire {
                 inner.say(&format!(
                     "worker {} uses {} bytes (--max-memory {}): recycled after its call",

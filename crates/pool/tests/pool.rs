@@ -417,6 +417,28 @@ fn recycling_by_memory_fails_no_call() {
     pool.stop();
 }
 
+/// `--max-memory-hard`: a worker that grows past it during a call is
+/// killed at once, and that call fails as a died worker's does (the soft
+/// `--max-memory` lets the call finish: `recycling_by_memory_fails_no_call`);
+/// the next call is answered by another worker.
+#[test]
+fn a_worker_past_the_hard_memory_limit_is_killed_at_once() {
+    let dir = Dir::new("memory-hard");
+    let mut o = opts(&dir, 2);
+    o.max_memory_hard = 40 << 20;
+    let (pool, lines) = start(o);
+    ready(&pool, 2);
+    let mut c = client(&pool.addresses()[0]);
+    let t0 = Instant::now();
+    // Grows to 64 MiB, then would sleep 20 s before answering.
+    assert_eq!(remote_code(c.call(b"grow:64:20000")), CODE_WORKER_DIED);
+    assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
+    assert!(lines.any("--max-memory-hard"), "the log says why");
+    assert_eq!(c.call(b"after").expect("the next call"), b"echo:after");
+    ready(&pool, 2);
+    pool.stop();
+}
+
 /// Calls without pause from `clients` threads until `stop`: (calls
 /// answered, failures).
 fn steady_load(

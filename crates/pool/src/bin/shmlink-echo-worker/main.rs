@@ -73,11 +73,13 @@ fn main() {
         } else if let Some(ms) = text.strip_prefix("sleep:").and_then(|m| m.parse().ok()) {
             std::thread::sleep(Duration::from_millis(ms));
             resp.extend_from_slice(b"slept");
-        } else if let Some(mib) = text
-            .strip_prefix("grow:")
-            .and_then(|m| m.parse::<usize>().ok())
-        {
+        } else if let Some((mib, ms)) = text.strip_prefix("grow:").and_then(|m| {
+            let (mib, ms) = m.split_once(':').unwrap_or((m, "0"));
+            Some((mib.parse::<usize>().ok()?, ms.parse::<u64>().ok()?))
+        }) {
+            // `grow:MIB[:MS]`: keeps MIB more resident, then sleeps MS.
             kept.push(vec![1u8; mib << 20]);
+            std::thread::sleep(Duration::from_millis(ms));
             resp.extend_from_slice(std::process::id().to_string().as_bytes());
         } else {
             resp.extend_from_slice(b"echo:");

@@ -2,8 +2,10 @@
 # The Go binding's figures, in one run: a 64 B sync ping-pong of the Go
 # client over shm against Go's own net.UnixConn (interleaved rounds in one
 # benchmark), then against shmipc-go (bench/shmipc, its own module,
-# interleaved with shmlink in one benchmark). Writes a markdown summary with
-# the ratios and their goals.
+# interleaved with shmlink in one benchmark), then the wait-strategy matrix
+# (BenchmarkWaitMatrix: sleep, spin = the default, busy at 64 B and 2 KiB)
+# twice: quiet, then beside a CPU hog (`shmlink __hog`, unpinned). Writes a
+# markdown summary with the ratios and their goals.
 #
 #   bindings/go/bench.sh [--markdown FILE] [--calls N]
 #
@@ -24,16 +26,41 @@ export PATH="$PATH:/usr/local/go/bin"
 root=$(cd ../.. && pwd)
 export PKG_CONFIG_PATH="$root/target/stage/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+hog=""
+stop_hog() {
+  if [ -n "$hog" ]; then
+    kill "$hog" 2>/dev/null || true
+    wait "$hog" 2>/dev/null || true
+    hog=""
+  fi
+}
+trap 'stop_hog; rm -f "$log"' EXIT
 go test -run '^$' -bench 'PingPong64$' -benchtime "${calls}x" . | tee "$log"
 (cd bench/shmipc && go test -run '^$' -bench . -benchtime "$((calls / 2))x" .) | tee -a "$log"
+# The wait matrix, quiet then beside the hog (it spins until killed, or until
+# it finds itself re-parented should this script die without its trap). The
+# marker lines tell the python below which run is which.
+echo "bench.sh: wait matrix, load quiet" | tee -a "$log"
+go test -run '^$' -bench 'WaitMatrix$' -benchtime "${calls}x" . | tee -a "$log"
+"$root/target/release/shmlink" __hog &
+hog=$!
+echo "bench.sh: wait matrix, load busy" | tee -a "$log"
+go test -run '^$' -bench 'WaitMatrix$' -benchtime "${calls}x" . | tee -a "$log"
+stop_hog
 python3 - "$log" "$out" <<'PY'
 import os, re, sys, time
 log, out = sys.argv[1], sys.argv[2]
-runs = []
+runs = {}
+matrix = {}  # load -> metrics of BenchmarkWaitMatrix
+load = None
 # A benchmark that prints splits its result line: the metrics may follow on
-# a line of their own, after the printed text.
+# a line of their own, after the printed text. Each line is told by its
+# metrics: go-unixconn (PingPong64), shmipc-go (bench/shmipc), spin-64
+# (WaitMatrix, its load from the marker line before it).
 for line in open(log):
+    if line.startswith("bench.sh: wait matrix, load "):
+        load = line.split()[-1]
+        continue
     if "p50-ns" not in line:
         continue
     fields = line.split()
@@ -41,10 +68,23 @@ for line in open(log):
     for value, unit in zip(fields, fields[1:]):
         if unit.endswith("-p50-ns") or unit.endswith("-calls/s"):
             metrics[unit] = float(value)
-    runs.append(metrics)
-if len(runs) != 2:
-    sys.exit(f"bench.sh: expected 2 benchmark lines with p50 metrics, got {len(runs)}")
-unix, shmipc = runs
+    if "go-unixconn-p50-ns" in metrics:
+        kind = "unix"
+    elif "shmipc-go-p50-ns" in metrics:
+        kind = "shmipc"
+    elif "spin-64-p50-ns" in metrics and load is not None:
+        kind = "matrix " + load
+    else:
+        sys.exit(f"bench.sh: a benchmark line with unknown p50 metrics: {line.strip()}")
+    if kind in runs:
+        sys.exit(f"bench.sh: two benchmark lines of {kind}")
+    runs[kind] = metrics
+    if kind.startswith("matrix "):
+        matrix[load] = metrics
+want = ["unix", "shmipc", "matrix quiet", "matrix busy"]
+if sorted(runs) != sorted(want):
+    sys.exit(f"bench.sh: expected the benchmark lines {want}, got {sorted(runs)}")
+unix, shmipc = runs["unix"], runs["shmipc"]
 def row(name, m, key):
     return f"| {name} | {m[key + '-p50-ns'] / 1e3:.2f} | {m[key + '-calls/s']:,.0f} |"
 r_unix = unix["go-unixconn-p50-ns"] / unix["shmlink-shm-p50-ns"]
@@ -80,6 +120,37 @@ lines = [
     "| --- | ---: | ---: | --- |",
     f"| net.UnixConn p50 ÷ shmlink shm p50 | {r_unix:.1f} | ≥ 10 | {ok(r_unix >= 10)} |",
     f"| shmlink shm p50 ÷ shmipc-go p50 | {r_ipc:.3f} | ≤ 0.2 | {ok(r_ipc <= 0.2)} |",
+]
+# The wait matrix: per load and size, each strategy's p50 (server and client
+# with the same strategy), the best one, and the default's p50 ÷ the best's.
+waits = ["sleep", "spin", "busy"]
+default = "spin"
+lines += [
+    "",
+    "## Wait matrix (64 B and 2 KiB)",
+    "",
+    "| load | size | sleep p50 µs | spin (default) p50 µs | busy p50 µs | best | default ÷ best |",
+    "| --- | --- | ---: | ---: | ---: | --- | ---: |",
+]
+worst = None
+for ld in ["quiet", "busy"]:
+    m = matrix[ld]
+    for size, label in [(64, "64 B"), (2048, "2 KiB")]:
+        p = {w: m[f"{w}-{size}-p50-ns"] for w in waits}
+        best = min(waits, key=lambda w: p[w])
+        r = p[default] / p[best]
+        if worst is None or r > worst[0]:
+            worst = (r, f"{ld} {label}")
+        lines.append(f"| {ld} | {label} | " + " | ".join(f"{p[w] / 1e3:.2f}" for w in waits)
+                     + f" | {best} | {r:.2f} |")
+lines += [
+    "",
+    "p50 of sequential calls over shm, the Go client against `shmlink echo --reply-ratio 1`, both "
+    "waiting with the strategy of the column (spin: Spin 0, the adaptive default); all six points "
+    "interleaved in rounds of 500 calls in one benchmark, each server stopped (SIGSTOP) outside its "
+    "rounds. busy: `shmlink __hog` (unpinned) spins while the benchmark runs.",
+    "",
+    f"default ÷ best ≤ 1.2 in every cell: worst {worst[0]:.2f} at ({worst[1]}) {ok(worst[0] <= 1.2)}",
 ]
 text = "\n".join(lines) + "\n"
 print(text)

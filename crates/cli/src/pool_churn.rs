@@ -245,9 +245,15 @@ pub(crate) fn table(rows: &[Churn], size: usize, seconds: f64) -> String {
             } else {
                 "MISS"
             };
+            // What bounds it: each worker serves RECYCLE_AFTER calls, so
+            // calls/s cannot exceed the workers the pool starts per second
+            // times that.
+            let starts = rec.replaced as f64 / seconds;
+            let bound = starts * RECYCLE_AFTER as f64 / reference.overall;
             t += &format!(
                 "\n| check | value | goal | result |\n|---|---:|---:|---|\n\
-                 | recycling every {RECYCLE_AFTER} calls: calls/s over the case ÷ no churn | {ratio:.2} | ≥ {RECYCLING_GOAL:.2} | {verdict} |\n"
+                 | recycling every {RECYCLE_AFTER} calls: calls/s over the case ÷ no churn | {ratio:.2} | ≥ {RECYCLING_GOAL:.2} | {verdict} |\n\
+                 | bound: workers started per second while recycling ({starts:.0}) × {RECYCLE_AFTER} ÷ no churn's calls/s | {bound:.2} | | |\n"
             );
         }
     }

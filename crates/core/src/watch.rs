@@ -216,6 +216,16 @@ impl Spinner {
     pub(crate) fn contended(&mut self, now: Instant) {
         if self.adapts() {
             self.calm_until = now.checked_add(CALM);
+            self.spins = false;
+        }
+    }
+
+    /// Ends a calm period that is over: waits spin again (called on the
+    /// slow path, before each wait).
+    pub(crate) fn refresh(&mut self, now: Instant) {
+        if !self.spins && self.adapts() && !self.calm(now) {
+            self.calm_until = None;
+            self.spins = true;
         }
     }
 
@@ -254,7 +264,8 @@ impl Spinner {
     }
 
     /// Whether a wait spins before sleeping (the adaptive bound never
-    /// shrinks to zero, so this does not change).
+    /// shrinks to zero; false during a calm period, where waits sleep at
+    /// once as `sleep`'s do).
     #[inline(always)]
     pub(crate) fn spins(&self) -> bool {
         self.spins
@@ -337,10 +348,15 @@ mod tests {
         assert!(s.probes(now));
         s.contended(now);
         assert!(!s.probes(now));
+        assert!(!s.spins(), "no spin before the sleep while calm");
+        s.refresh(now);
+        assert!(!s.spins(), "still calm");
         assert_eq!(s.budget_for(false, now), Some(Duration::ZERO));
         assert_eq!(s.budget_for(true, now), Some(STREAM_SPIN));
         let later = now + CALM;
         assert!(s.probes(later));
+        s.refresh(later);
+        assert!(s.spins(), "spinning again after the calm");
         assert_eq!(s.budget_for(false, later), Some(MIN_ADAPTIVE_SPIN));
 
         let mut fixed = Spinner::new(WaitStrategy::Spin(30 * US));

@@ -186,6 +186,7 @@ impl ShmLink {
         inbox: &mut Option<Inbox<'_>>,
     ) -> Result<()> {
         let started = Instant::now();
+        self.spinner.refresh(started);
         let spin = self.spinner.budget_for(streaming, started);
         let terms = Terms {
             spin,
@@ -303,6 +304,7 @@ impl ShmLink {
     #[cold]
     fn wait_data(&mut self, deadline: &mut Deadline, mid_message: bool) -> Result<()> {
         let started = Instant::now();
+        self.spinner.refresh(started);
         let spin = self.spinner.budget_for(mid_message, started);
         let terms = Terms {
             spin,

@@ -9,7 +9,7 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use shmlink::{Client, ClientOptions, WaitStrategy};
 use shmlink_http::FrontOptions;
-use shmlink_pool::{HttpMode, Pool, PoolOptions};
+use shmlink_pool::{HttpMode, LogFormat, Pool, PoolOptions};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
@@ -117,6 +117,10 @@ pub(crate) struct PoolArgs {
     /// and HTTP request durations, HTTP requests and connections).
     #[arg(long, value_name = "HOST:PORT")]
     metrics: Option<String>,
+    /// How the pool writes its log to standard error: text, or json (one object per line:
+    /// time, level, event, worker_pid, reason, message).
+    #[arg(long, value_name = "FORMAT", default_value = "text")]
+    log_format: LogFormat,
     /// The worker command and its arguments.
     #[arg(last = true, value_name = "COMMAND", required = true)]
     command_line: Vec<String>,
@@ -205,17 +209,18 @@ fn supervise(args: &PoolArgs) -> anyhow::Result<()> {
     }
     let mut signals =
         Signals::new([SIGINT, SIGTERM, SIGHUP]).context("installing signal handlers")?;
-    let pool = Pool::start(opts)?;
+    let log = args.log_format.stderr();
+    let pool = Pool::start_with_log(opts, log.clone())?;
     let metrics = pool
         .metrics_address()
         .map(|a| format!("; metrics at http://{a}/metrics"))
         .unwrap_or_default();
-    eprintln!(
+    log.write(&format!(
         "shmlink pool: ready, listening on {}; control socket {}{metrics}",
         pool.addresses().join(" "),
         pool.control_path()
             .map_or_else(|| "none".into(), |p| p.display().to_string())
-    );
+    ));
     for signal in signals.forever() {
         if signal == SIGHUP {
             pool.reload();

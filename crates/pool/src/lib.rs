@@ -31,6 +31,7 @@ mod dispatch;
 mod error;
 mod http;
 mod http_workers;
+mod log_format;
 mod metrics;
 mod options;
 mod restart;
@@ -49,6 +50,7 @@ use shmlink::{Log, RunningServer, Server, ServerOptions, WorkerPort};
 
 pub use codes::*;
 pub use error::PoolError;
+pub use log_format::{json_line, LogFormat};
 pub use options::{
     default_idle_worker_wait, default_wait, default_worker_wait, HttpMode, PoolOptions,
 };

@@ -439,6 +439,47 @@ fn a_worker_past_the_hard_memory_limit_is_killed_at_once() {
     pool.stop();
 }
 
+/// `--log-format json`: every line of the pool's log (its own, and a
+/// worker's output) is one JSON object with a time, a level and an event;
+/// a crash shows as a `worker_exited` warning naming the pid and why.
+#[test]
+fn json_log_lines_name_their_events() {
+    let dir = Dir::new("json-log");
+    let lines = Lines::default();
+    let json = lines.clone();
+    let log = shmlink::Log::to(move |l| {
+        let line = shmlink_pool::json_line(l, std::time::SystemTime::now());
+        json.0.lock().expect("lines").push(line);
+    });
+    let pool = Pool::start_with_log(opts(&dir, 1), log).expect("pool starts");
+    ready(&pool, 1);
+    let mut c = client(&pool.addresses()[0]);
+    let pid = pid_of(&mut c);
+    assert_eq!(remote_code(c.call(b"crash")), CODE_WORKER_DIED);
+    wait_until("the crash logged", Duration::from_secs(10), || {
+        lines.any("worker_exited")
+    });
+    ready(&pool, 1);
+    pool.stop();
+    let all = lines.0.lock().expect("lines").clone();
+    let events: Vec<serde_json::Value> = all
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    for e in &events {
+        assert!(e["time"].as_str().is_some_and(|t| t.ends_with('Z')), "{e}");
+        assert!(e["level"].is_string() && e["event"].is_string(), "{e}");
+    }
+    let exited = events
+        .iter()
+        .find(|e| e["event"] == "worker_exited" && e["worker_pid"] == pid)
+        .expect("the crashed worker's exit");
+    assert_eq!(exited["level"], "warn", "{exited}");
+    assert!(exited["reason"].is_string(), "{exited}");
+    assert!(events.iter().any(|e| e["event"] == "worker_started"));
+    assert!(events.iter().any(|e| e["event"] == "worker_ready"));
+}
+
 /// Calls without pause from `clients` threads until `stop`: (calls
 /// answered, failures).
 fn steady_load(

@@ -88,6 +88,7 @@ pub(crate) fn measure(
         idle_server_cpu_pct: None,
         p50_vs_baseline: None,
         p50_spread: None,
+        hog_cpu_pct: None,
         ..rust.clone()
     })
 }

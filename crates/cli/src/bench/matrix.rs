@@ -23,6 +23,8 @@ struct Cell<'a> {
     shm: Vec<Option<f64>>,
     /// How far each strategy's p50 moved between rounds (max ÷ min).
     spread: Vec<Option<f64>>,
+    /// Busy load: the hog's share of one CPU under each strategy.
+    hog: Vec<Option<f64>>,
     unix: Option<f64>,
     /// The C client's p50 with the default strategy.
     c: Option<f64>,
@@ -30,12 +32,13 @@ struct Cell<'a> {
 
 impl Cell<'_> {
     /// The best strategy's p50 and its name.
-    fn best<'w>(&self, waits: &'w [String]) -> Option<(f64, &'w str, Option<f64>)> {
+    /// The best strategy: its p50, name and index.
+    fn best<'w>(&self, waits: &'w [String]) -> Option<(f64, &'w str, usize)> {
         self.shm
             .iter()
             .zip(waits)
-            .zip(&self.spread)
-            .filter_map(|((p, w), s)| p.map(|p| (p, w.as_str(), *s)))
+            .enumerate()
+            .filter_map(|(i, (p, w))| p.map(|p| (p, w.as_str(), i)))
             .min_by(|a, b| a.0.total_cmp(&b.0))
     }
 }
@@ -59,6 +62,7 @@ pub(crate) fn section(records: &[Record]) -> String {
             "C ÷ best",
             "unix ÷ default",
             "rounds max ÷ min: default / best",
+            "hog CPU %: default / best",
         ]
         .map(String::from),
     );
@@ -88,9 +92,16 @@ pub(crate) fn section(records: &[Record]) -> String {
         for v in [over_best, c_over_best, unix_over] {
             row.push(v.map_or_else(dash, |v| format!("{v:.2}")));
         }
-        let best_spread = best.and_then(|b| b.2);
+        let best_spread = best.and_then(|b| cell.spread[b.2]);
         let show = |s: Option<f64>| s.map_or_else(dash, |s| format!("{s:.2}"));
         row.push(format!("{} / {}", show(cell.spread[d]), show(best_spread)));
+        let pct = |s: Option<f64>| s.map_or_else(dash, |s| format!("{s:.0}"));
+        row.push(match best {
+            Some(b) if cell.hog[d].is_some() => {
+                format!("{} / {}", pct(cell.hog[d]), pct(cell.hog[b.2]))
+            }
+            _ => dash(),
+        });
         // A miss larger than how far the default's own p50 moved between
         // rounds is not noise.
         if over_best.is_some_and(|v| !DEFAULT_OVER_BEST.met(v) && v > cell.spread[d].unwrap_or(1.0))
@@ -108,7 +119,8 @@ pub(crate) fn section(records: &[Record]) -> String {
          sides. best: the strategy with the lowest p50 in the same cell. busy: a process \
          started by the bench spins on the servers' CPU while the cell runs. rounds max ÷ \
          min: how far the same point's p50 moved between rounds, the noise a ratio of two \
-         points in the cell has to be read against.\n"
+         points in the cell has to be read against. hog CPU %: how much of one CPU the hog \
+         got while the point ran, what the strategy left to the other work on the machine.\n"
     );
     let goals = [
         (
@@ -208,6 +220,10 @@ fn cells<'a>(records: &'a [Record], waits: &[String]) -> Vec<Cell<'a>> {
             spread: waits
                 .iter()
                 .map(|w| find(load, size, "shm", "rust", Some(w)).and_then(|r| r.p50_spread))
+                .collect(),
+            hog: waits
+                .iter()
+                .map(|w| find(load, size, "shm", "rust", Some(w)).and_then(|r| r.hog_cpu_pct))
                 .collect(),
             unix: p50(load, size, "unix", "rust", None),
             c: p50(load, size, "shm", "c", None),

@@ -116,6 +116,7 @@ impl Sequential {
             baseline: None,
             p50_vs_baseline: None,
             p50_spread: None,
+            hog_cpu_pct: None,
         }
     }
 }

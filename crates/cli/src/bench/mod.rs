@@ -107,7 +107,7 @@ fn execute(cfg: &Config, interrupt: &Interrupt) -> anyhow::Result<Vec<Record>> {
     let groups = plan::groups(&sel, dir.path());
     let total: usize = groups.iter().map(|g| g.points.len()).sum::<usize>() * cfg.loads.len();
     let progress = Progress::new(total * cfg.rounds, cfg.quiet);
-    let env = Env {
+    let mut env = Env {
         cfg,
         interrupt,
         progress: &progress,
@@ -115,6 +115,7 @@ fn execute(cfg: &Config, interrupt: &Interrupt) -> anyhow::Result<Vec<Record>> {
         exe: &exe,
         dir: dir.path(),
         server_cpu,
+        hog: None,
     };
     let mut rounds = Vec::with_capacity(cfg.rounds);
     for _ in 0..cfg.rounds {
@@ -122,9 +123,11 @@ fn execute(cfg: &Config, interrupt: &Interrupt) -> anyhow::Result<Vec<Record>> {
         for &load in &cfg.loads {
             let first = records.len();
             let hog = load.start(&exe, server_cpu, dir.path())?;
+            env.hog = hog.as_ref().map(ChildGuard::pid);
             for (i, group) in groups.iter().enumerate() {
                 run_group(&env, i, group, &mut records)?;
             }
+            env.hog = None;
             drop(hog);
             for r in &mut records[first..] {
                 r.load = load.name().into();
@@ -144,6 +147,8 @@ struct Env<'a> {
     exe: &'a Path,
     dir: &'a Path,
     server_cpu: Option<usize>,
+    /// The CPU hog's pid, while the busy load runs.
+    hog: Option<u32>,
 }
 
 impl Env<'_> {
@@ -235,7 +240,12 @@ fn run_group(
                         sequential_only: *sequential_only,
                     };
                     let label = start(env, point);
-                    let record = measure_link(&target, env.payloads(*size)?, &ctx, &label);
+                    let hog = HogShare::start(env.hog);
+                    let record =
+                        measure_link(&target, env.payloads(*size)?, &ctx, &label).map(|mut r| {
+                            r.hog_cpu_pct = hog.end();
+                            r
+                        });
                     // A dead server explains a failed point better than the client's error.
                     let record = record.map_err(|e| match server.check_alive() {
                         Err(dead) => dead.context(e.to_string()),
@@ -316,4 +326,25 @@ fn spawn_echo(
     )?;
     let addresses = child::wait_ready_file(&ready, &mut child, Duration::from_secs(10))?;
     Ok((child, addresses))
+}
+
+/// How much of one CPU the hog got while a point ran: what a strategy left
+/// to the other work on its machine.
+struct HogShare(Option<(u32, std::time::Instant, Duration)>);
+
+impl HogShare {
+    fn start(hog: Option<u32>) -> HogShare {
+        HogShare(hog.and_then(|pid| {
+            let cpu = child::process_cpu_time(pid).ok()?;
+            Some((pid, std::time::Instant::now(), cpu))
+        }))
+    }
+
+    /// Percent of one CPU since `start` (`None` without a hog).
+    fn end(self) -> Option<f64> {
+        let (pid, t0, cpu0) = self.0?;
+        let used = child::process_cpu_time(pid).ok()?.saturating_sub(cpu0);
+        let wall = t0.elapsed().as_secs_f64();
+        (wall > 0.0).then(|| 100.0 * used.as_secs_f64() / wall)
+    }
 }

@@ -445,6 +445,7 @@ pub(crate) mod tests {
             baseline: None,
             p50_vs_baseline: None,
             p50_spread: None,
+            hog_cpu_pct: None,
         }
     }
 

@@ -115,6 +115,9 @@ pub(crate) struct Record {
     /// With several rounds: the largest p50 of a round over the smallest,
     /// how much the same point moved between rounds.
     pub(crate) p50_spread: Option<f64>,
+    /// Under the busy load: percent of one CPU the hog got while the point
+    /// ran (what the strategy left to other work).
+    pub(crate) hog_cpu_pct: Option<f64>,
 }
 
 /// CPU time in µs per call, 0 when no call was made.
@@ -206,6 +209,7 @@ pub(crate) fn median_of_rounds(mut rounds: Vec<Vec<Record>>) -> Vec<Record> {
             rec.calls = all.iter().map(|r| r.calls).sum();
             rec.p50_us = f(|r| r.p50_us);
             rec.p50_spread = spread(all.iter().map(|r| r.p50_us));
+            rec.hog_cpu_pct = fo(|r| r.hog_cpu_pct);
             rec.p99_us = f(|r| r.p99_us);
             rec.p999_us = f(|r| r.p999_us);
             rec.calls_per_s = f(|r| r.calls_per_s);

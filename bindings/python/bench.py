@@ -46,6 +46,16 @@ def start(argv, word, stream):
     raise SystemExit(f"{argv[0]} did not get ready: {p.stderr.read() if stream == 'stdout' else ''}")
 
 
+def stop_all(procs):
+    """SIGTERM to every process, then up to 10 s each to exit (SIGKILL after)."""
+    for p in procs:
+        p.terminate()
+        try:
+            p.wait(10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+
+
 def raw_echo_listener(path):
     """Fallback raw listener (Python): replies with the first len/8 bytes."""
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -235,12 +245,7 @@ def main():
     finally:
         if listener:
             listener.close()
-        for p in procs:
-            p.terminate()
-            try:
-                p.wait(10)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        stop_all(procs)
         shutil.rmtree(d, ignore_errors=True)
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import shmlink
 
-from bench import ROOT, start
+from bench import ROOT, start, stop_all
 
 WAITS = ("sleep", "spin", "busy")
 DEFAULT = "spin"
@@ -115,12 +115,7 @@ def main():
             procs.append(p)
         cells = measure(addrs, args.seconds, args.rounds)
     finally:
-        for p in procs:
-            p.terminate()
-            try:
-                p.wait(10)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        stop_all(procs)
         shutil.rmtree(d, ignore_errors=True)
     rows, goal = table(cells)
     text = "\n".join([

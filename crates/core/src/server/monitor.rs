@@ -20,7 +20,6 @@ use super::handler::Handler;
 use super::listener::Listener;
 use super::prepare::Preparer;
 use super::registry::Registry;
-use super::reuse::KEEP_FOR;
 use super::session;
 use super::shared::{Mode, Shared, StopHandle};
 use super::stats::Stats;
@@ -29,15 +28,12 @@ use crate::address::{Address, Transport};
 use crate::error::{Error, RefusalCode, Result};
 use crate::options::{ServerOptions, WaitStrategy, DEFAULT_RING_SIZE};
 
-/// Epoll token of the stop event (session ids count up from 1).
-const STOP_TOKEN: u64 = u64::MAX;
+/// Epoll token of the wake event: a stop request, or a segment kept
+/// (session ids count up from 1).
+const WAKE_TOKEN: u64 = u64::MAX;
 /// Past a kept segment's expiry, so that one wake-up finds it expired
 /// (epoll's timeout is in milliseconds, rounded up).
 const EXPIRY_SLACK: Duration = Duration::from_millis(2);
-/// How long after a session's end the monitor looks for a segment kept
-/// since, beyond `KEEP_FOR` (the session's thread keeps it moments after
-/// the monitor saw the hang-up).
-const RECHECK_AFTER: Duration = Duration::from_millis(100);
 /// Epoll token of the first listener; the others follow.
 const LISTENER_TOKEN: u64 = 1 << 62;
 
@@ -65,10 +61,10 @@ impl Monitor {
             .collect::<Result<Vec<_>>>()?;
         let io_err = |what: &str, e: io::Error| Error::io(format!("creating server {what}"), e);
         let registry = Registry::new().map_err(|e| io_err("epoll", e))?;
-        let stop_evt = EventFd::new().map_err(|e| io_err("eventfd", e))?;
+        let wake_evt = EventFd::new().map_err(|e| io_err("eventfd", e))?;
         let epoll = registry.epoll();
         epoll
-            .add(&stop_evt, STOP_TOKEN, Interest::Readable)
+            .add(&wake_evt, WAKE_TOKEN, Interest::Readable)
             .map_err(|e| io_err("epoll set", e))?;
         for (i, l) in listeners.iter().enumerate() {
             epoll
@@ -84,7 +80,7 @@ impl Monitor {
         };
         Ok(Monitor {
             listeners,
-            shared: Arc::new(Shared::new(Mode::Serve, opts, registry, stop_evt, segments)),
+            shared: Arc::new(Shared::new(Mode::Serve, opts, registry, wake_evt, segments)),
             spare: Mutex::new(reserve_descriptor().ok()),
         })
     }
@@ -126,21 +122,14 @@ impl Monitor {
         let sh = &self.shared;
         let spin = accept_spin(sh.opts.wait);
         let mut awake_until: Option<Instant> = None;
-        // When to look at the kept segments again after a session ended:
-        // its thread keeps the segment after the monitor saw the hang-up.
-        let mut recheck: Option<Instant> = None;
         let mut tokens = Vec::with_capacity(64);
         loop {
             let now = Instant::now();
             let look = awake_until.is_some_and(|t| now < t);
-            // Kept segments expire on time, traffic or not.
-            let expiry = sh
-                .reusable
-                .next_expiry()
-                .map(|t| t + EXPIRY_SLACK)
-                .into_iter()
-                .chain(recheck)
-                .min();
+            // Kept segments expire on time, traffic or not: a session
+            // thread that keeps one rings the wake event, so this deadline
+            // is never older than the newest kept segment.
+            let expiry = sh.reusable.next_expiry().map(|t| t + EXPIRY_SLACK);
             let timeout = if look {
                 Some(Duration::ZERO)
             } else {
@@ -153,15 +142,18 @@ impl Monitor {
             if !look && timeout.is_some() {
                 let now = Instant::now();
                 sh.reusable.expire(now);
-                recheck = recheck.filter(|&t| now < t);
             }
             if look && tokens.is_empty() {
                 std::thread::yield_now();
                 continue;
             }
             for &token in &tokens {
-                if token == STOP_TOKEN {
-                    return Ok(());
+                if token == WAKE_TOKEN {
+                    if sh.stopping() {
+                        return Ok(());
+                    }
+                    // A segment was kept: the next look computes its expiry.
+                    sh.wake_evt.clear();
                 } else if token >= LISTENER_TOKEN {
                     let i = (token - LISTENER_TOKEN) as usize;
                     if let Some(l) = self.listeners.get(i) {
@@ -170,7 +162,6 @@ impl Monitor {
                     }
                 } else {
                     sh.registry.control_event(token);
-                    recheck = Instant::now().checked_add(KEEP_FOR + RECHECK_AFTER);
                 }
             }
             if sh.stopping() {

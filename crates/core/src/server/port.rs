@@ -64,7 +64,7 @@ impl WorkerPort {
         let io_err =
             |what: &str, e: io::Error| Error::io(format!("creating worker port {what}"), e);
         let registry = Registry::new().map_err(|e| io_err("epoll", e))?;
-        let stop_evt = EventFd::new().map_err(|e| io_err("eventfd", e))?;
+        let wake_evt = EventFd::new().map_err(|e| io_err("eventfd", e))?;
         let segments = if addr.transport() == Transport::Shm {
             Preparer::start((DEFAULT_RING_SIZE, DEFAULT_RING_SIZE))
         } else {
@@ -76,7 +76,7 @@ impl WorkerPort {
             timeout: options.send_timeout,
             ..ClientOptions::default()
         };
-        let shared = Shared::new(Mode::TakeWorkers, options, registry, stop_evt, segments);
+        let shared = Shared::new(Mode::TakeWorkers, options, registry, wake_evt, segments);
         Ok(WorkerPort {
             listener,
             shared: Arc::new(shared),

@@ -109,6 +109,7 @@ fn give_back(
         match Arc::try_unwrap(segment) {
             Ok(segment) => {
                 shared.reusable.give_back(process, segment, fd, charge);
+                shared.segment_kept();
                 return;
             }
             Err(held) if since.elapsed() < CLOSE_WAIT => {

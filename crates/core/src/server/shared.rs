@@ -34,8 +34,9 @@ pub(crate) struct Shared {
     pub(crate) policy: Policy,
     pub(crate) stats: Arc<Stats>,
     pub(crate) registry: Registry,
-    /// Made readable by a stop request; in the registry's epoll set.
-    pub(crate) stop_evt: EventFd,
+    /// Made readable by a stop request or a segment kept; in the
+    /// registry's epoll set.
+    pub(crate) wake_evt: EventFd,
     stopping: AtomicBool,
     pub(crate) segments: Arc<Preparer>,
     /// Segments kept for the client processes that used them.
@@ -74,7 +75,7 @@ impl Shared {
         mode: Mode,
         opts: ServerOptions,
         registry: Registry,
-        stop_evt: EventFd,
+        wake_evt: EventFd,
         segments: Arc<Preparer>,
     ) -> Shared {
         Shared {
@@ -83,7 +84,7 @@ impl Shared {
             opts,
             stats: Arc::new(Stats::default()),
             registry,
-            stop_evt,
+            wake_evt,
             stopping: AtomicBool::new(false),
             segments,
             reusable: Reusable::default(),
@@ -139,7 +140,14 @@ impl Shared {
     /// Asks the server to stop: no new sessions; the accept loop wakes up.
     pub(crate) fn request_stop(&self) {
         self.stopping.store(true, Ordering::Release);
-        self.stop_evt.signal();
+        self.wake_evt.signal();
+    }
+
+    /// Tells the monitor a segment was kept, so that it frees it on time
+    /// even if no other event comes (the monitor may never see the
+    /// session's hang-up: the session can leave the epoll set first).
+    pub(crate) fn segment_kept(&self) {
+        self.wake_evt.signal();
     }
 
     /// Takes a session slot, unless `max_sessions` are in use.

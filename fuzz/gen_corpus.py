@@ -35,6 +35,19 @@ def welcome_refused(code, text):
     return b + bytes(56 - len(b)) + text
 
 
+def report(sessions, header_len=96, record_len=96):
+    head = b"SHMLNKIR" + struct.pack("<HHHHII", 1, header_len, record_len, 0, len(sessions), 4242)
+    head += struct.pack("<QQQQQQQII Q", 1000, 5, 3, 0, 77, 1, 1 << 20, 1, 0, 131072)
+    head += bytes(header_len - len(head))
+    return head + b"".join(s + bytes(record_len - len(s)) for s in sessions)
+
+
+def session(sid, transport, ring, fill):
+    return (struct.pack("<QIIBB6x", sid, 5150, 1000, transport, 0)
+            + struct.pack("<QQQQQ", 61000, 10, 10, 640, 640)
+            + struct.pack("<IIII", ring, fill, ring, 0) + struct.pack("<QQ", 0, 0))
+
+
 def record(payload, tag=TAG_DATA):
     pad = (-len(payload)) % 8
     return struct.pack("<II", len(payload), tag) + payload + bytes(pad)
@@ -213,6 +226,14 @@ SEEDS = {
         "returned": bytes([0]) + line(5, 3, value=1000),
         "grant_without_fds": bytes([0]) + line(2, 3, 65536, 65536, 1 << 20, 1000),
         "short": bytes([0]) + line(1)[:39],
+    },
+    # The whole report: header, then records.
+    "inspect_report": {
+        "two_sessions": report([session(11, 1, 65536, 64), session(9, 3, 0, 0)]),
+        "none": report([]),
+        "longer_parts": report([session(3, 2, 0, 0)], header_len=100, record_len=104),
+        "fill_above_ring": report([session(4, 1, 4096, 8192)]),
+        "short": report([])[:50],
     },
     "ring_producer": {
         "fresh": producer(0, 0, push(b"hello", 2) + push(b"x" * 100, 50) + push(b"")),

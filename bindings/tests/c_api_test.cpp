@@ -358,6 +358,12 @@ TEST_P(CApiTest, IsConnectedTellsABusySessionFromADeadOne) {
 // Forks; the child releases the inherited client `c` with `release` and
 // exits. Returns once the child has exited normally.
 void release_in_child(ClientPtr& c, void (*release)(shmlink_client*)) {
+  // The child of a multi-threaded process inherits every lock another
+  // thread held at the fork; the sanitizers' allocators (before LLVM 16)
+  // take none around a fork, so a server thread allocating then (the
+  // segment preparer, right after a session began) leaves the child's
+  // first malloc waiting forever. Fork while every server thread sleeps.
+  ASSERT_TRUE(wait_until(other_threads_asleep)) << "the server's threads never all slept";
   pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {

@@ -138,6 +138,9 @@ TEST_P(CppTest, MoveTransfersTheSession) {
 TEST_P(CppTest, ForkedChildForgetsTheInheritedClient) {
   shmlink::Client c = shmlink::Client::connect(address_);
   EXPECT_EQ(c.call("before"), "before");
+  // Fork while every server thread sleeps (see c_api_test.cpp's
+  // release_in_child: a lock held at the fork stays held in the child).
+  ASSERT_TRUE(wait_until(other_threads_asleep)) << "the server's threads never all slept";
   pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {

@@ -1,9 +1,12 @@
 #include "support.hpp"
 
 #include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <stdexcept>
 #include <string>
 
@@ -55,6 +58,20 @@ bool wait_until(const std::function<bool()>& done, std::chrono::milliseconds tim
   while (!done()) {
     if (Clock::now() >= deadline) return done();
     std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
+bool other_threads_asleep() {
+  std::string self = std::to_string(static_cast<long>(syscall(SYS_gettid)));
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    if (task.path().filename() == self) continue;
+    std::ifstream stat(task.path() / "stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;  // the thread ended meanwhile
+    auto paren = line.rfind(')');
+    if (paren == std::string::npos || paren + 2 >= line.size()) return false;
+    if (line[paren + 2] != 'S') return false;
   }
   return true;
 }

@@ -52,6 +52,11 @@ std::string bind_address(Transport t, const TempDir& dir, const std::string& ste
 // `timeout` passed (returns false).
 bool wait_until(const std::function<bool()>& done, std::chrono::milliseconds timeout = 5s);
 
+// Whether every thread of this process but the caller is asleep (state S
+// in /proc/self/task/*/stat): none is inside a lock, the allocator's
+// included, at that moment.
+bool other_threads_asleep();
+
 // How long `f` took.
 template <typename F>
 std::chrono::milliseconds timed(F&& f) {

@@ -10,6 +10,7 @@ mod chaos;
 mod child;
 mod connect_cost;
 mod echo;
+mod inspect;
 mod parse;
 mod placement;
 mod pool;
@@ -64,6 +65,11 @@ enum Command {
     /// crashed workers, recycle, reload; `pool status PATH` and `pool reload
     /// PATH` talk to a running pool.
     Pool(Box<pool::PoolArgs>),
+    /// Show the sessions of a running server built on shmlink (the CLI's,
+    /// a pool, a C/C++ daemon, a PHP Shmlink\Server): peer pid and uid,
+    /// transport, age, messages and bytes each way, ring fill, arena bytes,
+    /// and the server's totals. Only the server's uid or root may ask.
+    Inspect(inspect::InspectArgs),
     /// One client process of `chaos`.
     #[command(name = "__chaos-client", hide = true)]
     ChaosClient(chaos::ClientArgs),
@@ -90,6 +96,7 @@ fn main() -> ExitCode {
         Command::ConnectCost(args) => connect_cost::run(&args),
         Command::RawEcho(args) => connect_cost::run_raw_echo(&args),
         Command::Pool(args) => pool::run(&args),
+        Command::Inspect(args) => inspect::run(&args),
         Command::ChaosClient(args) => chaos::run_client(args),
     };
     match result {

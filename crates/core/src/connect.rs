@@ -52,16 +52,7 @@ pub(crate) fn connect(address: &Address, opts: &ClientOptions, role: Role) -> Re
     };
     let deadline = Instant::now() + opts.timeout;
     let name = address.to_string();
-    let conn_err = |source: io::Error| Error::Connect {
-        address: name.clone(),
-        source,
-    };
-    let stream = match address {
-        Address::Shm(p) | Address::Unix(p) => {
-            Stream::Unix(UnixStream::connect(p).map_err(conn_err)?)
-        }
-        Address::Tcp(hp) => Stream::Tcp(connect_tcp(hp, deadline).map_err(conn_err)?),
-    };
+    let stream = open_socket(address, deadline)?;
     let wire = if matches!(address, Address::Shm(_)) {
         Wire::Shm
     } else {
@@ -254,6 +245,23 @@ pub(crate) fn connect(address: &Address, opts: &ClientOptions, role: Role) -> Re
     })
 }
 
+/// Connects the socket of `address` (TCP by `deadline`).
+///
+/// # Errors
+/// [`Error::Connect`].
+pub(crate) fn open_socket(address: &Address, deadline: Instant) -> Result<Stream> {
+    let conn_err = |source: io::Error| Error::Connect {
+        address: address.to_string(),
+        source,
+    };
+    Ok(match address {
+        Address::Shm(p) | Address::Unix(p) => {
+            Stream::Unix(UnixStream::connect(p).map_err(conn_err)?)
+        }
+        Address::Tcp(hp) => Stream::Tcp(connect_tcp(hp, deadline).map_err(conn_err)?),
+    })
+}
+
 fn connect_tcp(hostport: &str, deadline: Instant) -> io::Result<TcpStream> {
     let mut last = io::Error::new(
         io::ErrorKind::NotFound,
@@ -275,7 +283,12 @@ fn connect_tcp(hostport: &str, deadline: Instant) -> io::Result<TcpStream> {
     Err(last)
 }
 
-fn handshake_io(address: &str, what: &'static str, timeout: Duration, e: io::Error) -> Error {
+pub(crate) fn handshake_io(
+    address: &str,
+    what: &'static str,
+    timeout: Duration,
+    e: io::Error,
+) -> Error {
     match e.kind() {
         io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => Error::Timeout {
             address: address.to_string(),
@@ -306,7 +319,7 @@ fn welcome_spin(wait: WaitStrategy, timeout: Duration) -> Duration {
 }
 
 /// Reads the welcome (and the descriptors that come with it).
-fn read_welcome(
+pub(crate) fn read_welcome(
     stream: &Stream,
     name: &str,
     timeout: Duration,

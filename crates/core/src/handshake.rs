@@ -50,6 +50,12 @@ pub const CAP_STREAM_FALLBACK: u64 = 1 << 6;
 /// [`crate::ServerOptions::lines`] is on (`shmlink pool`) and by a worker
 /// port.
 pub const CAP_LINES: u64 = 1 << 7;
+/// Capability: the hello asks to inspect the server, not for a session.
+/// The server (to a peer of its own uid or root) answers with an accepted
+/// welcome agreeing to this bit alone, then the inspection report
+/// ([`crate::wire::Report`]), and closes. Offered alone, with ring sizes
+/// 0/0 (`shmlink inspect`, [`crate::inspect`]).
+pub const CAP_INSPECT: u64 = 1 << 8;
 /// Capabilities this build offers (a worker adds [`CAP_SERVE`]).
 pub const CAPS: u64 = CAP_CHUNKED | CAP_ONE_WAY;
 

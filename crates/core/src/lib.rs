@@ -34,6 +34,8 @@ mod descriptor;
 mod error;
 mod frame;
 mod handshake;
+mod inspect;
+mod inspect_wire;
 mod kept;
 mod layout;
 mod le;
@@ -44,6 +46,7 @@ mod response;
 mod segment;
 mod server;
 mod session;
+mod tally;
 mod watch;
 pub mod wire;
 mod worker;
@@ -59,6 +62,7 @@ pub use frame::{
     CODE_CLOSED, CODE_HANDLER_EXCEPTION, CODE_HANDLER_PANICKED, CODE_PROTOCOL_ERROR,
     CODE_RESPONSE_TOO_LARGE, CODE_SHUTTING_DOWN, MAX_FDS, MIN_MESSAGE_LIMIT,
 };
+pub use inspect::inspect;
 pub use kept::release_kept_mappings;
 pub use line::{LineAsk, LineHold, LineOffer};
 pub use options::{

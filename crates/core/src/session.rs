@@ -3,6 +3,7 @@
 
 use std::collections::VecDeque;
 use std::os::fd::BorrowedFd;
+use std::sync::Arc;
 
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
@@ -11,6 +12,7 @@ use crate::frame::{
 };
 use crate::handshake::{CAP_CHUNKED, CAP_FDS, CAP_LINES, CAP_ONE_WAY};
 use crate::link::{Inbox, Link};
+use crate::tally::Tally;
 
 mod lend;
 mod lines;
@@ -46,6 +48,15 @@ pub(crate) struct Session {
     /// What a descriptor from the peer is: a request (servers) or a
     /// response (clients).
     lent_kind: Kind,
+    /// What the session carried (read by a server's inspection).
+    tally: Arc<Tally>,
+}
+
+/// Whether a kind is a message the tally counts: requests, responses,
+/// errors and one-way messages (not the arena's, line or goodbye frames).
+#[inline(always)]
+fn counted(kind: Kind) -> bool {
+    (kind as u8) <= Kind::OneWay as u8
 }
 
 impl Session {
@@ -77,7 +88,13 @@ impl Session {
             arena: None,
             peer_arena: None,
             lent_kind: Kind::Request,
+            tally: Arc::default(),
         }
+    }
+
+    /// What the session carried so far.
+    pub(crate) fn tally(&self) -> &Arc<Tally> {
+        &self.tally
     }
 
     /// Makes sends drain incoming messages while they wait for room (the
@@ -229,7 +246,12 @@ impl Session {
             h.fds = fds.len() as u16;
             let ib = inbox(&mut self.asm, &mut self.drained, self.drain_while_sending);
             return match self.link.send_frame(&h, body, fds, deadline, ib) {
-                Ok(()) => Ok(()),
+                Ok(()) => {
+                    if counted(kind) {
+                        self.tally.sent(body.len());
+                    }
+                    Ok(())
+                }
                 Err(e) => Err(self.send_failed(e, false)),
             };
         }
@@ -292,6 +314,7 @@ impl Session {
             }
             sent += part.len();
         }
+        self.tally.sent(body.len());
         Ok(())
     }
 
@@ -416,10 +439,12 @@ impl Session {
             }
         }
         match m.kind {
-            Kind::Request if m.id != 0 => Ok(()),
-            Kind::Response | Kind::Error if m.id != 0 && !m.has_extra() => Ok(()),
-            _ => self.recv_other(m, deadline),
+            Kind::Request if m.id != 0 => {}
+            Kind::Response | Kind::Error if m.id != 0 && !m.has_extra() => {}
+            _ => return self.recv_other(m, deadline),
         }
+        self.tally.received(m.body.len());
+        Ok(())
     }
 
     /// The rest of [`Session::recv_into`] for a message of another kind:
@@ -430,6 +455,9 @@ impl Session {
         let taken = std::mem::replace(m, Message::blank());
         match self.screen(taken)? {
             Some(screened) => {
+                if counted(screened.kind) {
+                    self.tally.received(screened.body.len());
+                }
                 *m = screened;
                 Ok(())
             }

@@ -10,7 +10,8 @@
 //! - frames: [`FrameHeader`], [`Kind`], the error-response body, and the
 //!   [`Assembler`] that checks chunked messages;
 //! - arena bodies: [`Descriptor`], [`SegmentNotice`], release records
-//!   ([`encode_release`], [`decode_release`]).
+//!   ([`encode_release`], [`decode_release`]);
+//! - the inspection report (capability bit 8): [`Report`].
 //!
 //! # Examples
 //! ```
@@ -35,8 +36,13 @@ pub use crate::frame::{
 };
 pub use crate::handshake::{
     negotiate_version, Hello, Welcome, Wire, CAPS, CAP_CHUNKED, CAP_DESCRIPTORS, CAP_FDS,
-    CAP_LENT_RESPONSES, CAP_LINES, CAP_ONE_WAY, CAP_SERVE, CAP_STREAM_FALLBACK, HELLO_LEN,
-    MAX_REFUSAL_TEXT, PROTOCOL_MAX, PROTOCOL_MIN, WELCOME_LEN,
+    CAP_INSPECT, CAP_LENT_RESPONSES, CAP_LINES, CAP_ONE_WAY, CAP_SERVE, CAP_STREAM_FALLBACK,
+    HELLO_LEN, MAX_REFUSAL_TEXT, PROTOCOL_MAX, PROTOCOL_MIN, WELCOME_LEN,
+};
+pub use crate::inspect_wire::{
+    decode_report_header, Report, ReportError, ReportSession, ReportShape, ReportTotals,
+    ReportTransport, FLAG_OVER_SOCKET, MAX_REPORT_PART, MAX_REPORT_SESSIONS, REPORT_HEADER_LEN,
+    REPORT_MAGIC, REPORT_RECORD_LEN, REPORT_VERSION, UID_UNKNOWN,
 };
 pub use crate::layout::{
     SegmentHeader, DATA_AT, LAYOUT_VERSION, RING_HEADERS_AT, SEGMENT_HEADER_LEN, SEGMENT_MAGIC,

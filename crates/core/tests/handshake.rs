@@ -773,6 +773,11 @@ fn role_child() {
     let Ok(role) = std::env::var(ROLE) else {
         return;
     };
+    if let Some(addr) = role.strip_prefix("uidinspect|") {
+        let r = shmlink::inspect(addr, Duration::from_secs(5));
+        println!("@@RESULT {r:?}@@");
+        return;
+    }
     let addr = role.strip_prefix("uidclient|").expect("role");
     let r = Client::connect(addr, opts_timeout(Duration::from_secs(5)))
         .and_then(|mut c| c.call(b"from-65534"));
@@ -797,6 +802,11 @@ fn setpriv() -> Option<&'static str> {
 /// Runs the client role as uid/gid 65534 against `addr`; returns the
 /// child's RESULT text.
 fn run_as_nobody(dir: &TempDir, addr: &str) -> String {
+    run_as_nobody_role(dir, &format!("uidclient|{addr}"))
+}
+
+/// Runs `role` as uid/gid 65534; returns the child's RESULT text.
+fn run_as_nobody_role(dir: &TempDir, role: &str) -> String {
     let exe = std::env::current_exe().expect("current exe");
     let copy = dir.join("hs-child");
     fs::copy(&exe, &copy).expect("copy test binary");
@@ -805,7 +815,7 @@ fn run_as_nobody(dir: &TempDir, addr: &str) -> String {
         .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
         .arg(&copy)
         .args(["--exact", "role_child", "--nocapture", "--test-threads=1"])
-        .env(ROLE, format!("uidclient|{addr}"))
+        .env(ROLE, role)
         .output()
         .expect("run child");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -873,6 +883,33 @@ fn other_uid_is_refused() {
         );
         assert_eq!(srv.stats().refused.load(Ordering::Relaxed), 1);
         assert_eq!(srv.stats().sessions_opened.load(Ordering::Relaxed), 0);
+    });
+}
+
+/// A uid the session policy allows may call, not inspect: an inspection
+/// shows every session's peer, so only the server's uid or root may ask.
+#[test]
+fn inspection_by_another_uid_is_refused() {
+    watchdog("inspection_by_another_uid_is_refused", LIMIT, || {
+        if non_root_note("inspection_by_another_uid_is_refused") {
+            return;
+        }
+        let srv = uid_test_server(vec![65534], vec![]);
+        let called = run_as_nobody(&srv.dir, &srv.addr);
+        assert_eq!(called, format!("Ok({:?})", xform(b"from-65534")));
+        let result = run_as_nobody_role(&srv.dir, &format!("uidinspect|{}", srv.addr));
+        assert!(
+            result.starts_with("Err(Refused") && result.contains("NotAllowed"),
+            "expected Refused(NotAllowed): {result}"
+        );
+        assert!(
+            result.contains("refused inspection by uid 65534")
+                && result.contains("(the server's) or root may inspect"),
+            "the refusal names the uid and the rule: {result}"
+        );
+        // Root (the server's uid here) may.
+        let report = shmlink::inspect(&srv.addr, Duration::from_secs(5)).expect("inspect");
+        assert_eq!(report.totals.calls, 1);
     });
 }
 

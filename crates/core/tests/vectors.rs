@@ -17,9 +17,10 @@ use std::path::PathBuf;
 
 use serde_json::{json, Map, Value};
 use shmlink::wire::{
-    encode_release, Descriptor, FrameHeader, Hello, Kind, LineBody, LineOp, Message, RingHeader,
-    SegmentHeader, SegmentNotice, Welcome, Wire, CAPS, CAP_SERVE, FLAG_MORE, HEADER_LEN,
-    WELCOME_LEN,
+    encode_release, Descriptor, FrameHeader, Hello, Kind, LineBody, LineOp, Message, Report,
+    ReportSession, ReportTotals, ReportTransport, RingHeader, SegmentHeader, SegmentNotice,
+    Welcome, Wire, CAPS, CAP_INSPECT, CAP_SERVE, FLAG_MORE, FLAG_OVER_SOCKET, HEADER_LEN,
+    REPORT_HEADER_LEN, UID_UNKNOWN, WELCOME_LEN,
 };
 use shmlink::{RefusalCode, RemoteError, CODE_PROTOCOL_ERROR};
 use shmlink_ring::{Consumer, Memory, Pop, Producer, Push};
@@ -100,8 +101,16 @@ fn hellos() -> Vec<Value> {
         caps: 0,
         ..shm
     };
+    let inspect = Hello {
+        caps: CAP_INSPECT,
+        ring_c2s: 0,
+        ring_s2c: 0,
+        max_message: 1024,
+        ..shm
+    };
     let mut out: Vec<Value> = [
         ("shm client, defaults", shm),
+        ("inspection (capability bit 8 alone, rings 0/0)", inspect),
         ("stream client (unix: or tcp:), ring fields 0", stream),
         ("worker (capability bit 3)", worker),
         (
@@ -542,6 +551,139 @@ fn lines() -> Vec<Value> {
     out
 }
 
+fn report_fields(r: &Report) -> Value {
+    let t = &r.totals;
+    let sessions: Vec<Value> = r
+        .sessions
+        .iter()
+        .map(|s| {
+            json!({"session_id": n(s.session_id), "peer_pid": s.peer_pid, "peer_uid": s.peer_uid,
+                   "transport": s.transport as u8, "flags": s.flags, "age_ms": n(s.age_ms),
+                   "messages_in": n(s.messages_in), "messages_out": n(s.messages_out),
+                   "bytes_in": n(s.bytes_in), "bytes_out": n(s.bytes_out),
+                   "ring_c2s": s.ring_c2s, "fill_c2s": s.fill_c2s,
+                   "ring_s2c": s.ring_s2c, "fill_s2c": s.fill_s2c,
+                   "arena_own": n(s.arena_own), "arena_peer": n(s.arena_peer)})
+        })
+        .collect();
+    json!({"magic": "SHMLNKIR", "version": 1, "header_len": 96, "record_len": 96,
+           "sessions": sessions, "server_pid": t.server_pid, "uptime_ms": n(t.uptime_ms),
+           "sessions_opened": n(t.sessions_opened), "sessions_closed": n(t.sessions_closed),
+           "refused": n(t.refused), "calls": n(t.calls), "errors": n(t.errors),
+           "shm_bytes": n(t.shm_bytes), "kept_segments": t.kept_segments,
+           "kept_bytes": n(t.kept_bytes)})
+}
+
+/// Inspection reports (capability bit 8): header, then one record per session.
+fn reports() -> Vec<Value> {
+    let totals = ReportTotals {
+        server_pid: 4242,
+        uptime_ms: 3_600_000,
+        sessions_opened: 12,
+        sessions_closed: 10,
+        refused: 1,
+        calls: 123_456,
+        errors: 3,
+        shm_bytes: 2 * 135_168,
+        kept_segments: 1,
+        kept_bytes: 135_168,
+    };
+    let shm = ReportSession {
+        session_id: 11,
+        peer_pid: 5150,
+        peer_uid: 1000,
+        transport: ReportTransport::Shm,
+        flags: 0,
+        age_ms: 61_000,
+        messages_in: 1000,
+        messages_out: 999,
+        bytes_in: 64_000,
+        bytes_out: 63_936,
+        ring_c2s: 65536,
+        fill_c2s: 64,
+        ring_s2c: 65536,
+        fill_s2c: 0,
+        arena_own: 0,
+        arena_peer: 4 << 20,
+    };
+    let over_socket = ReportSession {
+        session_id: 12,
+        flags: FLAG_OVER_SOCKET,
+        ring_c2s: 0,
+        fill_c2s: 0,
+        ring_s2c: 0,
+        arena_peer: 0,
+        ..shm
+    };
+    let tcp = ReportSession {
+        session_id: 9,
+        peer_pid: 0,
+        peer_uid: UID_UNKNOWN,
+        transport: ReportTransport::Tcp,
+        ..over_socket
+    };
+    let two = Report {
+        totals,
+        sessions: vec![shm, tcp],
+    };
+    let idle = Report {
+        totals: ReportTotals {
+            sessions_closed: 12,
+            ..totals
+        },
+        sessions: vec![],
+    };
+    let fallback = Report {
+        totals,
+        sessions: vec![over_socket],
+    };
+    let mut out: Vec<Value> = [
+        ("an shm: session and a tcp: one", &two),
+        ("no session open", &idle),
+        ("an shm: session continuing over its socket", &fallback),
+    ]
+    .iter()
+    .map(|(name, r)| valid(name, &r.encode(), report_fields(r)))
+    .collect();
+    let b = two.encode();
+    let with = |i: usize, v: u8| {
+        let mut x = b.clone();
+        x[i] = v;
+        x
+    };
+    let rec = REPORT_HEADER_LEN;
+    out.push(invalid("bad magic", &with(0, b'X'), "bad magic"));
+    out.push(invalid("version 2", &with(8, 2), "version 2"));
+    out.push(invalid("header_len 95", &with(10, 95), "header_len 95"));
+    out.push(invalid("reserved byte 14 set", &with(14, 1), "reserved"));
+    out.push(invalid(
+        "three records announced, two sent",
+        &with(16, 3),
+        "announces",
+    ));
+    out.push(invalid(
+        "unknown transport 4",
+        &with(rec + 16, 4),
+        "transport 4",
+    ));
+    out.push(invalid(
+        "unknown flag bit 1",
+        &with(rec + 17, 2),
+        "unknown flags",
+    ));
+    out.push(invalid(
+        "a fill above its ring's size",
+        &with(rec + 70, 2),
+        "fill above",
+    ));
+    out.push(invalid(
+        "header cut at 50 bytes",
+        &b[..50],
+        "header of 50 bytes",
+    ));
+    out
+}
+
 fn build() -> Value {
     json!({
         "version": 1,
@@ -561,6 +703,7 @@ fn build() -> Value {
         "ring": rings(),
         "descriptor": descriptors(),
         "line": lines(),
+        "inspect_report": reports(),
     })
 }
 
@@ -775,6 +918,16 @@ fn every_vector_decodes_to_its_fields() {
         }
         let d = LineBody::decode(&b, fds).unwrap_or_else(|e| panic!("{what}: {e}"));
         check_fields(&what, &line_fields(&d, fds), &c["decoded"]);
+    }
+    for c in cases(&all, "inspect_report") {
+        let what = format!("inspect_report {}", c["name"]);
+        let b = unhex(c["hex"].as_str().expect("hex"));
+        if c["valid"] == json!(false) {
+            refused(&what, c, Report::decode(&b).map(drop));
+            continue;
+        }
+        let r = Report::decode(&b).unwrap_or_else(|e| panic!("{what}: {e}"));
+        check_fields(&what, &report_fields(&r), &c["decoded"]);
     }
     for c in cases(&all, "descriptor") {
         let what = format!("descriptor {}", c["name"]);

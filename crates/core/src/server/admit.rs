@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::conn::{send_welcome, HelloBuf};
+use super::inspect;
 use super::reuse::ClientProcess;
 use super::shared::{Mode, Shared, ShmCharge};
 use crate::address::Transport;
@@ -34,8 +35,11 @@ pub(crate) struct Established {
     pub(crate) flags: Arc<SessionFlags>,
     /// Who the client is, for logs: its pid (Unix sockets) or address (TCP).
     pub(crate) peer: String,
-    /// The client's pid (Unix sockets).
+    /// The client's pid and uid (Unix sockets).
     pub(crate) pid: Option<i32>,
+    pub(crate) uid: Option<u32>,
+    /// The listener's transport.
+    pub(crate) transport: Transport,
     /// The shared memory the session holds, counted until it ends.
     pub(crate) shm: Option<ShmCharge>,
     /// The segment's memfd, and the process it may be given back to when
@@ -47,6 +51,8 @@ pub(crate) struct Established {
 struct Peer {
     who: String,
     process: Option<ClientProcess>,
+    /// Its uid (Unix sockets).
+    uid: Option<u32>,
 }
 
 /// Why a handshake step refused the client, as the welcome will say.
@@ -61,10 +67,18 @@ impl Refusal {
     }
 }
 
+/// What a hello asks for: a session, or an inspection (capability bit 8,
+/// with the peer's uid when the socket tells it).
+enum Asked {
+    Session(Agreed),
+    Inspection(Hello, Option<u32>),
+}
+
 /// What the two sides agreed on, and how the rest of the handshake waits
 /// (the welcome goes out under the same deadline).
 struct Agreed {
     version: u16,
+    transport: Transport,
     wire: Wire,
     hello: Hello,
     patience: Patience,
@@ -89,10 +103,24 @@ pub(crate) fn establish(
     let patience = Patience::new(deadline, Duration::ZERO);
     let result = check_credentials(shared, &conn, address).and_then(|peer| {
         let hello = read_hello(shared, &conn, hello, address, &patience)?;
-        Ok((peer, agree(shared, hello, transport, address, patience)?))
+        if hello.caps & handshake::CAP_INSPECT != 0 {
+            let uid = peer.uid;
+            return Ok((peer, Asked::Inspection(hello, uid)));
+        }
+        Ok((
+            peer,
+            Asked::Session(agree(shared, hello, transport, address, patience)?),
+        ))
     });
     let (peer, agreed) = match result {
-        Ok(x) => x,
+        Ok((peer, Asked::Session(agreed))) => (peer, agreed),
+        Ok((_, Asked::Inspection(hello, uid))) => {
+            match inspect::admit(shared, &(hello, uid, transport), address) {
+                Ok(w) => inspect::answer(shared, &conn, &w, &patience),
+                Err((code, message)) => refuse(shared, &conn, Refusal { code, message }, &patience),
+            }
+            return None;
+        }
         Err(r) => {
             refuse(shared, &conn, r, &patience);
             return None;
@@ -121,7 +149,11 @@ fn check_credentials(shared: &Shared, conn: &Stream, address: &str) -> Result<Pe
             let who = s
                 .peer_addr()
                 .map_or_else(|_| "a TCP client".into(), |a| format!("TCP client {a}"));
-            return Ok(Peer { who, process: None });
+            return Ok(Peer {
+                who,
+                process: None,
+                uid: None,
+            });
         }
     };
     let cred = shmlink_sys::peer_cred(s).map_err(|e| {
@@ -141,6 +173,7 @@ fn check_credentials(shared: &Shared, conn: &Stream, address: &str) -> Result<Pe
             pid: cred.pid,
             uid: cred.uid,
         }),
+        uid: Some(cred.uid),
     })
 }
 
@@ -248,6 +281,7 @@ fn agree(
     }
     Ok(Agreed {
         version,
+        transport,
         wire,
         hello,
         patience,
@@ -375,6 +409,8 @@ fn open(
         flags,
         peer: peer.who,
         pid: peer.process.map(|p| p.pid),
+        uid: peer.uid,
+        transport: a.transport,
         shm,
         reuse,
     })

@@ -15,6 +15,7 @@ mod admit;
 mod answer;
 mod conn;
 mod handler;
+mod inspect;
 mod lines;
 mod listener;
 mod monitor;

@@ -11,9 +11,13 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use shmlink_sys::epoll::{Epoll, Interest};
 use shmlink_sys::futex;
 
+use std::time::Instant;
+
 use super::sync::lock;
+use crate::address::Transport;
 use crate::link::stream::Stream;
 use crate::segment::{Direction, Segment};
+use crate::tally::Tally;
 use crate::watch::SessionFlags;
 
 /// What the accept loop needs to stop or wake one session.
@@ -27,6 +31,20 @@ pub(crate) struct Entry {
     /// Whether the session agreed on file descriptors: its control socket
     /// then carries their records, and only a hang-up there counts.
     fds: bool,
+    /// Who it serves and what it carried.
+    pub(crate) about: About,
+}
+
+/// What an inspection shows of a session.
+#[derive(Debug)]
+pub(crate) struct About {
+    /// The client's pid and uid, when the socket tells them.
+    pub(crate) pid: Option<i32>,
+    pub(crate) uid: Option<u32>,
+    /// The listener's transport.
+    pub(crate) transport: Transport,
+    pub(crate) since: Instant,
+    pub(crate) tally: Arc<Tally>,
 }
 
 /// How a session thread is woken.
@@ -46,12 +64,22 @@ impl Entry {
         wake: Wake,
         ctrl: Option<Arc<Stream>>,
         fds: bool,
+        about: About,
     ) -> Entry {
         Entry {
             flags,
             wake,
             ctrl,
             fds,
+            about,
+        }
+    }
+
+    /// The segment of an `shm:` session that has one.
+    pub(crate) fn segment(&self) -> Option<&Segment> {
+        match &self.wake {
+            Wake::Shm(seg) => Some(seg),
+            Wake::Stream(_) => None,
         }
     }
 
@@ -160,6 +188,17 @@ impl Registry {
         if let Some(entry) = self.lock().get(&id) {
             entry.control_event();
         }
+    }
+
+    /// The sessions now, by id.
+    pub(crate) fn snapshot(&self) -> Vec<(u64, Arc<Entry>)> {
+        let mut all: Vec<_> = self
+            .lock()
+            .iter()
+            .map(|(&id, e)| (id, Arc::clone(e)))
+            .collect();
+        all.sort_unstable_by_key(|&(id, _)| id);
+        all
     }
 
     /// Tells every session that the server is stopping.

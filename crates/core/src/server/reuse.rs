@@ -115,6 +115,13 @@ impl<C> Reusable<C> {
             .and_then(|k| k.since.checked_add(KEEP_FOR))
     }
 
+    /// How many segments are kept, and their bytes.
+    pub(crate) fn held(&self) -> (u32, u64) {
+        let kept = lock(&self.kept);
+        let bytes = kept.iter().map(|k| k.segment.layout().total_len).sum();
+        (kept.len() as u32, bytes)
+    }
+
     /// Frees the segments kept for [`KEEP_FOR`] or longer.
     pub(crate) fn expire(&self, now: Instant) {
         lock(&self.kept).retain(|k| now.duration_since(k.since) < KEEP_FOR);

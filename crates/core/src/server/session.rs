@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use super::admit::Established;
 use super::answer::Answer;
 use super::handler::Handler;
-use super::registry::{Entry, Wake};
+use super::registry::{About, Entry, Wake};
 use super::reuse::ClientProcess;
 use super::shared::{Shared, ShmCharge};
 use crate::callee::{panic_text, reply, Limits};
@@ -38,7 +38,9 @@ pub(crate) fn serve(shared: &Shared, est: Established, handler: &dyn Handler) {
         // for reuse, until the kept segment is freed).
         shm,
         reuse,
-        ..
+        pid,
+        uid,
+        transport,
     } = est;
     // An `shm:` session sleeps on its futexes and is watched through its
     // control socket; a stream session blocks on its socket.
@@ -47,7 +49,14 @@ pub(crate) fn serve(shared: &Shared, est: Established, handler: &dyn Handler) {
         Link::Stream(_) => (Wake::Stream(sock), None),
     };
     let fds = session.agreed(CAP_FDS);
-    let entry = Arc::new(Entry::new(flags, wake, ctrl.clone(), fds));
+    let about = About {
+        pid,
+        uid,
+        transport,
+        since: Instant::now(),
+        tally: Arc::clone(session.tally()),
+    };
+    let entry = Arc::new(Entry::new(flags, wake, ctrl.clone(), fds, about));
     shared.registry.add(id, &entry, ctrl.as_deref());
     // After filing: a stop that went through the registry before this
     // session was in it is seen here.

@@ -50,6 +50,8 @@ pub(crate) struct Shared {
     shm_bytes: Arc<AtomicU64>,
     /// The soft limit on open descriptors when the server started.
     fd_limit: u64,
+    /// When the server started (its inspection's uptime).
+    pub(crate) started: std::time::Instant,
 }
 
 /// Descriptors left for everything but sessions (listeners, epoll, the
@@ -93,6 +95,7 @@ impl Shared {
             all_done: Condvar::new(),
             next_id: AtomicU64::new(1),
             shm_bytes: Arc::new(AtomicU64::new(0)),
+            started: std::time::Instant::now(),
             fd_limit: shmlink_sys::process::descriptor_limit()
                 .0
                 .unwrap_or(u64::MAX),
@@ -106,6 +109,11 @@ impl Shared {
     pub(crate) fn may_keep_memfd(&self) -> bool {
         let live = *lock(&self.live) as u64;
         live.saturating_mul(2).saturating_add(FD_RESERVE) < self.fd_limit
+    }
+
+    /// Bytes of session segments held now.
+    pub(crate) fn shm_held(&self) -> u64 {
+        self.shm_bytes.load(Ordering::Acquire)
     }
 
     /// Counts `bytes` of session segments against `max_shm_bytes`; `Err`

@@ -110,7 +110,9 @@ impl Session {
             length,
         }
         .encode();
-        self.send_with_fds(Kind::Descriptor, id, &body, &[], deadline)
+        self.send_with_fds(Kind::Descriptor, id, &body, &[], deadline)?;
+        self.tally.sent(length as usize);
+        Ok(())
     }
 
     /// Sends `body` as message `id` copied once into this side's arena (the
@@ -152,6 +154,7 @@ impl Session {
             .encode();
             self.send_with_fds(Kind::Segment, 0, &body, &[], deadline)?;
         }
+        self.tally.arena(self.arena_bytes());
         Ok(())
     }
 
@@ -187,7 +190,11 @@ impl Session {
                 None => Err(not_expected("descriptor")),
             },
             (Kind::Segment, 0) => match self.peer_arena.as_mut() {
-                Some(peer) => notice(peer, m).map(|()| None),
+                Some(peer) => {
+                    let noted = notice(peer, m).map(|()| None);
+                    self.tally.arena(self.arena_bytes());
+                    noted
+                }
                 None => Err(not_expected("segment notice")),
             },
             (Kind::Release, 0) => match &self.arena {

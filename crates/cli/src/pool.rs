@@ -92,6 +92,12 @@ pub(crate) struct PoolArgs {
     /// How long a started worker may take to connect before it is killed.
     #[arg(long, value_name = "SECONDS", value_parser = parse::seconds, default_value = "10")]
     start_timeout: Duration,
+    /// On SIGTERM or SIGINT: how long the calls and HTTP requests in flight
+    /// may still run (new ones are refused at once, with "shutting down");
+    /// past it, the workers still running one are killed and their callers
+    /// get the pool-stopping error (HTTP 503).
+    #[arg(long, value_name = "SECONDS", value_parser = parse::seconds, default_value = "30")]
+    shutdown_timeout: Duration,
     /// The control socket [default: the first shm:/unix: listen path with .ctl appended].
     #[arg(long, value_name = "PATH")]
     control: Option<PathBuf>,
@@ -184,6 +190,7 @@ fn supervise(args: &PoolArgs) -> anyhow::Result<()> {
     opts.queue_size = args.queue_size;
     opts.call_timeout = args.call_timeout;
     opts.start_timeout = args.start_timeout;
+    opts.shutdown_timeout = args.shutdown_timeout;
     opts.control = args.control.clone();
     if let Some(w) = args.wait {
         opts.wait = w;

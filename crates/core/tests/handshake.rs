@@ -807,17 +807,28 @@ fn run_as_nobody(dir: &TempDir, addr: &str) -> String {
 
 /// Runs `role` as uid/gid 65534; returns the child's RESULT text.
 fn run_as_nobody_role(dir: &TempDir, role: &str) -> String {
-    let exe = std::env::current_exe().expect("current exe");
     let copy = dir.join("hs-child");
-    fs::copy(&exe, &copy).expect("copy test binary");
-    fs::set_permissions(&copy, fs::Permissions::from_mode(0o755)).expect("chmod exe");
-    let out = Command::new(setpriv().expect("setpriv"))
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        .arg(&copy)
-        .args(["--exact", "role_child", "--nocapture", "--test-threads=1"])
-        .env(ROLE, role)
-        .output()
-        .expect("run child");
+    if !copy.exists() {
+        let exe = std::env::current_exe().expect("current exe");
+        fs::copy(&exe, &copy).expect("copy test binary");
+        fs::set_permissions(&copy, fs::Permissions::from_mode(0o755)).expect("chmod exe");
+    }
+    // Another test's child forked while the copy was open for writing holds
+    // that descriptor until it execs: exec fails with ETXTBSY meanwhile.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let out = loop {
+        let out = Command::new(setpriv().expect("setpriv"))
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(&copy)
+            .args(["--exact", "role_child", "--nocapture", "--test-threads=1"])
+            .env(ROLE, role)
+            .output()
+            .expect("run child");
+        let busy = String::from_utf8_lossy(&out.stderr).contains("Text file busy");
+        if !busy || Instant::now() >= deadline {
+            break out;
+        }
+    };
     let stdout = String::from_utf8_lossy(&out.stdout);
     let Some(start) = stdout.find("@@RESULT ") else {
         panic!(

@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 
 use shmlink::{BatchAnswer, Client, Error, Handler, LineAsk, LineOffer, RemoteError};
 
-use crate::codes::{CODE_WORKER_DIED, CODE_WORKER_TIMEOUT};
+use crate::codes::{CODE_POOL_STOPPING, CODE_WORKER_DIED, CODE_WORKER_TIMEOUT};
+use crate::shutdown;
 use crate::table::{Lease, Terms};
 use crate::Inner;
 
@@ -260,6 +261,11 @@ impl Dispatch {
                 self.inner.say(&why);
                 shared.discard(lease, "killed: call timeout", true);
                 Err(RemoteError::new(CODE_WORKER_TIMEOUT, why))
+            }
+            Err(_) if self.inner.shutdown_expired.load(Ordering::Acquire) => {
+                let why = shutdown::cut_off(&self.inner, lease.pid);
+                shared.discard(lease, "killed: shutdown timeout", true);
+                Err(RemoteError::new(CODE_POOL_STOPPING, why))
             }
             Err(e) => {
                 let pid = lease.pid;

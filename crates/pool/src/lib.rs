@@ -35,13 +35,14 @@ mod log_format;
 mod metrics;
 mod options;
 mod restart;
+mod shutdown;
 mod spawn;
 mod status;
 mod supervise;
 mod table;
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -72,6 +73,8 @@ pub(crate) struct Inner {
     pub(crate) calls: AtomicU64,
     pub(crate) errors: AtomicU64,
     pub(crate) reloads: AtomicU64,
+    /// The stop's `--shutdown-timeout` passed with calls still running.
+    pub(crate) shutdown_expired: AtomicBool,
     started: Instant,
     /// (when, calls then, calls per second since the sample before).
     rate: Mutex<(Instant, u64, f64)>,
@@ -190,6 +193,7 @@ impl Pool {
             calls: AtomicU64::new(0),
             errors: AtomicU64::new(0),
             reloads: AtomicU64::new(0),
+            shutdown_expired: AtomicBool::new(false),
             started: Instant::now(),
             rate: Mutex::new((Instant::now(), 0, 0.0)),
             http: OnceLock::new(),
@@ -329,6 +333,7 @@ impl Pool {
     }
 
     fn shutdown(&mut self) {
+        let expiry = shutdown::Expiry::start(&self.inner);
         // The front first: its requests in flight still have workers.
         if let Some(f) = self.front.take() {
             f.stop();
@@ -340,26 +345,41 @@ impl Pool {
             let _ = c.stop();
         }
         drop(self.metrics.take());
-        {
+        // Workers running something when told to stop (an HTTP request
+        // they serve themselves, a line) have until the shutdown deadline
+        // to exit; the others, the stop timeout.
+        let running: Vec<u64> = {
             let mut t = self.inner.shared.lock();
             t.stopping = true;
+            let running = t
+                .slots
+                .iter()
+                .filter(|s| shutdown::running(&self.inner, s))
+                .map(|s| s.id)
+                .collect();
             for s in &mut t.slots {
                 s.stop("the pool is stopping");
             }
-        }
+            running
+        };
         self.inner.shared.notify_all();
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
         let deadline = Instant::now() + self.inner.opts.stop_timeout;
         let mut t = self.inner.shared.lock();
+        // (The table stays locked: the expiry's own kills wait, and these
+        // are its kills for the workers still running something.)
         for s in &mut t.slots {
-            let left = deadline.saturating_duration_since(Instant::now());
+            let busy = running.contains(&s.id);
+            let until = if busy { expiry.deadline } else { deadline };
+            let left = until.saturating_duration_since(Instant::now());
             if !wait_exit(&mut s.child, left) {
-                self.inner.say(&format!(
-                    "worker {} did not exit after the stop: killed",
-                    s.pid
-                ));
+                self.inner.say(&if busy {
+                    shutdown::killed(&self.inner, s.pid)
+                } else {
+                    format!("worker {} did not exit after the stop: killed", s.pid)
+                });
                 let _ = s.child.kill();
                 let _ = s.child.wait();
             }
@@ -371,6 +391,7 @@ impl Pool {
         for c in copies {
             let _ = c.join();
         }
+        expiry.finish();
         let _ = std::fs::remove_dir_all(&self.workdir);
         self.inner.say("stopped");
     }

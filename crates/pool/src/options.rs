@@ -39,6 +39,10 @@ pub struct PoolOptions {
     pub start_timeout: Duration,
     /// How long a worker told to stop may take to exit before it is killed.
     pub stop_timeout: Duration,
+    /// When the pool stops: how long the calls and HTTP requests in flight
+    /// may still run (new ones are refused at once); past it, the workers
+    /// still running one are killed and their callers told why.
+    pub shutdown_timeout: Duration,
     /// The control socket (status, reload), mode 0600.
     pub control: Option<PathBuf>,
     /// How the pool's session threads wait for their clients' calls.
@@ -138,6 +142,7 @@ impl PoolOptions {
             call_timeout: Duration::from_secs(30),
             start_timeout: Duration::from_secs(10),
             stop_timeout: Duration::from_secs(5),
+            shutdown_timeout: Duration::from_secs(30),
             control: None,
             wait: default_wait(),
             worker_wait: default_worker_wait(),
@@ -190,6 +195,7 @@ impl PoolOptions {
             ("--call-timeout", self.call_timeout),
             ("--start-timeout", self.start_timeout),
             ("--stop-timeout", self.stop_timeout),
+            ("--shutdown-timeout", self.shutdown_timeout),
         ] {
             if d.is_zero() {
                 return Err(PoolError::Options(format!(

@@ -421,6 +421,7 @@ in_both_modes!(
     clients_that_go_away_leave_the_front_serving,
     max_connections_closes_the_extra_ones,
     stop_closes_idle_connections_at_once,
+    a_stop_lets_requests_finish_within_the_shutdown_timeout,
     no_descriptor_or_thread_leaks_after_2000_requests,
     counters_match_the_requests,
     the_access_log_has_a_line_per_request,
@@ -1091,6 +1092,54 @@ fn stop_closes_idle_connections_at_once(mode: HttpMode) {
     let took = t0.elapsed();
     idle.wait_closed();
     assert!(took < Duration::from_secs(4), "stopped in {took:?}");
+}
+
+/// A stop with a request in flight: one that ends within
+/// `--shutdown-timeout` gets its response, and the stop takes no longer
+/// than it; one that would outlive it is cut off at the deadline, its
+/// worker killed (a 503 from the front; a worker serving HTTP itself takes
+/// the connection with it). One worker each time: in workers mode a
+/// worker's engine accepts connections while its application runs, so a
+/// second request could queue behind the first.
+fn a_stop_lets_requests_finish_within_the_shutdown_timeout(mode: HttpMode) {
+    let timeout = Duration::from_millis(1500);
+    for (path, cut) in [("/sleep/700", false), ("/sleep/60000", true)] {
+        let f = Front::start(mode, 1, |o, _| o.shutdown_timeout = timeout);
+        let mut c = f.conn();
+        c.send(get(path));
+        wait_until("the worker busy", DEADLINE, || {
+            f.pool.status().workers.iter().any(|w| w.state == "busy")
+        });
+        let Front { pool, lines, .. } = f;
+        let t0 = Instant::now();
+        let stopper = thread::spawn(move || pool.stop());
+        let got = c.try_response();
+        let took = t0.elapsed();
+        stopper.join().expect("stop");
+        if !cut {
+            assert_eq!(
+                got.expect("read").expect("a response").status,
+                200,
+                "{path}"
+            );
+            assert!(took < timeout, "{path}: answered in {took:?}");
+            continue;
+        }
+        match (mode, got) {
+            (HttpMode::Front, Ok(Some(r))) => assert_eq!(r.status, 503),
+            (HttpMode::Workers, Ok(None) | Err(_)) => {}
+            (m, other) => panic!("{m:?}: {path}: {other:?}"),
+        }
+        assert!(
+            took >= timeout - Duration::from_millis(100) && took < Duration::from_secs(10),
+            "cut off at the deadline: {took:?}"
+        );
+        assert!(
+            lines.any("--shutdown-timeout): killed"),
+            "the log names the killed worker: {:?}",
+            lines.0.lock().map(|l| l.clone())
+        );
+    }
 }
 
 // ---------- leaks, counters, access log ----------

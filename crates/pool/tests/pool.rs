@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 
 use shmlink::{Client, ClientOptions, Error};
 use shmlink_pool::{
-    Pool, PoolOptions, Status, CODE_NO_WORKER, CODE_NO_WORKERS_START, CODE_QUEUE_FULL,
-    CODE_WORKER_DIED, CODE_WORKER_TIMEOUT,
+    Pool, PoolOptions, Status, CODE_NO_WORKER, CODE_NO_WORKERS_START, CODE_POOL_STOPPING,
+    CODE_QUEUE_FULL, CODE_WORKER_DIED, CODE_WORKER_TIMEOUT,
 };
 use shmlink_sys::process::{kill, Sig};
 
@@ -662,6 +662,72 @@ fn a_full_queue_and_a_queue_timeout_answer_at_once() {
     pool.stop();
 }
 
+/// A stop with calls in flight: one that ends within `--shutdown-timeout`
+/// is answered; one that would outlive it is cut off at the deadline with
+/// the pool-stopping code saying why (its worker killed); a new call on an
+/// open session is refused as shutting down; new sessions find no socket.
+#[test]
+fn a_stop_lets_calls_finish_within_the_shutdown_timeout() {
+    let dir = Dir::new("shutdown");
+    let mut o = opts(&dir, 2);
+    o.shutdown_timeout = Duration::from_millis(1500);
+    let (pool, lines) = start(o);
+    ready(&pool, 2);
+    let addr = pool.addresses()[0].clone();
+    let mut idle = client(&addr);
+    assert_eq!(idle.call(b"x").expect("a first call"), b"echo:x");
+    let call = |body: &'static [u8]| {
+        let addr = addr.clone();
+        thread::spawn(move || client(&addr).call(body))
+    };
+    let short = call(b"sleep:700");
+    let long = call(b"sleep:60000");
+    wait_until("both workers busy", Duration::from_secs(5), || {
+        pool.status()
+            .workers
+            .iter()
+            .filter(|w| w.state == "busy")
+            .count()
+            == 2
+    });
+    let pids: Vec<u32> = pool.status().workers.iter().map(|w| w.pid).collect();
+    let t0 = Instant::now();
+    let stopper = thread::spawn(move || pool.stop());
+    // New work is refused from the first moment.
+    wait_until("the socket file removed", Duration::from_secs(5), || {
+        !dir.path("p.sock").exists()
+    });
+    match idle.call(b"late") {
+        Err(Error::Closed { reason, .. }) => assert!(reason.contains("shutting down"), "{reason}"),
+        other => panic!("a call after the stop: {other:?}"),
+    }
+    assert_eq!(
+        short.join().expect("short").expect("the short call"),
+        b"slept"
+    );
+    let cut = long.join().expect("long");
+    let took = t0.elapsed();
+    match cut {
+        Err(Error::Remote(r)) => {
+            assert_eq!(r.code, CODE_POOL_STOPPING, "{r}");
+            assert!(r.message.contains("--shutdown-timeout"), "{}", r.message);
+        }
+        other => panic!("the long call: {other:?}"),
+    }
+    assert!(
+        took >= Duration::from_millis(1400) && took < Duration::from_secs(10),
+        "cut off at the deadline: {took:?}"
+    );
+    stopper.join().expect("stop");
+    for pid in pids {
+        assert!(!alive(pid), "worker {pid} left running");
+    }
+    assert!(
+        lines.any("--shutdown-timeout): killed"),
+        "the log says which worker was killed"
+    );
+}
+
 #[test]
 fn the_control_socket_reports_and_reloads_and_stop_cleans_up() {
     let dir = Dir::new("control");
@@ -752,13 +818,22 @@ fn call_as_nobody(dir: &Dir, addr: &str) -> Option<String> {
     let copy = dir.path("as-nobody");
     std::fs::copy(std::env::current_exe().expect("current exe"), &copy).expect("copy");
     std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    let out = std::process::Command::new(setpriv)
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        .arg(&copy)
-        .args(["--exact", "role_child", "--nocapture", "--test-threads=1"])
-        .env(ROLE, addr)
-        .output()
-        .expect("run the child");
+    // Another test's child forked while the copy was open for writing holds
+    // that descriptor until it execs: exec fails with ETXTBSY meanwhile.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let out = loop {
+        let out = std::process::Command::new(setpriv)
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(&copy)
+            .args(["--exact", "role_child", "--nocapture", "--test-threads=1"])
+            .env(ROLE, addr)
+            .output()
+            .expect("run the child");
+        let busy = String::from_utf8_lossy(&out.stderr).contains("Text file busy");
+        if !busy || Instant::now() >= deadline {
+            break out;
+        }
+    };
     let stdout = String::from_utf8_lossy(&out.stdout);
     let Some(start) = stdout.find("@@RESULT ") else {
         panic!(

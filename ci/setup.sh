@@ -17,10 +17,13 @@ source ci/lib/common.sh
 # test run) and its plot; python3-venv: the Python binding's tests run in a
 # virtualenv (Debian's Python refuses pip installs outside one);
 # prometheus: `promtool check metrics` in the pool's metrics tests, and the
-# Prometheus server that scrapes a pool in the main job.
+# Prometheus server that scrapes a pool in the main job; php-nyholm-psr7,
+# php-guzzlehttp-psr7 (+ the PSR-7/PSR-17 interfaces): Shmlink\Psr7\Worker's
+# tests run against both implementations.
 apt_install_missing build-essential pkg-config util-linux procps cmake libgtest-dev clang-format \
   fonts-dejavu-core php8.2-dev php8.2-cli php8.2-fpm php-parser valgrind nginx curl redis-server \
-  php8.2-redis wrk php8.2-gd python3-venv prometheus
+  php8.2-redis wrk php8.2-gd python3-venv prometheus \
+  php-nyholm-psr7 php-guzzlehttp-psr7 php-psr-http-factory php-psr-http-message
 
 if ! command -v cargo >/dev/null 2>&1; then
   echo "setup: installing Rust with rustup is required (https://rustup.rs); cargo not found" >&2

@@ -1,0 +1,71 @@
+<?php
+// The worker loop of a Symfony HttpKernel.
+
+declare(strict_types=1);
+
+namespace Shmlink\Runtime\Symfony;
+
+use Shmlink\HttpRequest;
+use Symfony\Component\HttpKernel\HttpKernelInterface;
+use Symfony\Component\HttpKernel\KernelInterface;
+use Symfony\Component\HttpKernel\TerminableInterface;
+use Symfony\Component\Runtime\RunnerInterface;
+
+/**
+ * Serves the pool's HTTP requests with one kernel, booted once: each
+ * request becomes an HttpFoundation Request, the kernel handles it, the
+ * response goes back to the front, then the kernel terminates the request
+ * (its `kernel.terminate` listeners run after the client has the answer)
+ * and the services tagged `kernel.reset` are reset for the next one.
+ */
+final class KernelRunner implements RunnerInterface
+{
+    public function __construct(
+        private readonly HttpKernelInterface $kernel,
+        private readonly \Shmlink\Worker $worker,
+    ) {
+    }
+
+    public function run(): int
+    {
+        while (($call = $this->worker->accept()) !== null) {
+            if (!$call instanceof HttpRequest) {
+                $this->worker->fail(400, 'this worker serves HTTP requests (shmlink pool --http), not plain calls');
+                continue;
+            }
+            $request = HttpFoundation::request($call);
+            // What the request prints goes before the response's body, as
+            // under PHP-FPM: FrameworkBundle's StreamedResponseListener
+            // sends a StreamedResponse from within handle().
+            ob_start();
+            try {
+                $response = $this->kernel->handle($request);
+            } finally {
+                $printed = (string) ob_get_clean();
+            }
+            $this->worker->respond(HttpFoundation::response($response, $printed));
+            if ($this->kernel instanceof TerminableInterface) {
+                $this->kernel->terminate($request, $response);
+            }
+            $this->reset();
+        }
+        return 0;
+    }
+
+    /**
+     * The services tagged `kernel.reset`, reset now rather than at the
+     * next request (the kernel would then too): memory a request used is
+     * given back while the worker waits.
+     */
+    private function reset(): void
+    {
+        if (!$this->kernel instanceof KernelInterface) {
+            return;
+        }
+        $container = $this->kernel->getContainer();
+        if ($container->has('services_resetter')) {
+            $container->get('services_resetter')->reset();
+        }
+        HttpFoundation::forget();
+    }
+}

@@ -5,6 +5,7 @@ declare(strict_types=1);
 
 namespace Shmlink\Runtime\Symfony;
 
+use Shmlink\HttpFoundation\Convert;
 use Shmlink\HttpRequest;
 use Symfony\Component\HttpKernel\HttpKernelInterface;
 use Symfony\Component\HttpKernel\KernelInterface;
@@ -33,7 +34,24 @@ final class KernelRunner implements RunnerInterface
                 $this->worker->fail(400, 'this worker serves HTTP requests (shmlink pool --http), not plain calls');
                 continue;
             }
-            $request = HttpFoundation::request($call);
+            try {
+                $this->serve($call);
+            } finally {
+                $this->reset();
+            }
+        }
+        return 0;
+    }
+
+    /**
+     * One request. What throws past the kernel's own error handling gets a
+     * plain 500 if nothing was sent yet, and the log the reason.
+     */
+    private function serve(HttpRequest $call): void
+    {
+        $answered = false;
+        try {
+            $request = Convert::request($call);
             // What the request prints goes before the response's body, as
             // under PHP-FPM: FrameworkBundle's StreamedResponseListener
             // sends a StreamedResponse from within handle().
@@ -43,13 +61,14 @@ final class KernelRunner implements RunnerInterface
             } finally {
                 $printed = (string) ob_get_clean();
             }
-            $this->worker->respond(HttpFoundation::response($response, $printed));
+            $this->worker->respond(Convert::response($response, $printed));
+            $answered = true;
             if ($this->kernel instanceof TerminableInterface) {
                 $this->kernel->terminate($request, $response);
             }
-            $this->reset();
+        } catch (\Throwable $e) {
+            Convert::failed($this->worker, $call, $e, $answered);
         }
-        return 0;
     }
 
     /**
@@ -66,6 +85,6 @@ final class KernelRunner implements RunnerInterface
         if ($container->has('services_resetter')) {
             $container->get('services_resetter')->reset();
         }
-        HttpFoundation::forget();
+        Convert::forget();
     }
 }

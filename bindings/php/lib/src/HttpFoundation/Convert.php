@@ -3,15 +3,15 @@
 
 declare(strict_types=1);
 
-namespace Shmlink\Runtime\Symfony;
+namespace Shmlink\HttpFoundation;
 
 use Shmlink\HttpRequest;
 use Shmlink\HttpResponse;
 use Symfony\Component\HttpFoundation\Request;
 use Symfony\Component\HttpFoundation\Response;
 
-/** The conversions of the kernel runner. */
-final class HttpFoundation
+/** Requests and responses of HttpFoundation (Symfony's, and Laravel's on top of it). */
+final class Convert
 {
     /**
      * The request as PHP-FPM would give it to `Request::createFromGlobals()`:
@@ -54,6 +54,27 @@ final class HttpFoundation
             $body = (string) ob_get_clean();
         }
         return new HttpResponse($response->getStatusCode(), $printed . $body, $headers);
+    }
+
+    /**
+     * Answers a request whose handling threw past the framework's own error
+     * handling: a plain 500 (unless the response went out already), the
+     * reason on stderr, which the pool logs.
+     */
+    public static function failed(\Shmlink\Worker $worker, HttpRequest $call, \Throwable $e, bool $answered = false): void
+    {
+        fwrite(STDERR, sprintf(
+            "shmlink worker: %s %s: uncaught %s: %s at %s:%d\n",
+            $call->method,
+            $call->uri,
+            $e::class,
+            $e->getMessage(),
+            $e->getFile(),
+            $e->getLine(),
+        ));
+        if (!$answered) {
+            $worker->respond(new HttpResponse(500, "Internal Server Error\n", ['Content-Type' => 'text/plain; charset=UTF-8']));
+        }
     }
 
     /** Clears what the extension filled for the request just answered. */

@@ -38,6 +38,8 @@ foreach (['workers', 'front'] as $httpMode) {
 
     [$status, $headers, $body] = shmlink_http($http, 'GET', '/hello/shmlink');
     echo "$status ", $headers['content-type'][0], " $body\n";
+    [$status, $headers, $body] = shmlink_http($http, 'GET', '/page/twig');
+    echo "$status ", $headers['content-type'][0], ' ', preg_replace('~served \d+~', 'served N', str_replace("\n", ' ', $body)), "\n";
 
     // Booted once per worker; the RequestCounter (kernel.reset) starts at 0 each request.
     $served = [];
@@ -82,6 +84,7 @@ foreach (['workers', 'front'] as $httpMode) {
 --EXPECT--
 == workers
 200 text/plain; charset=UTF-8 Hello, shmlink!
+200 text/html; charset=UTF-8 <!DOCTYPE html> <html><head><title>shmlink</title></head> <body> <h1>Hello, twig!</h1> <ul><li>request 1</li><li>served N</li></ul> </body></html> 
 served counts grow per worker: true
 200 {"method":"POST","path":"\/form","query":{"x":"1"},"form":{"p":"1","q":{"z":"3"}},"cookies":{"c1":"v 1"},"content":"p=1\u0026q[z]=3","x-a":["1, 2"],"files":[],"host":"127.0.0.1:PORT","client":"127.0.0.1"}
 200 {"method":"PUT","path":"\/form","query":[],"form":{"k":"v"},"cookies":[],"content":"k=v","x-a":[],"files":[],"host":"127.0.0.1:PORT","client":"127.0.0.1"}
@@ -95,6 +98,7 @@ terminated after answered
 exit 0
 == front
 200 text/plain; charset=UTF-8 Hello, shmlink!
+200 text/html; charset=UTF-8 <!DOCTYPE html> <html><head><title>shmlink</title></head> <body> <h1>Hello, twig!</h1> <ul><li>request 1</li><li>served N</li></ul> </body></html> 
 served counts grow per worker: true
 200 {"method":"POST","path":"\/form","query":{"x":"1"},"form":{"p":"1","q":{"z":"3"}},"cookies":{"c1":"v 1"},"content":"p=1\u0026q[z]=3","x-a":["1, 2"],"files":[],"host":"127.0.0.1:PORT","client":"127.0.0.1"}
 200 {"method":"PUT","path":"\/form","query":[],"form":{"k":"v"},"cookies":[],"content":"k=v","x-a":[],"files":[],"host":"127.0.0.1:PORT","client":"127.0.0.1"}

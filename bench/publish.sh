@@ -14,7 +14,8 @@ r=bench/results
 for f in latest.md latest.json latest.png scenario-latest.md scenario-latest.json pool-dispatch-latest.md \
   pool-dispatch-latest.json http-latest.md http-latest.json http-latest.png arena-latest.md \
   arena-latest.json arena-latest.png arena-memory-latest.md arena-memory-latest.json python-latest.md go-latest.md \
-  matrix-latest.md matrix-latest.json python-matrix-latest.md pool-prometheus-latest.md; do
+  matrix-latest.md matrix-latest.json python-matrix-latest.md pool-prometheus-latest.md \
+  frameworks-latest.md frameworks-latest.json; do
   [ -s "$r/$f" ] || { echo "publish: $r/$f missing: run ci/main.sh first" >&2; exit 1; }
 done
 for ext in md json png; do cp "$r/latest.$ext" "$r/$name.$ext"; done
@@ -24,6 +25,7 @@ for ext in md json png; do cp "$r/http-latest.$ext" "$r/$name-http.$ext"; done
 for ext in md json png; do cp "$r/arena-latest.$ext" "$r/$name-arena.$ext"; done
 for ext in md json; do cp "$r/arena-memory-latest.$ext" "$r/$name-arena-memory.$ext"; done
 for ext in md json; do cp "$r/matrix-latest.$ext" "$r/$name-matrix.$ext"; done
+for ext in md json; do cp "$r/frameworks-latest.$ext" "$r/$name-frameworks.$ext"; done
 cp "$r/python-latest.md" "$r/$name-python.md"
 cp "$r/python-matrix-latest.md" "$r/$name-python-matrix.md"
 cp "$r/pool-prometheus-latest.md" "$r/$name-pool-prometheus.md"
@@ -117,6 +119,20 @@ conditions() { sed -n '/^- /p;/^## /q' "$1"; }
   cat "$r/$name-http.md"
   echo
   echo "![HTTP requests/s](../bench/results/$name-http.png)"
+  echo
+  echo "### Symfony and Laravel"
+  echo
+  echo "The test apps of \`bindings/php/tests/fixtures\`, built from Debian's packages: Symfony"
+  echo "5.4 (\`/page/bench\`: a controller with two injected services and a Twig template) under"
+  echo "\`Shmlink\\Runtime\\SymfonyRuntime\` with its unchanged \`public/index.php\`, and Laravel 8.83"
+  echo "(\`/api/bench\`: a route, a controller, a JSON response) under \`bin/laravel-worker.php\`,"
+  echo "each with 2 workers serving HTTP themselves, against nginx + PHP-FPM (\`pm = static\`, 2"
+  echo "children, OPcache on) running the same \`public/index.php\`; answers checked equal first."
+  echo "wrk -t1 -c16, one server at a time, interleaved rounds (medians). Command:"
+  echo "\`bench/http/frameworks.sh\` (in \`ci/main.sh\`). Source:"
+  echo "[\`bench/results/$name-frameworks.md\`](../bench/results/$name-frameworks.md)."
+  echo
+  tail -n +3 "$r/$name-frameworks.md"
   echo
   echo "## Transports, wait strategies and sizes, against raw baselines"
   echo

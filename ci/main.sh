@@ -14,7 +14,9 @@
 #      net.UnixConn and shmipc-go -> bench/results/{python,go}-latest.md;
 #   2. the HTTP benchmark (bench/http/run.sh): three PHP apps under
 #      shmlink pool --http, nginx + PHP-FPM and nginx + PHP-FPM + preload,
-#      loaded by wrk -> bench/results/http-latest.{md,json,png};
+#      loaded by wrk -> bench/results/http-latest.{md,json,png}; a Symfony
+#      and a Laravel app under the pool and under nginx + PHP-FPM
+#      (bench/http/frameworks.sh) -> bench/results/frameworks-latest.{md,json};
 #   3. the scenario (bench/scenario/run.sh): the example C++ daemon on shm,
 #      unix and tcp, the PHP client over each, plain PHP sockets and a Redis
 #      broker beside it -> bench/results/scenario-latest.{md,json}, and its
@@ -139,8 +141,11 @@ if [ -z "${SWOOLE_SO:-}" ] && [ -x ../shared/anchors/build-swoole.sh ]; then
 fi
 bench/http/run.sh --out "$out" "${http_args[@]}"
 
+step "HTTP: a Symfony and a Laravel app under shmlink pool --http and nginx + PHP-FPM"
+bench/http/frameworks.sh --out "$out" "${http_args[@]}"
+
 step "the scenario: C++ daemon, PHP client, shm/unix/tcp, raw sockets, Redis, shmlink pool"
 bench/scenario/run.sh --requests "$requests" --out "$out" "${scenario_args[@]}"
 
 step "done"
-echo "results: $out/latest.md $out/latest.json $out/latest.png $out/arena-latest.md $out/arena-memory-latest.md $out/pool-dispatch-latest.md $out/http-latest.md $out/http-latest.png $out/scenario-latest.md $out/scenario-latest.json"
+echo "results: $out/latest.md $out/latest.json $out/latest.png $out/arena-latest.md $out/arena-memory-latest.md $out/pool-dispatch-latest.md $out/http-latest.md $out/http-latest.png $out/frameworks-latest.md $out/scenario-latest.md $out/scenario-latest.json"

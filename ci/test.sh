@@ -75,7 +75,7 @@ ci/main.sh --quick >target/main-quick.log 2>&1 || { tail -n 60 target/main-quick
 for f in latest.json latest.md latest.png scenario-latest.json scenario-latest.md pool-dispatch-latest.md \
   http-latest.md http-latest.json http-latest.png arena-latest.md arena-latest.json arena-latest.png \
   python-latest.md go-latest.md matrix-latest.md matrix-latest.json python-matrix-latest.md \
-  pool-prometheus-latest.md; do
+  pool-prometheus-latest.md frameworks-latest.md frameworks-latest.json; do
   test -s "target/main-quick/$f" || { echo "main --quick wrote no $f" >&2; exit 1; }
 done
 grep -q '"client": "c"' target/main-quick/latest.json
@@ -120,6 +120,12 @@ php -r '$r = json_decode(file_get_contents("target/main-quick/http-latest.json")
   $bad = array_filter($r, fn ($x) => $x["errors"] !== 0);
   if ($missing || $bad) { fwrite(STDERR, "main --quick: HTTP rows missing: " . implode(", ", $missing) . "; with errors: "
     . json_encode(array_values(array_map(fn ($x) => [$x["server"], $x["app"], $x["load"], $x["errors"]], $bad))) . "\n"); exit(1); }'
+# The frameworks: both apps under both servers, no failed request.
+php -r '$a = json_decode(file_get_contents("target/main-quick/frameworks-latest.json"), true)["apps"];
+  foreach (["symfony", "laravel"] as $app) { foreach (["pool", "fpm"] as $s) {
+    $m = $a[$app]["servers"][$s] ?? null;
+    if ($m === null || $m["errors"] !== 0 || $m["rps"] <= 0) { fwrite(STDERR, "main --quick: frameworks $app under $s: "
+      . json_encode($m) . "\n"); exit(1); } } }'
 # The scenario table: every transport and baseline, both sizes, every case.
 for row in 'shm +\| +2048 B \| never' 'unix +\| +128 B \| every 1 ' 'tcp +\| +2048 B \| every 10' \
   'raw unix +\| +128 B' 'raw tcp +\| +2048 B' 'redis broker +\| +128 B \| every 1 ' \

@@ -61,6 +61,8 @@ done
 mkdir -p "$run" "$out"
 # shellcheck source=ci/lib/procs.sh
 source "$root/ci/lib/procs.sh"
+# shellcheck source=bench/http/lib.sh
+source "$root/bench/http/lib.sh"
 
 swoole=()
 if [ -n "${SWOOLE_SO:-}" ]; then
@@ -93,10 +95,6 @@ trap 'exit 143' TERM
 
 php "$apps/heavy/generate.php" >/dev/null
 cc -O2 -o "$run/floor" "$root/bench/http/floor.c"
-free_port() {
-  php -n -r '$s = stream_socket_server("tcp://127.0.0.1:0"); $n = stream_socket_get_name($s, false);
-             echo substr($n, strrpos($n, ":") + 1);'
-}
 declare -A port
 for s in "${servers_pids[@]}"; do port[$s]=$(free_port); done
 hz=$(getconf CLK_TCK)
@@ -216,14 +214,6 @@ answer_of() {
   sha256sum <"$run/body" | cut -d' ' -f1
 }
 
-descendants() {
-  local k
-  for k in $(cat /proc/"$1"/task/*/children 2>/dev/null); do
-    echo "$k"
-    descendants "$k"
-  done
-}
-
 # The pids of server $1's front processes (F) or workers (W): the workers
 # are the processes that run the application (the pool's children,
 # Swoole's leaf processes, PHP-FPM's children); the front, the others.
@@ -245,33 +235,6 @@ group() {
       done ;;
   esac
   echo "${pids[@]}"
-}
-
-# CPU ticks (user + system) of the pids given.
-ticks() {
-  local t=0 p s
-  for p in "$@"; do
-    s=$(cat "/proc/$p/stat" 2>/dev/null) || continue
-    s=${s##*) }
-    # shellcheck disable=SC2086
-    set -- $s
-    t=$((t + ${12} + ${13}))
-  done
-  echo "$t"
-}
-
-# CPU time of this shell's children that were waited for (wrk), in ms,
-# into the variable named $1: `times`' second line, read without starting
-# a process (whose own time would count).
-children_ms() {
-  local line t=0 m
-  times >"$run/times"
-  { read -r line; read -r line; } <"$run/times"
-  for m in $line; do
-    [[ $m =~ ^([0-9]+)m([0-9]+)\.([0-9]{3})s$ ]] || continue
-    t=$((t + 10#${BASH_REMATCH[1]} * 60000 + 10#${BASH_REMATCH[2]} * 1000 + 10#${BASH_REMATCH[3]}))
-  done
-  printf -v "$1" '%s' "$t"
 }
 
 # The workers' own HTTP path (pool, workers serving HTTP): ns and samples.

@@ -1,0 +1,67 @@
+<?php
+// The table of bench/http/frameworks.sh: per application, the pool and
+// PHP-FPM (medians of the rounds), the ratio against the goal of 10x.
+//   php frameworks-report.php RESULTS.jsonl OUT_PREFIX "how it was run"
+// Writes OUT_PREFIX.md and OUT_PREFIX.json; prints the table.
+
+declare(strict_types=1);
+
+[, $in, $prefix, $how] = $argv + [null, null, null, ''];
+if ($in === null || $prefix === null) {
+    fwrite(STDERR, "usage: frameworks-report.php RESULTS.jsonl OUT_PREFIX HOW\n");
+    exit(2);
+}
+$rows = [];
+foreach (file($in, FILE_IGNORE_NEW_LINES | FILE_SKIP_EMPTY_LINES) as $line) {
+    $r = json_decode($line, true, flags: JSON_THROW_ON_ERROR);
+    $w = $r['wrk'];
+    $n = max(1, $w['requests']);
+    $rows[$r['app']][$r['server']][] = [
+        'rps' => $w['requests'] / $w['duration_us'] * 1e6,
+        'p50_ms' => $w['p50_us'] / 1e3,
+        'p99_ms' => $w['p99_us'] / 1e3,
+        'errors' => $w['connect_errors'] + $w['read_errors'] + $w['write_errors'] + $w['status_errors'] + $w['timeouts'],
+        'server_cpu_us' => $r['cpu_ms']['server'] * 1e3 / $n,
+        'load_cpu_us' => $r['cpu_ms']['load'] * 1e3 / $n,
+    ];
+}
+
+function median(array $xs): float
+{
+    sort($xs);
+    $n = count($xs);
+    return $n % 2 ? $xs[intdiv($n, 2)] : ($xs[$n / 2 - 1] + $xs[$n / 2]) / 2;
+}
+
+$pages = ['symfony' => 'Symfony 5.4: /page/bench (2 services, Twig)', 'laravel' => 'Laravel 8.83: /api/bench (route, controller, JSON)'];
+$names = ['pool' => 'shmlink pool --http (2 workers)', 'fpm' => 'nginx + PHP-FPM (2 children, OPcache)'];
+$out = ['how' => $how, 'goal' => 'pool req/s >= 10x FPM', 'apps' => []];
+$md = "| app | server | req/s | p50 ms | p99 ms | errors | server CPU µs/req | wrk CPU µs/req | pool ÷ FPM | goal ≥ 10 |\n"
+    . "|---|---|---:|---:|---:|---:|---:|---:|---:|---|\n";
+foreach ($rows as $app => $servers) {
+    $med = [];
+    foreach ($servers as $server => $runs) {
+        $m = [];
+        foreach (array_keys($runs[0]) as $k) {
+            $m[$k] = $k === 'errors' ? array_sum(array_column($runs, $k)) : median(array_column($runs, $k));
+        }
+        $med[$server] = $m;
+    }
+    $ratio = isset($med['pool'], $med['fpm']) && $med['fpm']['rps'] > 0 ? $med['pool']['rps'] / $med['fpm']['rps'] : null;
+    $out['apps'][$app] = ['page' => $pages[$app] ?? $app, 'servers' => $med, 'ratio' => $ratio];
+    foreach (['pool', 'fpm'] as $server) {
+        if (!isset($med[$server])) {
+            continue;
+        }
+        $m = $med[$server];
+        $last = $server === 'pool' && $ratio !== null
+            ? sprintf('%.1f | %s', $ratio, $ratio >= 10 ? 'PASS' : 'MISS') : ' | ';
+        $md .= sprintf("| %s | %s | %.0f | %.2f | %.2f | %d | %.0f | %.0f | %s |\n",
+            $pages[$app] ?? $app, $names[$server], $m['rps'], $m['p50_ms'], $m['p99_ms'], $m['errors'],
+            $m['server_cpu_us'], $m['load_cpu_us'], $last);
+    }
+}
+$md = "Frameworks under shmlink pool --http against nginx + PHP-FPM ($how)\n\n" . $md;
+file_put_contents("$prefix.md", $md);
+file_put_contents("$prefix.json", json_encode($out, JSON_PRETTY_PRINT | JSON_UNESCAPED_UNICODE | JSON_UNESCAPED_SLASHES) . "\n");
+echo $md;

@@ -1,0 +1,223 @@
+#!/usr/bin/env bash
+# The framework benchmark (docs/benchmarks.md, "Symfony and Laravel"): two
+# applications built from Debian's packages (the test apps of
+# bindings/php/tests/fixtures):
+#   - Symfony 5.4: GET /page/bench, a controller with two injected services
+#     rendering a Twig template;
+#   - Laravel 8.83: GET /api/bench, a route, a controller, a JSON response;
+# each under
+#   - shmlink pool --http, 2 PHP workers serving HTTP themselves (Symfony
+#     through Shmlink\Runtime\SymfonyRuntime and its unchanged
+#     public/index.php, Laravel through bin/laravel-worker.php);
+#   - nginx + PHP-FPM (pm = static, 2 children, OPcache on, timestamps not
+#     checked), running the same public/index.php;
+# loaded by wrk -t1 -c16 on loopback, in interleaved rounds (medians). Every
+# answer is checked first (status, content type, and the body with digits
+# masked: the Symfony page counts requests). Beside requests/s, p50, p99 and
+# errors: CPU per request of the server's processes and of wrk, from /proc.
+# Goal (issue 35): the pool at >= 10x FPM's requests/s on each app.
+#
+#   bench/http/frameworks.sh [--duration SECONDS] [--rounds N] [--out DIR] [--quick]
+#
+# Defaults: 3 s a row, 3 rounds, results in bench/results/frameworks-latest.
+# {md,json}. --quick: 1 s, 1 round. Expects ci/main.sh's build
+# (target/release/shmlink, bindings/php/modules/shmlink.so) and ci/setup.sh's
+# packages; installs nothing. State in target/frameworks-bench (what an
+# earlier run left there is stopped first).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+root=$(pwd)
+duration=3
+rounds=3
+out=$root/bench/results
+while [ $# -gt 0 ]; do
+  case $1 in
+    --duration) duration=${2:?--duration needs seconds}; shift 2 ;;
+    --rounds) rounds=${2:?--rounds needs a number}; shift 2 ;;
+    --out) out=${2:?--out needs a directory}; shift 2 ;;
+    --quick) duration=1; rounds=1; shift ;;
+    *) echo "frameworks bench: unknown argument $1 (bench/http/frameworks.sh [--duration S] [--rounds N] [--out DIR] [--quick])" >&2; exit 2 ;;
+  esac
+done
+run=$root/target/frameworks-bench
+shmlink=$root/target/release/shmlink
+module=$root/bindings/php/modules/shmlink.so
+lib=$root/bindings/php/lib
+fixtures=$root/bindings/php/tests/fixtures
+fail() { echo "frameworks bench: $*" >&2; exit 1; }
+[ -x "$shmlink" ] || fail "$shmlink is not built (cargo build --release)"
+[ -f "$module" ] || fail "$module is not built (ci/php-build.sh)"
+for c in wrk nginx php-fpm8.2 curl; do
+  command -v "$c" >/dev/null || fail "$c is not installed (ci/setup.sh installs it)"
+done
+for f in /usr/share/php/Symfony/Bundle/TwigBundle/autoload.php /usr/share/php/Illuminate/autoload.php; do
+  [ -f "$f" ] || fail "$f is missing (ci/setup.sh installs the framework packages)"
+done
+mkdir -p "$run" "$out"
+# shellcheck source=ci/lib/procs.sh
+source "$root/ci/lib/procs.sh"
+# shellcheck source=bench/http/lib.sh
+source "$root/bench/http/lib.sh"
+
+stop_all() {
+  stop_pidfile "$run/nginx.pid" nginx
+  stop_pidfile "$run/fpm.pid" php-fpm
+  stop_pidfile "$run/pool.pid" "shmlink pool"
+  rm -f "$run"/*.sock
+}
+stop_all
+trap stop_all EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# The applications, as a Composer install would lay them out.
+rm -rf "$run/symfony" "$run/laravel"
+cp -r "$fixtures/symfony-app" "$run/symfony"
+cp -r "$fixtures/laravel-app" "$run/laravel"
+php -r '$t = file_get_contents("/usr/share/php/Symfony/Component/Runtime/Internal/autoload_runtime.template");
+        file_put_contents($argv[1] . "/vendor/autoload_runtime.php", strtr($t, [
+            "%runtime_class%" => var_export("Symfony\\Component\\Runtime\\SymfonyRuntime", true),
+            "%runtime_options%" => var_export(["project_dir" => $argv[1]], true)]));' "$run/symfony"
+export SHMLINK_PHP_LIB=$lib APP_ENV=prod APP_DEBUG=0
+declare -A target=([symfony]=/page/bench [laravel]=/api/bench)
+hz=$(getconf CLK_TCK)
+results=$run/results.jsonl
+: >"$results"
+pool_port=$(free_port)
+fpm_port=$(free_port)
+answers() { poll_until 30 curl -sf -o /dev/null "http://127.0.0.1:$1$2"; }
+
+start_pool() {
+  local app=$1 cmd
+  if [ "$app" = symfony ]; then
+    cmd=("$run/symfony/public/index.php")
+  else
+    cmd=("$lib/bin/laravel-worker.php" "$run/laravel")
+  fi
+  APP_RUNTIME='Shmlink\Runtime\SymfonyRuntime' "$shmlink" pool --http "127.0.0.1:$pool_port" --workers 2 \
+    -- php -d extension="$module" -d opcache.enable_cli=1 -d memory_limit=512M "${cmd[@]}" \
+    </dev/null >"$run/pool.log" 2>&1 &
+  echo $! >"$run/pool.pid"
+  answers "$pool_port" "${target[$app]}" || fail "shmlink pool ($app) does not answer: $(tail -n 5 "$run/pool.log")"
+}
+
+start_fpm() {
+  local app=$1
+  cat >"$run/fpm.conf" <<CONF
+[global]
+pid = $run/fpm.master.pid
+error_log = $run/fpm.log
+daemonize = no
+[www]
+listen = $run/fpm.sock
+listen.mode = 0666
+pm = static
+pm.max_children = 2
+clear_env = no
+php_admin_value[opcache.enable] = 1
+php_admin_value[opcache.validate_timestamps] = 0
+php_admin_value[memory_limit] = 512M
+CONF
+  php-fpm8.2 -R -F -y "$run/fpm.conf" </dev/null >>"$run/fpm.log" 2>&1 &
+  echo $! >"$run/fpm.pid"
+  poll_until 20 test -S "$run/fpm.sock" || fail "php-fpm did not start: $(tail -n 5 "$run/fpm.log")"
+  cat >"$run/nginx.conf" <<CONF
+worker_processes auto;
+pid $run/nginx.master.pid;
+error_log $run/nginx.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path $run/nginx-body;
+  fastcgi_temp_path $run/nginx-fastcgi;
+  proxy_temp_path $run/nginx-proxy;
+  uwsgi_temp_path $run/nginx-uwsgi;
+  scgi_temp_path $run/nginx-scgi;
+  server {
+    listen 127.0.0.1:$fpm_port;
+    location / {
+      include /etc/nginx/fastcgi_params;
+      fastcgi_param SCRIPT_FILENAME $run/$app/public/index.php;
+      fastcgi_param SCRIPT_NAME /index.php;
+      fastcgi_pass unix:$run/fpm.sock;
+    }
+  }
+}
+CONF
+  nginx -p "$run" -c "$run/nginx.conf" -g 'daemon off;' </dev/null >>"$run/nginx.log" 2>&1 &
+  echo $! >"$run/nginx.pid"
+  answers "$fpm_port" "${target[$app]}" || fail "nginx + php-fpm ($app) do not answer: $(tail -n 5 "$run/nginx.log" "$run/fpm.log")"
+}
+
+stop_server() {
+  case $1 in
+    fpm) stop_pidfile "$run/nginx.pid" nginx; stop_pidfile "$run/fpm.pid" php-fpm ;;
+    pool) stop_pidfile "$run/pool.pid" "shmlink pool" ;;
+  esac
+}
+
+port_of() { if [ "$1" = pool ]; then echo "$pool_port"; else echo "$fpm_port"; fi; }
+
+# Status, content type and body (digits masked) of server $1's answer to $2.
+answer_of() {
+  curl -s -D - -o "$run/body" "http://127.0.0.1:$(port_of "$1")$2" | tr -d '\r' |
+    awk 'NR == 1 {print $2} tolower($1) == "content-type:" {sub(/^[^:]*: */, ""); print}'
+  tr '0-9' 'N' <"$run/body"
+}
+
+server_pids() {
+  local top
+  if [ "$1" = pool ]; then
+    top=$(cat "$run/pool.pid")
+    echo "$top" $(descendants "$top")
+  else
+    local nginx fpm
+    nginx=$(cat "$run/nginx.pid")
+    fpm=$(cat "$run/fpm.pid")
+    echo "$nginx" $(descendants "$nginx") "$fpm" $(descendants "$fpm")
+  fi
+}
+
+# measure SERVER APP ROUND
+measure() {
+  local server=$1 app=$2 round=$3 pids c0 c1 l0 l1 json
+  pids=$(server_pids "$server")
+  # shellcheck disable=SC2086
+  c0=$(ticks $pids)
+  children_ms l0
+  json=$(wrk -t1 -c16 -d"${duration}s" -s "$root/bench/http/report.lua" "http://127.0.0.1:$(port_of "$server")${target[$app]}" | tail -n 1)
+  children_ms l1
+  # shellcheck disable=SC2086
+  c1=$(ticks $pids)
+  printf '{"server":"%s","app":"%s","round":%s,"cpu_ms":{"server":%s,"load":%s},"wrk":%s}\n' \
+    "$server" "$app" "$round" "$(((c1 - c0) * 1000 / hz))" "$((l1 - l0))" "$json" >>"$results"
+  echo "frameworks bench: $server $app round $round: $(php -r '$w = json_decode($argv[1], true); printf("%.0f req/s, p50 %.2f ms, p99 %.2f ms, errors %d",
+    $w["requests"] / $w["duration_us"] * 1e6, $w["p50_us"] / 1e3, $w["p99_us"] / 1e3,
+    $w["connect_errors"] + $w["read_errors"] + $w["write_errors"] + $w["status_errors"] + $w["timeouts"]);' "$json")"
+}
+
+warm() { wrk -t1 -c16 -d1s "http://127.0.0.1:$(port_of "$1")$2" >/dev/null; }
+
+# One server at a time (both would share the 2 CPUs), alternating by round.
+for app in symfony laravel; do
+  start_pool "$app"
+  answer_of pool "${target[$app]}" >"$run/pool.answer"
+  stop_server pool
+  start_fpm "$app"
+  answer_of fpm "${target[$app]}" >"$run/fpm.answer"
+  stop_server fpm
+  cmp -s "$run/pool.answer" "$run/fpm.answer" ||
+    fail "$app: the pool and PHP-FPM answer ${target[$app]} differently: $(diff "$run/pool.answer" "$run/fpm.answer" | head -n 6)"
+  head -n 1 "$run/pool.answer" | grep -qx 200 || fail "$app: ${target[$app]} answers $(head -n 1 "$run/pool.answer")"
+  for round in $(seq "$rounds"); do
+    for server in pool fpm; do
+      if [ "$server" = pool ]; then start_pool "$app"; else start_fpm "$app"; fi
+      warm "$server" "${target[$app]}"
+      measure "$server" "$app" "$round"
+      stop_server "$server"
+    done
+  done
+done
+
+php "$root/bench/http/frameworks-report.php" "$results" "$out/frameworks-latest" \
+  "wrk -t1 -c16 -d${duration}s, $rounds rounds (medians)"

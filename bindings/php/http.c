@@ -169,6 +169,10 @@ static void encode(smart_str *out, zend_long status, zend_string *body, HashTabl
   put_str(out, ZSTR_VAL(body), ZSTR_LEN(body));
 }
 
+void php_shmlink_http_encode_status(zend_long status, zend_string *body, smart_str *out) {
+  encode(out, status, body, NULL);
+}
+
 bool php_shmlink_http_encode(zval *answer, smart_str *out) {
   if (Z_TYPE_P(answer) == IS_STRING) {
     encode(out, 200, Z_STR_P(answer), NULL);

@@ -35,6 +35,10 @@ bool php_shmlink_http_request(const uint8_t *bytes, size_t len, zval *out, char 
  * a Shmlink\HttpResponse. False (out untouched) for anything else. */
 bool php_shmlink_http_encode(zval *answer, smart_str *out);
 
+/* Encodes a response of `status` with `body` and no header of its own
+ * (text/html; charset=UTF-8). */
+void php_shmlink_http_encode_status(zend_long status, zend_string *body, smart_str *out);
+
 /* http_globals.c: fills the superglobals from a request object. */
 void php_shmlink_http_globals(zend_object *request);
 void php_shmlink_http_globals_shutdown(void);

@@ -2,6 +2,8 @@
  * loop runs on the PHP thread and waits on the ring directly: a call costs
  * what a client's call costs, with no hand-off between threads. */
 
+#include <SAPI.h>
+
 #include "http.h"
 
 typedef struct {
@@ -183,6 +185,42 @@ static bool fail_with_exception(shmlink_worker *w) {
   return ok;
 }
 
+/* exit() in the handler of an HTTP call: the client gets what the request
+ * printed so far, from every output buffer it left open (outermost
+ * first), with the status http_response_code() set (200 when none), as
+ * PHP-FPM would send it; the buffers are discarded, so nothing reaches the
+ * worker's stdout. The worker then ends with the script, and the pool
+ * starts another. */
+static void answer_exit(shmlink_worker *w) {
+  int levels = php_output_get_level();
+  zend_string **parts = levels > 0 ? safe_emalloc((size_t)levels, sizeof(zend_string *), 0) : NULL;
+  for (int i = levels - 1; i >= 0; i--) {
+    zval part;
+    parts[i] = php_output_get_contents(&part) == SUCCESS && Z_TYPE(part) == IS_STRING
+                   ? Z_STR(part)
+                   : ZSTR_EMPTY_ALLOC();
+    php_output_discard();
+  }
+  smart_str body = {0};
+  for (int i = 0; i < levels; i++) {
+    smart_str_append(&body, parts[i]);
+    zend_string_release(parts[i]);
+  }
+  if (parts != NULL) {
+    efree(parts);
+  }
+  smart_str_0(&body);
+  zend_string *text = body.s != NULL ? body.s : ZSTR_EMPTY_ALLOC();
+  int code = SG(sapi_headers).http_response_code;
+  smart_str out = {0};
+  php_shmlink_http_encode_status(code >= 100 && code <= 999 ? code : 200, text, &out);
+  smart_str_0(&out);
+  /* No exception on failure: exit()'s unwinding is under way. */
+  (void)shmlink_worker_respond(w, (const uint8_t *)ZSTR_VAL(out.s), ZSTR_LEN(out.s));
+  smart_str_free(&out);
+  zend_string_release(text);
+}
+
 ZEND_METHOD(Shmlink_Worker, run) {
   zend_fcall_info fci;
   zend_fcall_info_cache fcc;
@@ -213,6 +251,9 @@ ZEND_METHOD(Shmlink_Worker, run) {
     if (EG(exception) != NULL) {
       if (zend_is_unwind_exit(EG(exception)) || zend_is_graceful_exit(EG(exception))) {
         zval_ptr_dtor(&result);
+        if (http) {
+          answer_exit(w);
+        }
         return; /* exit() in the handler: let it end the script */
       }
       ok = fail_with_exception(w);

@@ -181,7 +181,9 @@ impl Dispatch {
         let timeout = self.inner.opts.call_timeout;
         let result = sent.and_then(|()| answer_of(&mut lease.client, started, timeout));
         match result {
-            Err(e @ Error::PeerGone { .. }) if lease.client.request_unread() => {
+            Err(e @ (Error::PeerGone { .. } | Error::Closed { .. }))
+                if lease.client.request_unread() =>
+            {
                 self.inner.say(&format!(
                     "worker {} died before reading a call ({e}); the call goes to another worker",
                     lease.pid
@@ -203,12 +205,13 @@ impl Dispatch {
                 None => shared.acquire(self.terms())?,
             };
             match exchange(&mut lease.client, request, opts.call_timeout) {
-                Err(e @ Error::PeerGone { .. })
+                Err(e @ (Error::PeerGone { .. } | Error::Closed { .. }))
                     if attempts < MAX_ATTEMPTS && lease.client.request_unread() =>
                 {
-                    // It died before reading the call (an idle worker
-                    // killed, say): the call never ran, so another worker
-                    // takes it.
+                    // It died, or ended its session, before reading the
+                    // call (an idle worker killed, a worker whose script
+                    // called exit() after its last answer): the call never
+                    // ran, so another worker takes it.
                     self.inner.say(&format!(
                         "worker {} died before reading a call ({e}); the call goes to another worker",
                         lease.pid

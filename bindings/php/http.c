@@ -169,27 +169,53 @@ static void encode(smart_str *out, zend_long status, zend_string *body, HashTabl
   put_str(out, ZSTR_VAL(body), ZSTR_LEN(body));
 }
 
-void php_shmlink_http_encode_status(zend_long status, zend_string *body, smart_str *out) {
-  encode(out, status, body, NULL);
+/* Whether `headers` has `name`, in any case. */
+static bool has_header(HashTable *headers, zend_string *name) {
+  zend_string *key;
+  ZEND_HASH_FOREACH_STR_KEY(headers, key) {
+    if (key != NULL && zend_string_equals_ci(key, name)) {
+      return true;
+    }
+  }
+  ZEND_HASH_FOREACH_END();
+  return false;
 }
 
 bool php_shmlink_http_encode(zval *answer, smart_str *out) {
+  /* What header() and http_response_code() set during the call: under a
+   * string answer's default status and type; an HttpResponse's own status
+   * and headers win over them. */
+  HashTable set;
+  zend_hash_init(&set, 8, NULL, ZVAL_PTR_DTOR, 0);
+  int code = php_shmlink_http_headers_take(&set);
+  bool ok = false;
   if (Z_TYPE_P(answer) == IS_STRING) {
-    encode(out, 200, Z_STR_P(answer), NULL);
-    return true;
+    encode(out, code != 0 ? code : 200, Z_STR_P(answer), &set);
+    ok = true;
+  } else if (Z_TYPE_P(answer) == IS_OBJECT && Z_OBJCE_P(answer) == php_shmlink_http_response_ce) {
+    zend_object *obj = Z_OBJ_P(answer);
+    zval *status = OBJ_PROP_NUM(obj, HTTP_RESP_STATUS);
+    zval *body = OBJ_PROP_NUM(obj, HTTP_RESP_BODY);
+    zval *headers = OBJ_PROP_NUM(obj, HTTP_RESP_HEADERS);
+    if (Z_TYPE_P(status) == IS_LONG && Z_TYPE_P(body) == IS_STRING &&
+        Z_TYPE_P(headers) == IS_ARRAY) { /* else: not constructed */
+      HashTable *all = zend_array_dup(Z_ARRVAL_P(headers));
+      zend_string *name;
+      zval *values;
+      ZEND_HASH_FOREACH_STR_KEY_VAL(&set, name, values) {
+        if (!has_header(Z_ARRVAL_P(headers), name)) {
+          Z_TRY_ADDREF_P(values);
+          zend_hash_update(all, name, values);
+        }
+      }
+      ZEND_HASH_FOREACH_END();
+      encode(out, Z_LVAL_P(status), Z_STR_P(body), all);
+      zend_array_release(all);
+      ok = true;
+    }
   }
-  if (Z_TYPE_P(answer) != IS_OBJECT || Z_OBJCE_P(answer) != php_shmlink_http_response_ce) {
-    return false;
-  }
-  zend_object *obj = Z_OBJ_P(answer);
-  zval *status = OBJ_PROP_NUM(obj, HTTP_RESP_STATUS);
-  zval *body = OBJ_PROP_NUM(obj, HTTP_RESP_BODY);
-  zval *headers = OBJ_PROP_NUM(obj, HTTP_RESP_HEADERS);
-  if (Z_TYPE_P(status) != IS_LONG || Z_TYPE_P(body) != IS_STRING || Z_TYPE_P(headers) != IS_ARRAY) {
-    return false; /* not constructed */
-  }
-  encode(out, Z_LVAL_P(status), Z_STR_P(body), Z_ARRVAL_P(headers));
-  return true;
+  zend_hash_destroy(&set);
+  return ok;
 }
 
 ZEND_METHOD(Shmlink_HttpRequest, __construct) { ZEND_PARSE_PARAMETERS_NONE(); }

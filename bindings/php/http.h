@@ -32,12 +32,18 @@ bool php_shmlink_http_request(const uint8_t *bytes, size_t len, zval *out, char 
                               size_t errlen);
 
 /* Encodes a handler's answer to an HTTP call: a string (200, text/html) or
- * a Shmlink\HttpResponse. False (out untouched) for anything else. */
+ * a Shmlink\HttpResponse, with what header(), setcookie() and
+ * http_response_code() set during the call (which it clears). False (out
+ * untouched) for anything else. */
 bool php_shmlink_http_encode(zval *answer, smart_str *out);
 
-/* Encodes a response of `status` with `body` and no header of its own
- * (text/html; charset=UTF-8). */
-void php_shmlink_http_encode_status(zend_long status, zend_string *body, smart_str *out);
+/* http_headers.c: header(), setcookie() and http_response_code() during an
+ * HTTP call. _begin at each call clears what the previous one set; _take
+ * moves the headers set into `into` (name => list of values) and returns
+ * the status set (0 when none), clearing both. */
+void php_shmlink_http_headers_begin(void);
+int php_shmlink_http_headers_take(HashTable *into);
+void php_shmlink_http_headers_shutdown(void);
 
 /* http_globals.c: fills the superglobals from a request object. */
 void php_shmlink_http_globals(zend_object *request);

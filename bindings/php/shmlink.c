@@ -89,6 +89,7 @@ static PHP_MSHUTDOWN_FUNCTION(shmlink) {
 
 static PHP_RSHUTDOWN_FUNCTION(shmlink) {
   php_shmlink_http_globals_shutdown();
+  php_shmlink_http_headers_shutdown();
   return SUCCESS;
 }
 

@@ -134,6 +134,7 @@ static bool accept_call(shmlink_worker *w, zval *out, bool *stopped, bool *http)
     }
     char err[160];
     if (php_shmlink_http_request(request, len, out, err, sizeof err)) {
+      php_shmlink_http_headers_begin();
       return true;
     }
     if (!answered(shmlink_worker_fail(w, SHMLINK_REMOTE_HANDLER_EXCEPTION, err))) {
@@ -210,15 +211,15 @@ static void answer_exit(shmlink_worker *w) {
     efree(parts);
   }
   smart_str_0(&body);
-  zend_string *text = body.s != NULL ? body.s : ZSTR_EMPTY_ALLOC();
-  int code = SG(sapi_headers).http_response_code;
+  zval text;
+  ZVAL_STR(&text, body.s != NULL ? body.s : ZSTR_EMPTY_ALLOC());
   smart_str out = {0};
-  php_shmlink_http_encode_status(code >= 100 && code <= 999 ? code : 200, text, &out);
+  php_shmlink_http_encode(&text, &out); /* with header() and http_response_code() */
   smart_str_0(&out);
   /* No exception on failure: exit()'s unwinding is under way. */
   (void)shmlink_worker_respond(w, (const uint8_t *)ZSTR_VAL(out.s), ZSTR_LEN(out.s));
   smart_str_free(&out);
-  zend_string_release(text);
+  zval_ptr_dtor(&text);
 }
 
 ZEND_METHOD(Shmlink_Worker, run) {

@@ -104,9 +104,10 @@ foreach ([['workers', 'run', '0'], ['workers', 'accept/respond', '1'], ['front',
     if ($httpMode === 'front') {
         echo (new Shmlink\Client($pool->addresses['shm']))->call('x'), "\n";
     }
-    $log = $pool->log();
-    echo "logged: ", var_export(str_contains($log, 'the handler returned int, expected string or Shmlink\HttpResponse')
-        && str_contains($log, 'RuntimeException: boom'), true), "\n";
+    // The workers' output reaches the pool's log through a pipe, a moment later.
+    $logged = fn () => str_contains($log = $pool->log(), 'the handler returned int, expected string or Shmlink\HttpResponse')
+        && str_contains($log, 'RuntimeException: boom') ? true : null;
+    echo "logged: ", var_export(shmlink_wait_until($logged, 'the log lines'), true), "\n";
     echo "exit ", $pool->stop(), "\n";
 }
 ?>

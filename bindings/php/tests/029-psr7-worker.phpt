@@ -78,7 +78,9 @@ foreach ([['nyholm', 'workers'], ['guzzle', 'front']] as [$psr7, $httpMode]) {
     echo "/throw: $status ", trim($body), "\n";
     [$status, , $body] = shmlink_http($http, 'GET', '/after');
     echo "/after: $status ", json_decode($body, true)['uri'], "\n";
-    echo "logged: ", var_export(str_contains($pool->log(), 'uncaught DomainException: boom'), true), "\n";
+    // The workers' output reaches the pool's log through a pipe, a moment later.
+    echo "logged: ", var_export(shmlink_wait_until(
+        fn () => str_contains($pool->log(), 'uncaught DomainException: boom') ?: null, 'the log line'), true), "\n";
     echo "exit ", $pool->stop(), "\n";
 }
 ?>

@@ -1,5 +1,5 @@
 --TEST--
-A PHP worker serving HTTP calls under valgrind (memcheck): the request decoding, HttpResponse encoding, globals() with query, cookies, urlencoded and multipart bodies, bad results and exceptions leak nothing and touch no invalid memory
+A PHP worker serving HTTP calls under valgrind (memcheck): the request decoding, HttpResponse encoding, globals() with query, cookies, urlencoded and multipart bodies, bad results, exceptions and header()/setcookie() leak nothing and touch no invalid memory
 --EXTENSIONS--
 shmlink
 pcntl
@@ -25,6 +25,15 @@ $script = <<<'PHP'
     if ($req->path === '/throw') {
         throw new RuntimeException('thrown');
     }
+    if ($req->path === '/headers') {
+        header('X-H: 1');
+        header('X-H: 2', false);
+        header('X-Gone: 1');
+        header_remove('X-Gone');
+        setcookie('c', 'v');
+        http_response_code(203);
+        return $req->path === '/headers' ? 'with headers' : new Shmlink\HttpResponse(200);
+    }
     return new Shmlink\HttpResponse(201, json_encode([$_GET, $_POST, $_COOKIE, array_keys($_FILES),
         $req->header('x-a'), $req->headers]), ['X-A' => 'b', 'Set-Cookie' => ['a=1', 'b=2']]);
 });
@@ -45,6 +54,7 @@ for ($round = 0; $round < 3; $round++) {
     $statuses[] = shmlink_http($http, 'POST', '/m', $form, ["Content-Type: multipart/form-data; boundary=$b"])[0];
     $statuses[] = shmlink_http($http, 'GET', '/bad')[0];
     $statuses[] = shmlink_http($http, 'GET', '/throw')[0];
+    $statuses[] = shmlink_http($http, 'GET', '/headers')[0];
 }
 echo implode(' ', array_unique($statuses)), "\n";
 echo "pool exit ", $pool->stop(), "\n";
@@ -55,7 +65,7 @@ echo preg_match('/ERROR SUMMARY: 0 errors/', $log) ? "no memory errors\n" : $log
 echo preg_match('/definitely lost: 0 bytes|no leaks are possible/', $log) ? "no leaks\n" : $log;
 ?>
 --EXPECT--
-200 201 500
+200 201 500 203
 pool exit 0
 1 memcheck log
 no memory errors

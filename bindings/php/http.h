@@ -38,7 +38,8 @@ bool php_shmlink_http_request(const uint8_t *bytes, size_t len, zval *out, char 
 bool php_shmlink_http_encode(zval *answer, smart_str *out);
 
 /* http_headers.c: header(), setcookie() and http_response_code() during an
- * HTTP call. _begin at each call clears what the previous one set; _take
+ * HTTP call. _begin at each call clears what the previous one set (and the
+ * output buffers it left open); _take
  * moves the headers set into `into` (name => list of values) and returns
  * the status set (0 when none), clearing both. */
 void php_shmlink_http_headers_begin(void);

@@ -1,9 +1,11 @@
-/* shmlink PHP extension: header(), setcookie() and http_response_code() in
- * a worker's HTTP call. The CLI SAPI discards header(); while a worker
- * handles an HTTP call, the extension's own header handler keeps them in
- * SAPI's list instead, and the answer carries them (see http.c): what a
- * classic script sets reaches its client as under PHP-FPM, and nothing of
- * one call is left for the next. */
+/* shmlink PHP extension: what a worker's HTTP call leaves in PHP's SAPI
+ * and output layers. header(), setcookie() and http_response_code(): the
+ * CLI SAPI discards header(); while a worker handles an HTTP call, the
+ * extension's own header handler keeps them in SAPI's list instead, and
+ * the answer carries them (see http.c). Output buffers a call left open
+ * are discarded when the next call begins. What a classic script sets
+ * reaches its client as under PHP-FPM, and nothing of one call is left
+ * for the next. */
 
 #include <SAPI.h>
 
@@ -12,6 +14,8 @@
 static int (*cli_header_handler)(sapi_header_struct *, sapi_header_op_enum,
                                  sapi_headers_struct *) = NULL;
 static bool installed = false;
+/* The output buffering level outside any call (the script's own). */
+static int base_level = 0;
 
 /* Keeps every header (SAPI then applies replace and remove itself). */
 static int keep_header(sapi_header_struct *h, sapi_header_op_enum op, sapi_headers_struct *s) {
@@ -26,6 +30,11 @@ void php_shmlink_http_headers_begin(void) {
     cli_header_handler = sapi_module.header_handler;
     sapi_module.header_handler = keep_header;
     installed = true;
+    base_level = php_output_get_level();
+  }
+  /* Output buffers the previous call left open go, with what they hold. */
+  while (php_output_get_level() > base_level) {
+    php_output_discard();
   }
   zend_llist_clean(&SG(sapi_headers).headers);
   SG(sapi_headers).http_response_code = 0;

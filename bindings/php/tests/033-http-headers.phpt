@@ -1,5 +1,5 @@
 --TEST--
-header(), setcookie(), header_remove() and http_response_code() in an HTTP worker: the answer carries them (a returned Shmlink\HttpResponse's own status and headers win), and nothing of one request reaches the next
+header(), setcookie(), header_remove() and http_response_code() in an HTTP worker: the answer carries them (a returned Shmlink\HttpResponse's own status and headers win), and nothing of one request reaches the next, output buffers left open included
 --EXTENSIONS--
 shmlink
 pcntl
@@ -31,8 +31,12 @@ $script = <<<'PHP'
         case '/redirect':
             header('Location: /elsewhere', true, 302);
             return '';
+        case '/leave':
+            ob_start();
+            echo 'left open';
+            return 'left';
     }
-    echo 'plain';
+    echo 'plain at output level ' . ob_get_level();
     return ob_get_clean();
 });
 PHP;
@@ -49,7 +53,7 @@ foreach (['workers', 'front'] as $httpMode) {
     echo "== $httpMode\n";
     $pool = PoolServer::start($script, workers: 1, args: ['--http', '127.0.0.1:0', '--http-mode', $httpMode]);
     $http = $pool->http();
-    foreach (['/classic', '/plain', '/object', '/plain', '/redirect', '/plain'] as $path) {
+    foreach (['/classic', '/plain', '/object', '/plain', '/redirect', '/plain', '/leave', '/leave', '/plain'] as $path) {
         echo "$path: ", show(shmlink_http($http, 'GET', $path)), "\n";
     }
     echo "exit ", $pool->stop(), "\n";
@@ -58,17 +62,23 @@ foreach (['workers', 'front'] as $httpMode) {
 --EXPECT--
 == workers
 /classic: 201 {"content-type":["application\/json"],"set-cookie":["c=v%201; path=\/; HttpOnly"],"x-a":["1","2"]} {"headers_list":["Content-Type: application\/json","X-A: 1","X-A: 2","Set-Cookie: c=v%201; path=\/; HttpOnly"]}
-/plain: 200 {"content-type":["text\/html; charset=UTF-8"]} plain
+/plain: 200 {"content-type":["text\/html; charset=UTF-8"]} plain at output level 1
 /object: 202 {"content-type":["application\/xml"],"x-b":["from header()"]} object
-/plain: 200 {"content-type":["text\/html; charset=UTF-8"]} plain
+/plain: 200 {"content-type":["text\/html; charset=UTF-8"]} plain at output level 1
 /redirect: 302 {"content-type":["text\/html; charset=UTF-8"],"location":["\/elsewhere"]} 
-/plain: 200 {"content-type":["text\/html; charset=UTF-8"]} plain
+/plain: 200 {"content-type":["text\/html; charset=UTF-8"]} plain at output level 1
+/leave: 200 {"content-type":["text\/html; charset=UTF-8"]} left
+/leave: 200 {"content-type":["text\/html; charset=UTF-8"]} left
+/plain: 200 {"content-type":["text\/html; charset=UTF-8"]} plain at output level 1
 exit 0
 == front
 /classic: 201 {"content-type":["application\/json"],"set-cookie":["c=v%201; path=\/; HttpOnly"],"x-a":["1","2"]} {"headers_list":["Content-Type: application\/json","X-A: 1","X-A: 2","Set-Cookie: c=v%201; path=\/; HttpOnly"]}
-/plain: 200 {"content-type":["text\/html; charset=UTF-8"]} plain
+/plain: 200 {"content-type":["text\/html; charset=UTF-8"]} plain at output level 1
 /object: 202 {"content-type":["application\/xml"],"x-b":["from header()"]} object
-/plain: 200 {"content-type":["text\/html; charset=UTF-8"]} plain
+/plain: 200 {"content-type":["text\/html; charset=UTF-8"]} plain at output level 1
 /redirect: 302 {"content-type":["text\/html; charset=UTF-8"],"location":["\/elsewhere"]} 
-/plain: 200 {"content-type":["text\/html; charset=UTF-8"]} plain
+/plain: 200 {"content-type":["text\/html; charset=UTF-8"]} plain at output level 1
+/leave: 200 {"content-type":["text\/html; charset=UTF-8"]} left
+/leave: 200 {"content-type":["text\/html; charset=UTF-8"]} left
+/plain: 200 {"content-type":["text\/html; charset=UTF-8"]} plain at output level 1
 exit 0

@@ -9,20 +9,30 @@
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use shmlink_sys::Mapping;
 
 use crate::error::HttpError;
-use crate::stats::HttpStats;
+use crate::stats::{Durations, HttpStats};
 
 /// First four bytes of a counters page: `SLHC`.
 pub(crate) const PAGE_MAGIC: [u8; 4] = *b"SLHC";
 /// The page layout's version.
-pub(crate) const PAGE_VERSION: u32 = 1;
+pub(crate) const PAGE_VERSION: u32 = 2;
 /// Bytes of the page's header.
 pub(crate) const PAGE_HEADER: usize = 64;
-/// Bytes of one slot (16 counters of 8 bytes).
-pub(crate) const SLOT_BYTES: usize = 128;
+/// Counters in a slot.
+const CELLS: usize = 32;
+/// Bytes of one slot ([`CELLS`] counters of 8 bytes).
+pub(crate) const SLOT_BYTES: usize = CELLS * 8;
+/// Upper bounds of the request-duration buckets, in µs: a request that
+/// took `t` counts in the first bucket whose bound is at least `t`, one
+/// slower than the last in none (only in [`Field::Timed`]).
+pub const DURATION_BOUNDS_US: [u64; 12] = [
+    500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000, 1_000_000,
+    2_500_000,
+];
 /// Most slots a page may have.
 pub(crate) const MAX_SLOTS: usize = 4096;
 
@@ -60,6 +70,13 @@ pub(crate) enum Field {
     FrontNanos = 12,
     /// Requests sampled for [`Field::FrontNanos`].
     FrontSamples = 13,
+    /// Requests answered in each duration bucket ([`DURATION_BOUNDS_US`]):
+    /// this one and the 11 after it.
+    Bucket0 = 16,
+    /// Sum of the answered requests' durations, in µs.
+    DurationMicros = 28,
+    /// Requests whose duration was counted.
+    Timed = 29,
 }
 
 /// Counters in use: [`Field`] cells in local memory or in a page's slot.
@@ -68,7 +85,7 @@ pub(crate) struct Counters(Cells);
 
 #[derive(Debug)]
 enum Cells {
-    Local(Box<[AtomicU64; 16]>),
+    Local(Box<[AtomicU64; CELLS]>),
     Page {
         map: Arc<Mapping>,
         base: usize,
@@ -86,9 +103,14 @@ impl Default for Counters {
 
 impl Counters {
     fn cell(&self, f: Field) -> &AtomicU64 {
+        self.cell_at(f as usize)
+    }
+
+    /// Counter `i` (< [`CELLS`]) of this server's cells.
+    fn cell_at(&self, i: usize) -> &AtomicU64 {
         match &self.0 {
-            Cells::Local(cells) => &cells[f as usize],
-            Cells::Page { map, base, .. } => map.atomic_u64(base + 8 * f as usize),
+            Cells::Local(cells) => &cells[i],
+            Cells::Page { map, base, .. } => map.atomic_u64(base + 8 * i),
         }
     }
 
@@ -122,9 +144,17 @@ impl Counters {
         self.cell(f).load(Ordering::Relaxed)
     }
 
-    /// Counts one answered request.
-    pub(crate) fn answered(&self, status: u16, body_in: usize, body_out: usize) {
+    /// Counts one answered request, which took `took` from its head to
+    /// its answer.
+    pub(crate) fn answered(&self, status: u16, body_in: usize, body_out: usize, took: Duration) {
         self.add(Field::Requests, 1);
+        let us = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+        if let Some(i) = DURATION_BOUNDS_US.iter().position(|&b| us <= b) {
+            self.cell_at(Field::Bucket0 as usize + i)
+                .fetch_add(1, Ordering::Relaxed);
+        }
+        self.add(Field::DurationMicros, us);
+        self.add(Field::Timed, 1);
         let class = match status {
             0..=399 => Field::Ok,
             400..=499 => Field::ClientErrors,
@@ -153,6 +183,14 @@ impl Counters {
             bytes_out: g(Field::BytesOut),
             front_cpu_ns: g(Field::FrontNanos),
             front_samples: g(Field::FrontSamples),
+            durations: Durations {
+                buckets: std::array::from_fn(|i| {
+                    self.cell_at(Field::Bucket0 as usize + i)
+                        .load(Ordering::Relaxed)
+                }),
+                sum_us: g(Field::DurationMicros),
+                count: g(Field::Timed),
+            },
         }
     }
 }
@@ -323,8 +361,8 @@ mod tests {
     fn a_worker_slot_is_seen_by_the_page() {
         let (fd, page) = CountersPage::create(3).expect("page");
         let c = CountersPage::open_slot(&fd, 2).expect("slot");
-        c.answered(200, 10, 20);
-        c.answered(413, 0, 5);
+        c.answered(200, 10, 20, Duration::from_micros(700));
+        c.answered(413, 0, 5, Duration::from_secs(3));
         c.add(Field::Open, 1);
         let s = page.stats(2);
         assert_eq!(
@@ -332,6 +370,10 @@ mod tests {
             (2, 1, 1, 1)
         );
         assert_eq!((s.bytes_in, s.bytes_out, s.connections_open), (10, 25, 1));
+        // 700 µs: the 1 ms bucket; 3 s: past the last bound, timed only.
+        let d = s.durations;
+        assert_eq!((d.buckets[1], d.buckets.iter().sum::<u64>()), (1, 1));
+        assert_eq!((d.count, d.sum_us), (2, 3_000_700));
         assert_eq!(page.stats(1), HttpStats::default());
         page.clear(2);
         assert_eq!(page.stats(2), HttpStats::default());
@@ -344,7 +386,7 @@ mod tests {
         assert!(e.to_string().contains("slot 2 is not one of them"), "{e}");
         let other = shmlink_sys::memfd::create_sealed("other", 4096).expect("memfd");
         let e = CountersPage::open_slot(&other, 0).expect_err("no header");
-        assert!(e.to_string().contains("not version 1"), "{e}");
+        assert!(e.to_string().contains("not version 2"), "{e}");
         assert!(CountersPage::create(0).is_err());
         assert!(CountersPage::create(MAX_SLOTS + 1).is_err());
     }

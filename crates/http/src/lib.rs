@@ -27,10 +27,10 @@ mod stats;
 pub mod wire;
 
 pub use backend::{Backend, Fault};
-pub use counters::{CountersPage, StatsHandle};
+pub use counters::{CountersPage, StatsHandle, DURATION_BOUNDS_US};
 pub use error::HttpError;
 pub use front::Front;
 pub use handed::{Handed, HTTP_ENV};
 pub use in_worker::{Event, WorkerHttp, DRAIN_IDLE, SAMPLE_EVERY};
 pub use options::FrontOptions;
-pub use stats::HttpStats;
+pub use stats::{Durations, HttpStats};

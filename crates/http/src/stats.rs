@@ -33,6 +33,31 @@ pub struct HttpStats {
     pub front_cpu_ns: u64,
     /// Requests sampled for `front_cpu_ns`.
     pub front_samples: u64,
+    /// How long requests took, from their head to their answer.
+    pub durations: Durations,
+}
+
+/// Request durations as a histogram: counts per bucket of
+/// [`crate::DURATION_BOUNDS_US`] (not cumulative; a request slower than the
+/// last bound is in none), their sum and their count.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Durations {
+    /// Requests per bucket.
+    pub buckets: [u64; 12],
+    /// Sum of the durations, in µs.
+    pub sum_us: u64,
+    /// Requests timed.
+    pub count: u64,
+}
+
+impl Durations {
+    fn add(&mut self, o: &Durations) {
+        for (b, x) in self.buckets.iter_mut().zip(o.buckets) {
+            *b = b.wrapping_add(x);
+        }
+        self.sum_us = self.sum_us.wrapping_add(o.sum_us);
+        self.count = self.count.wrapping_add(o.count);
+    }
 }
 
 impl HttpStats {
@@ -51,6 +76,7 @@ impl HttpStats {
         self.bytes_out = self.bytes_out.wrapping_add(o.bytes_out);
         self.front_cpu_ns = self.front_cpu_ns.wrapping_add(o.front_cpu_ns);
         self.front_samples = self.front_samples.wrapping_add(o.front_samples);
+        self.durations.add(&o.durations);
     }
 
     /// Mean CPU time of the server's own path per request, in µs, from the

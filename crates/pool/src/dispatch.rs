@@ -140,11 +140,6 @@ impl Dispatch {
         self.inner.opts.queue_timeout
     }
 
-    /// Records an HTTP request the front answered through this dispatch.
-    pub(crate) fn http_request_took(&self, took: Duration) {
-        self.inner.metrics.http_request(took);
-    }
-
     /// Dispatches one call, counting it.
     pub(crate) fn dispatch(
         &self,

@@ -24,13 +24,9 @@ impl PoolBackend {
 
 impl Backend for PoolBackend {
     fn call(&self, request: &[u8], response: &mut Vec<u8>) -> Result<(), Fault> {
-        let started = std::time::Instant::now();
-        let result = self
-            .0
+        self.0
             .dispatch(request, response)
-            .map_err(|e| Fault::new(status_of(e.code), e.message));
-        self.0.http_request_took(started.elapsed());
-        result
+            .map_err(|e| Fault::new(status_of(e.code), e.message))
     }
 
     fn concurrency(&self) -> usize {

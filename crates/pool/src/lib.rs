@@ -261,10 +261,8 @@ impl Pool {
         }
         if let Some(addr) = &opts.metrics {
             let i = Arc::clone(&inner);
-            let render: metrics::endpoint::Render = Box::new(move || {
-                let front = i.opts.http.is_some() && i.opts.http_mode == HttpMode::Front;
-                i.metrics.encode(&status::of(&i), front)
-            });
+            let render: metrics::endpoint::Render =
+                Box::new(move || i.metrics.encode(&status::of(&i)));
             pool.metrics = Some(metrics::endpoint::Endpoint::start(addr, render)?);
         }
         let control = control_path(&opts);

@@ -1275,9 +1275,10 @@ fn counters_match_the_requests(mode: HttpMode) {
     assert_eq!(
         s,
         HttpStats {
-            // Sampled CPU time: checked elsewhere.
+            // Sampled CPU time: checked elsewhere; durations below.
             front_cpu_ns: s.front_cpu_ns,
             front_samples: s.front_samples,
+            durations: s.durations,
             connections_open: 0,
             connections: 3,
             connections_refused: 0,
@@ -1290,6 +1291,11 @@ fn counters_match_the_requests(mode: HttpMode) {
             bytes_out,
         }
     );
+    // Every request answered was timed, each in a bucket (none took 2.5 s).
+    let d = s.durations;
+    assert_eq!(d.count, s.requests, "{d:?}");
+    assert_eq!(d.buckets.iter().sum::<u64>(), s.requests, "{d:?}");
+    assert!(d.sum_us > 0 && d.sum_us < s.requests * 2_500_000, "{d:?}");
 }
 
 fn the_access_log_has_a_line_per_request(mode: HttpMode) {

@@ -244,44 +244,62 @@ fn a_bad_metrics_address_is_refused_by_name() {
     }
 }
 
-/// At the pool's front, HTTP requests are counted by status class and
-/// timed; the connections open are shown.
+/// HTTP requests are counted by status class and timed (a histogram the
+/// HTTP servers count themselves: the pool's front, or each worker serving
+/// HTTP itself), in both modes; the connections open are shown.
 #[test]
-fn http_requests_at_the_front_show() {
-    let dir = Dir::new("metrics-http");
-    let mut o = PoolOptions::new(Vec::new(), vec![WORKER.to_string()]);
-    o.workers = 1;
-    o.metrics = Some("127.0.0.1:0".into());
-    o.http = Some(FrontOptions::new(vec!["127.0.0.1:0".into()]));
-    o.http_mode = HttpMode::Front;
-    o.control = Some(dir.path("p.ctl"));
-    let pool = Pool::start_with_log(o, Lines::default().log()).expect("pool starts");
-    let at = pool.metrics_address().expect("a metrics address");
-    let http = pool.http_addresses()[0];
-    for path in ["/a", "/b", "/crash"] {
-        let req = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
-        let (status, _) = exchange(http, req.as_bytes());
-        assert!(
-            status == 200 || (path == "/crash" && status == 502),
-            "{path}: {status}"
+fn http_requests_show_in_both_modes() {
+    for mode in [HttpMode::Front, HttpMode::Workers] {
+        let dir = Dir::new("metrics-http");
+        let mut o = PoolOptions::new(Vec::new(), vec![WORKER.to_string()]);
+        o.workers = 1;
+        o.metrics = Some("127.0.0.1:0".into());
+        o.http = Some(FrontOptions::new(vec!["127.0.0.1:0".into()]));
+        o.http_mode = mode;
+        o.control = Some(dir.path("p.ctl"));
+        let pool = Pool::start_with_log(o, Lines::default().log()).expect("pool starts");
+        let at = pool.metrics_address().expect("a metrics address");
+        let http = pool.http_addresses()[0];
+        for (path, want) in [("/a", 200), ("/b", 200), ("/status/503", 503)] {
+            let req = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+            let (status, _) = exchange(http, req.as_bytes());
+            assert_eq!(status, want, "{mode:?} {path}");
+        }
+        let text = scrape(at);
+        promtool_accepts(&text);
+        let v = |name: &str| value(&text, name);
+        assert_eq!(
+            v("shmlink_http_requests_total{code=\"2xx\"}"),
+            2.0,
+            "{mode:?}"
         );
+        assert_eq!(
+            v("shmlink_http_requests_total{code=\"5xx\"}"),
+            1.0,
+            "{mode:?}"
+        );
+        assert_eq!(
+            v("shmlink_http_request_duration_seconds_count"),
+            3.0,
+            "{mode:?}"
+        );
+        assert_eq!(
+            v("shmlink_http_request_duration_seconds_bucket{le=\"+Inf\"}"),
+            3.0,
+            "{mode:?}"
+        );
+        assert_eq!(
+            v("shmlink_http_request_duration_seconds_bucket{le=\"2.5\"}"),
+            3.0,
+            "{mode:?}: none took 2.5 s"
+        );
+        assert!(
+            v("shmlink_http_request_duration_seconds_sum") > 0.0,
+            "{mode:?}"
+        );
+        wait_until("no HTTP connection open", LIMIT, || {
+            value(&scrape(at), "shmlink_http_connections") == 0.0
+        });
+        pool.stop();
     }
-    let text = scrape(at);
-    promtool_accepts(&text);
-    assert_eq!(
-        value(&text, "shmlink_http_requests_total{code=\"2xx\"}"),
-        2.0
-    );
-    assert_eq!(
-        value(&text, "shmlink_http_requests_total{code=\"5xx\"}"),
-        1.0
-    );
-    assert_eq!(
-        value(&text, "shmlink_http_request_duration_seconds_count"),
-        3.0
-    );
-    wait_until("no HTTP connection open", LIMIT, || {
-        value(&scrape(at), "shmlink_http_connections") == 0.0
-    });
-    pool.stop();
 }

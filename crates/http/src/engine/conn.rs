@@ -55,7 +55,8 @@ pub(super) struct Conn {
     pub(super) closing: bool,
     /// When the current wait for the client ends (coarse ms; 0: none).
     pub(super) deadline: u64,
-    /// When the request in hand started (for the access log).
+    /// When the request in hand started (its duration: the counters'
+    /// histogram, the access log).
     pub(super) started: Option<Instant>,
     /// Reading stopped at the buffer's cap: more may wait in the socket
     /// (an edge-triggered socket will not say so again).

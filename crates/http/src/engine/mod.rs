@@ -377,10 +377,10 @@ impl Engine {
             ));
             reply::plain(&mut c.wbuf, f.status, true, terms, date)
         });
+        let took = c.started.take().map_or(Duration::ZERO, |t| t.elapsed());
         self.counters
-            .answered(written.status, body_in, written.body);
+            .answered(written.status, body_in, written.body, took);
         if let Some(log) = &self.access {
-            let took = c.started.take().map_or(Duration::ZERO, |t| t.elapsed());
             log.line(
                 &c.remote,
                 &head.line,
@@ -526,7 +526,6 @@ impl Engine {
     /// Parses the connection's unread bytes: a head, then its body; queues
     /// the request once it is whole.
     fn advance(&mut self, slot: usize) {
-        let timed = self.access.is_some();
         loop {
             let Some(c) = self.conns[slot].as_mut() else {
                 return;
@@ -555,7 +554,7 @@ impl Engine {
                         }
                     };
                     c.consume(h.len);
-                    c.started = timed.then(Instant::now);
+                    c.started = Some(Instant::now());
                     if h.connect {
                         self.refuse(slot, 405, true, Some(h));
                         return;
@@ -649,9 +648,9 @@ impl Engine {
         };
         let w = reply::plain(&mut c.wbuf, status, text, terms, date);
         if let Some(h) = &head {
-            self.counters.answered(w.status, 0, w.body);
+            let took = c.started.take().map_or(Duration::ZERO, |t| t.elapsed());
+            self.counters.answered(w.status, 0, w.body, took);
             if let Some(log) = &self.access {
-                let took = c.started.take().map_or(Duration::ZERO, |t| t.elapsed());
                 log.line(&c.remote, &h.line, h.version, w.status, w.body, took);
             }
         }

@@ -1,11 +1,12 @@
 //! What the pool shows a Prometheus server (`--metrics HOST:PORT`): the
 //! live instruments the dispatch and the supervisor record into (call
-//! durations, errors by code, worker restarts by reason, HTTP request
-//! durations at the front), and the rest read from the pool's status at
-//! each scrape. The text is the `prometheus` crate's encoding (the
+//! durations, errors by code, worker restarts by reason), and the rest read
+//! from the pool's status at each scrape (HTTP request durations included:
+//! the HTTP servers count them, [`durations`]). The text is the `prometheus` crate's encoding (the
 //! Prometheus text format, 0.0.4, which `promtool check metrics` lints),
 //! never written by hand; [`endpoint`] serves it.
 
+mod durations;
 pub(crate) mod endpoint;
 
 use std::time::Duration;
@@ -32,7 +33,6 @@ pub(crate) struct Metrics {
     call_seconds: Histogram,
     call_errors: IntCounterVec,
     restarts: IntCounterVec,
-    http_seconds: Histogram,
 }
 
 impl Metrics {
@@ -69,13 +69,6 @@ impl Metrics {
                 &["code"],
             )?,
             restarts,
-            http_seconds: Histogram::with_opts(
-                HistogramOpts::new(
-                    "shmlink_http_request_duration_seconds",
-                    "Time of an HTTP request at the pool's front, from its head to its answer",
-                )
-                .buckets(buckets()),
-            )?,
         })
     }
 
@@ -95,18 +88,12 @@ impl Metrics {
         self.restarts.with_label_values(&[why.label()]).inc();
     }
 
-    /// The front answered an HTTP request after `took`.
-    pub(crate) fn http_request(&self, took: Duration) {
-        self.http_seconds.observe(took.as_secs_f64());
-    }
-
     /// Everything, as the text a scrape gets (the Prometheus text format):
-    /// the instruments and the figures of `status`; `front` when the pool's
-    /// front times HTTP requests.
+    /// the instruments and the figures of `status`.
     ///
     /// # Errors
     /// The encoder failing (never with these metrics).
-    pub(crate) fn encode(&self, status: &Status, front: bool) -> prometheus::Result<String> {
+    pub(crate) fn encode(&self, status: &Status) -> prometheus::Result<String> {
         let r = Registry::new();
         let workers = IntGaugeVec::new(
             Opts::new("shmlink_pool_workers", "Worker processes by state"),
@@ -169,12 +156,13 @@ impl Metrics {
                 "HTTP connections open",
                 h.connections_open,
             )?))?;
-            if front {
-                r.register(Box::new(self.http_seconds.clone()))?;
-            }
+        }
+        let mut families = r.gather();
+        if let Some(h) = &status.http {
+            families.push(durations::family(&h.durations));
         }
         let mut out = Vec::new();
-        TextEncoder::new().encode(&r.gather(), &mut out)?;
+        TextEncoder::new().encode(&families, &mut out)?;
         String::from_utf8(out).map_err(|e| prometheus::Error::Msg(e.to_string()))
     }
 }

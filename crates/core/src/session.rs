@@ -241,17 +241,17 @@ impl Session {
                 capability: "one-way messages (capability bit 1)",
             });
         }
+        // Counted before it goes out: a peer that has it may ask at once
+        // (an inspection); a send that fails breaks the session anyway.
+        if counted(kind) {
+            self.tally.sent(body.len());
+        }
         if body.len() <= self.max_single {
             let mut h = FrameHeader::whole(kind, id, body.len());
             h.fds = fds.len() as u16;
             let ib = inbox(&mut self.asm, &mut self.drained, self.drain_while_sending);
             return match self.link.send_frame(&h, body, fds, deadline, ib) {
-                Ok(()) => {
-                    if counted(kind) {
-                        self.tally.sent(body.len());
-                    }
-                    Ok(())
-                }
+                Ok(()) => Ok(()),
                 Err(e) => Err(self.send_failed(e, false)),
             };
         }
@@ -314,7 +314,6 @@ impl Session {
             }
             sent += part.len();
         }
-        self.tally.sent(body.len());
         Ok(())
     }
 

@@ -110,9 +110,8 @@ impl Session {
             length,
         }
         .encode();
-        self.send_with_fds(Kind::Descriptor, id, &body, &[], deadline)?;
         self.tally.sent(length as usize);
-        Ok(())
+        self.send_with_fds(Kind::Descriptor, id, &body, &[], deadline)
     }
 
     /// Sends `body` as message `id` copied once into this side's arena (the

@@ -9,6 +9,7 @@
 typedef struct {
   shmlink_worker *worker; /* NULL until constructed */
   bool http;              /* the call accepted last came from the HTTP front */
+  bool pending;           /* an HTTP call accept() gave and nothing answered yet */
   zend_object std;
 } php_shmlink_worker;
 
@@ -33,11 +34,26 @@ static void worker_free(zend_object *obj) {
   zend_object_std_dtor(obj);
 }
 
+static void answer_exit(shmlink_worker *w);
+
+/* An HTTP call accept() gave and nothing answered when the worker object
+ * goes (exit() between accept() and respond(): destructors run before PHP
+ * flushes its output buffers): answered as exit() in run()'s handler is. */
+static void worker_dtor(zend_object *obj) {
+  php_shmlink_worker *w = worker_of(obj);
+  if (w->pending && w->worker != NULL) {
+    w->pending = false;
+    answer_exit(w->worker);
+  }
+  zend_objects_destroy_object(obj);
+}
+
 void php_shmlink_worker_minit(zend_class_entry *ce) {
   ce->create_object = worker_create;
   memcpy(&worker_handlers, zend_get_std_object_handlers(), sizeof worker_handlers);
   worker_handlers.offset = XtOffsetOf(php_shmlink_worker, std);
   worker_handlers.free_obj = worker_free;
+  worker_handlers.dtor_obj = worker_dtor;
   worker_handlers.clone_obj = NULL;
 }
 
@@ -282,13 +298,16 @@ ZEND_METHOD(Shmlink_Worker, accept) {
     RETURN_THROWS();
   }
   bool stopped;
+  php_shmlink_worker *self = worker_of(Z_OBJ_P(ZEND_THIS));
   php_shmlink_http_request_done(); /* the previous call is over */
-  if (!accept_call(w, return_value, &stopped, &worker_of(Z_OBJ_P(ZEND_THIS))->http)) {
+  self->pending = false;
+  if (!accept_call(w, return_value, &stopped, &self->http)) {
     if (stopped) {
       RETURN_NULL();
     }
     RETURN_THROWS();
   }
+  self->pending = self->http;
 }
 
 ZEND_METHOD(Shmlink_Worker, respond) {
@@ -300,12 +319,14 @@ ZEND_METHOD(Shmlink_Worker, respond) {
   if (w == NULL) {
     RETURN_THROWS();
   }
-  bool http = worker_of(Z_OBJ_P(ZEND_THIS))->http;
+  php_shmlink_worker *self = worker_of(Z_OBJ_P(ZEND_THIS));
+  bool http = self->http;
   if (!http && Z_TYPE_P(response) != IS_STRING) {
     zend_argument_type_error(1, "must be of type string for a call that is not HTTP, %s given",
                              zend_zval_type_name(response));
     RETURN_THROWS();
   }
+  self->pending = false;
   if (!respond_with(w, response, http)) {
     RETURN_THROWS();
   }
@@ -327,7 +348,11 @@ ZEND_METHOD(Shmlink_Worker, fail) {
     RETURN_THROWS();
   }
   shmlink_worker *w = this_worker(ZEND_THIS);
-  if (w == NULL || !answered(shmlink_worker_fail(w, (uint32_t)code, ZSTR_VAL(message)))) {
+  if (w == NULL) {
+    RETURN_THROWS();
+  }
+  worker_of(Z_OBJ_P(ZEND_THIS))->pending = false;
+  if (!answered(shmlink_worker_fail(w, (uint32_t)code, ZSTR_VAL(message)))) {
     RETURN_THROWS();
   }
 }

@@ -1,5 +1,5 @@
 --TEST--
-exit() in a request of an HTTP worker: the client gets what the request printed so far (every output buffer it left open) with the status http_response_code() set, the worker is replaced, the next request is served
+exit() in a request of an HTTP worker (in run()'s handler, or between accept() and respond()): the client gets what the request printed so far (every output buffer it left open) with the status http_response_code() set, the worker is replaced, the next request is served
 --EXTENSIONS--
 shmlink
 pcntl
@@ -9,7 +9,7 @@ require __DIR__ . '/_server.inc';
 
 $script = <<<'PHP'
 <?php
-(new Shmlink\Worker())->run(function (Shmlink\HttpRequest $req) {
+$handler = function (Shmlink\HttpRequest $req) {
     $req->globals();
     ob_start();
     echo "before ";
@@ -23,11 +23,21 @@ $script = <<<'PHP'
         die("dying words");
     }
     return new Shmlink\HttpResponse(200, ob_get_clean() . getmypid());
-});
+};
+$w = new Shmlink\Worker();
+if (getenv('PIECES') === '1') {
+    // accept()/respond(), as the PSR-7, Symfony and Laravel runners do.
+    while (($req = $w->accept()) !== null) {
+        $w->respond($handler($req));
+    }
+} else {
+    $w->run($handler);
+}
 PHP;
 
-foreach (['workers', 'front'] as $httpMode) {
-    echo "== $httpMode\n";
+foreach ([['workers', '0'], ['front', '0'], ['workers', '1'], ['front', '1']] as [$httpMode, $pieces]) {
+    echo "== $httpMode", $pieces === '1' ? ', accept/respond' : ', run', "\n";
+    putenv("PIECES=$pieces");
     $pool = PoolServer::start($script, workers: 1, args: ['--http', '127.0.0.1:0', '--http-mode', $httpMode]);
     $http = $pool->http();
     [$status, , $body] = shmlink_http($http, 'GET', '/ok');
@@ -48,14 +58,28 @@ foreach (['workers', 'front'] as $httpMode) {
 }
 ?>
 --EXPECT--
-== workers
+== workers, run
 200 before PID
 /exit: 202 before inner 
 200 served by another worker: true
 /die: 200 before dying words
 then: 200
 exit 0
-== front
+== front, run
+200 before PID
+/exit: 202 before inner 
+200 served by another worker: true
+/die: 200 before dying words
+then: 200
+exit 0
+== workers, accept/respond
+200 before PID
+/exit: 202 before inner 
+200 served by another worker: true
+/die: 200 before dying words
+then: 200
+exit 0
+== front, accept/respond
 200 before PID
 /exit: 202 before inner 
 200 served by another worker: true

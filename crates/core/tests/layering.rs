@@ -402,7 +402,16 @@ fn no_module_of_the_core_imports_one_that_imports_it() {
 /// The same rule for the other crates of the workspace.
 #[test]
 fn nor_in_the_other_crates() {
-    for dir in ["../sys", "../ring", "../pool", "../cli", "../../bindings/c"] {
+    for dir in [
+        "../sys",
+        "../ring",
+        "../arena",
+        "../http",
+        "../worker",
+        "../pool",
+        "../cli",
+        "../../bindings/c",
+    ] {
         assert_acyclic(dir);
     }
 }

@@ -30,15 +30,9 @@ root=$(pwd)
 duration=3
 rounds=3
 out=$root/bench/results
-while [ $# -gt 0 ]; do
-  case $1 in
-    --duration) duration=${2:?--duration needs seconds}; shift 2 ;;
-    --rounds) rounds=${2:?--rounds needs a number}; shift 2 ;;
-    --out) out=${2:?--out needs a directory}; shift 2 ;;
-    --quick) duration=1; rounds=1; shift ;;
-    *) echo "frameworks bench: unknown argument $1 (bench/http/frameworks.sh [--duration S] [--rounds N] [--out DIR] [--quick])" >&2; exit 2 ;;
-  esac
-done
+# shellcheck source=bench/http/lib.sh
+source "$root/bench/http/lib.sh"
+bench_args "frameworks bench" bench/http/frameworks.sh "$@"
 run=$root/target/frameworks-bench
 shmlink=$root/target/release/shmlink
 module=$root/bindings/php/modules/shmlink.so
@@ -56,8 +50,6 @@ done
 mkdir -p "$run" "$out"
 # shellcheck source=ci/lib/procs.sh
 source "$root/ci/lib/procs.sh"
-# shellcheck source=bench/http/lib.sh
-source "$root/bench/http/lib.sh"
 
 stop_all() {
   stop_pidfile "$run/nginx.pid" nginx
@@ -103,47 +95,11 @@ start_pool() {
 
 start_fpm() {
   local app=$1
-  cat >"$run/fpm.conf" <<CONF
-[global]
-pid = $run/fpm.master.pid
-error_log = $run/fpm.log
-daemonize = no
-[www]
-listen = $run/fpm.sock
-listen.mode = 0666
-pm = static
-pm.max_children = 2
-clear_env = no
-php_admin_value[opcache.enable] = 1
-php_admin_value[opcache.validate_timestamps] = 0
-php_admin_value[memory_limit] = 512M
-CONF
+  fpm_conf "$run"
   php-fpm8.2 -R -F -y "$run/fpm.conf" </dev/null >>"$run/fpm.log" 2>&1 &
   echo $! >"$run/fpm.pid"
   poll_until 20 test -S "$run/fpm.sock" || fail "php-fpm did not start: $(tail -n 5 "$run/fpm.log")"
-  cat >"$run/nginx.conf" <<CONF
-worker_processes auto;
-pid $run/nginx.master.pid;
-error_log $run/nginx.log;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path $run/nginx-body;
-  fastcgi_temp_path $run/nginx-fastcgi;
-  proxy_temp_path $run/nginx-proxy;
-  uwsgi_temp_path $run/nginx-uwsgi;
-  scgi_temp_path $run/nginx-scgi;
-  server {
-    listen 127.0.0.1:$fpm_port;
-    location / {
-      include /etc/nginx/fastcgi_params;
-      fastcgi_param SCRIPT_FILENAME $run/$app/public/index.php;
-      fastcgi_param SCRIPT_NAME /index.php;
-      fastcgi_pass unix:$run/fpm.sock;
-    }
-  }
-}
-CONF
+  nginx_conf "$run" "$fpm_port" "fastcgi_param SCRIPT_FILENAME $run/$app/public/index.php; fastcgi_param SCRIPT_NAME /index.php;"
   nginx -p "$run" -c "$run/nginx.conf" -g 'daemon off;' </dev/null >>"$run/nginx.log" 2>&1 &
   echo $! >"$run/nginx.pid"
   answers "$fpm_port" "${target[$app]}" || fail "nginx + php-fpm ($app) do not answer: $(tail -n 5 "$run/nginx.log" "$run/fpm.log")"

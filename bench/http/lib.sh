@@ -1,5 +1,71 @@
-# Helpers of the HTTP benchmarks (run.sh, frameworks.sh): free ports, a
-# process tree, CPU ticks, the CPU of waited-for children. Expects $run.
+# Helpers of the HTTP benchmarks (run.sh, frameworks.sh): their options,
+# the PHP-FPM and nginx configurations, free ports, a process tree, CPU
+# ticks, the CPU of waited-for children. The last two expect $run.
+
+# bench_args NAME USAGE ARGS...: --duration, --rounds, --out and --quick
+# into the globals duration, rounds and out (set their defaults first).
+bench_args() {
+  local name=$1 usage=$2
+  shift 2
+  while [ $# -gt 0 ]; do
+    case $1 in
+      --duration) duration=${2:?--duration needs seconds}; shift 2 ;;
+      --rounds) rounds=${2:?--rounds needs a number}; shift 2 ;;
+      --out) out=${2:?--out needs a directory}; shift 2 ;;
+      --quick) duration=1; rounds=1; shift ;;
+      *) echo "$name: unknown argument $1 ($usage [--duration S] [--rounds N] [--out DIR] [--quick])" >&2; exit 2 ;;
+    esac
+  done
+}
+
+# fpm_conf DIR: a PHP-FPM configuration in DIR/fpm.conf, listening on
+# DIR/fpm.sock: pm = static with 2 children, OPcache on, timestamps not
+# checked.
+fpm_conf() {
+  cat >"$1/fpm.conf" <<CONF
+[global]
+pid = $1/fpm.master.pid
+error_log = $1/fpm.log
+daemonize = no
+[www]
+listen = $1/fpm.sock
+listen.mode = 0666
+pm = static
+pm.max_children = 2
+clear_env = no
+php_admin_value[opcache.enable] = 1
+php_admin_value[opcache.validate_timestamps] = 0
+php_admin_value[memory_limit] = 512M
+CONF
+}
+
+# nginx_conf DIR PORT FASTCGI_PARAMS: an nginx configuration in
+# DIR/nginx.conf, on 127.0.0.1:PORT, passing every request to DIR/fpm.sock
+# with FASTCGI_PARAMS (nginx directives) after the standard parameters.
+nginx_conf() {
+  cat >"$1/nginx.conf" <<CONF
+worker_processes auto;
+pid $1/nginx.master.pid;
+error_log $1/nginx.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path $1/nginx-body;
+  fastcgi_temp_path $1/nginx-fastcgi;
+  proxy_temp_path $1/nginx-proxy;
+  uwsgi_temp_path $1/nginx-uwsgi;
+  scgi_temp_path $1/nginx-scgi;
+  server {
+    listen 127.0.0.1:$2;
+    location / {
+      include /etc/nginx/fastcgi_params;
+      $3
+      fastcgi_pass unix:$1/fpm.sock;
+    }
+  }
+}
+CONF
+}
 
 free_port() {
   php -n -r '$s = stream_socket_server("tcp://127.0.0.1:0"); $n = stream_socket_get_name($s, false);

@@ -5,6 +5,7 @@ declare(strict_types=1);
 
 namespace Shmlink\HttpFoundation;
 
+use Shmlink\Failure;
 use Shmlink\HttpRequest;
 use Shmlink\HttpResponse;
 use Symfony\Component\HttpFoundation\Request;
@@ -63,17 +64,9 @@ final class Convert
      */
     public static function failed(\Shmlink\Worker $worker, HttpRequest $call, \Throwable $e, bool $answered = false): void
     {
-        fwrite(STDERR, sprintf(
-            "shmlink worker: %s %s: uncaught %s: %s at %s:%d\n",
-            $call->method,
-            $call->uri,
-            $e::class,
-            $e->getMessage(),
-            $e->getFile(),
-            $e->getLine(),
-        ));
+        Failure::log($call, $e);
         if (!$answered) {
-            $worker->respond(new HttpResponse(500, "Internal Server Error\n", ['Content-Type' => 'text/plain; charset=UTF-8']));
+            $worker->respond(Failure::response());
         }
     }
 

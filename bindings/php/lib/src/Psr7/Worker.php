@@ -10,6 +10,7 @@ use Psr\Http\Message\ServerRequestFactoryInterface;
 use Psr\Http\Message\StreamFactoryInterface;
 use Psr\Http\Message\UploadedFileFactoryInterface;
 use Psr\Http\Server\RequestHandlerInterface;
+use Shmlink\Failure;
 use Shmlink\HttpRequest;
 use Shmlink\HttpResponse;
 use Throwable;
@@ -66,16 +67,8 @@ final class Worker
         try {
             return self::toShmlink($handler->handle($this->builder->build($call)));
         } catch (Throwable $e) {
-            fwrite(STDERR, sprintf(
-                "shmlink psr7 worker: %s %s: uncaught %s: %s at %s:%d\n",
-                $call->method,
-                $call->uri,
-                $e::class,
-                $e->getMessage(),
-                $e->getFile(),
-                $e->getLine(),
-            ));
-            return new HttpResponse(500, "Internal Server Error\n", ['Content-Type' => 'text/plain; charset=UTF-8']);
+            Failure::log($call, $e);
+            return Failure::response();
         } finally {
             $this->builder->forget();
         }

@@ -176,14 +176,8 @@ impl Dispatch {
         let timeout = self.inner.opts.call_timeout;
         let result = sent.and_then(|()| answer_of(&mut lease.client, started, timeout));
         match result {
-            Err(e @ (Error::PeerGone { .. } | Error::Closed { .. }))
-                if lease.client.request_unread() =>
-            {
-                self.inner.say(&format!(
-                    "worker {} died before reading a call ({e}); the call goes to another worker",
-                    lease.pid
-                ));
-                self.inner.shared.discard(lease, "died", true);
+            Err(e) if never_ran(&e, &lease) => {
+                self.pass_on(lease, &e);
                 self.call(request, response)
             }
             result => self.settle(lease, result, response),
@@ -200,23 +194,23 @@ impl Dispatch {
                 None => shared.acquire(self.terms())?,
             };
             match exchange(&mut lease.client, request, opts.call_timeout) {
-                Err(e @ (Error::PeerGone { .. } | Error::Closed { .. }))
-                    if attempts < MAX_ATTEMPTS && lease.client.request_unread() =>
-                {
-                    // It died, or ended its session, before reading the
-                    // call (an idle worker killed, a worker whose script
-                    // called exit() after its last answer): the call never
-                    // ran, so another worker takes it.
-                    self.inner.say(&format!(
-                        "worker {} died before reading a call ({e}); the call goes to another worker",
-                        lease.pid
-                    ));
-                    shared.discard(lease, "died", true);
+                Err(e) if attempts < MAX_ATTEMPTS && never_ran(&e, &lease) => {
+                    self.pass_on(lease, &e);
                     attempts += 1;
                 }
                 result => return self.settle(lease, result, response),
             }
         }
+    }
+
+    /// Discards a worker that never ran the call it was given (see
+    /// [`never_ran`]): the call goes to another worker.
+    fn pass_on(&self, lease: Lease, e: &Error) {
+        self.inner.say(&format!(
+            "worker {} died before reading a call ({e}); the call goes to another worker",
+            lease.pid
+        ));
+        self.inner.shared.discard(lease, "died", true);
     }
 
     /// Hands the worker back (or discards it) after its answer, and makes
@@ -274,6 +268,13 @@ impl Dispatch {
             }
         }
     }
+}
+
+/// Whether the worker of `lease` died, or ended its session, before reading
+/// the call it was given (an idle worker killed, a worker whose script
+/// called exit() after its last answer): the call never ran.
+fn never_ran(e: &Error, lease: &Lease) -> bool {
+    matches!(e, Error::PeerGone { .. } | Error::Closed { .. }) && lease.client.request_unread()
 }
 
 /// Workers a call may be given to when each dies before reading it.

@@ -139,6 +139,13 @@ impl HttpWorkers {
         self.page.application(slot)
     }
 
+    /// Whether the worker of `slot` runs a request in its application now
+    /// (handed one more than it answered).
+    pub(crate) fn runs_request(&self, slot: usize) -> bool {
+        let (handed, answered) = self.application(slot);
+        handed > answered
+    }
+
     /// The descriptors a worker of `slot` gets, in order; `env` makes the
     /// value of `SHMLINK_HTTP` from the numbers they get in the worker.
     pub(crate) fn hand(

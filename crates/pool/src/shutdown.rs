@@ -69,12 +69,11 @@ impl Expiry {
 /// Whether a worker runs something: a call, a line, an HTTP request it
 /// serves itself.
 pub(crate) fn running(inner: &Inner, s: &Slot) -> bool {
-    let http = || {
-        let (slot, h) = (s.http?, inner.http_workers.as_ref()?);
-        let (handed, answered) = h.application(slot);
-        Some(handed > answered)
-    };
-    matches!(s.phase, Phase::Busy | Phase::Lined) || http().unwrap_or(false)
+    let http = s
+        .http
+        .zip(inner.http_workers.as_ref())
+        .is_some_and(|(slot, h)| h.runs_request(slot));
+    matches!(s.phase, Phase::Busy | Phase::Lined) || http
 }
 
 /// The deadline passed: every worker still running something is killed.

@@ -82,8 +82,7 @@ pub(crate) fn of(inner: &Inner) -> Status {
             state: match (s.phase, s.http, &inner.http_workers) {
                 // Serving HTTP itself: busy while its application runs a request.
                 (Phase::Idle, Some(slot), Some(h)) => {
-                    let (handed, answered) = h.application(slot);
-                    if handed > answered { "busy" } else { "http" }.to_string()
+                    if h.runs_request(slot) { "busy" } else { "http" }.to_string()
                 }
                 (phase, _, _) => phase.name().to_string(),
             },

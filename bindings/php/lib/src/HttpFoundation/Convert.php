@@ -69,10 +69,4 @@ final class Convert
             $worker->respond(Failure::response());
         }
     }
-
-    /** Clears what the extension filled for the request just answered. */
-    public static function forget(): void
-    {
-        $_GET = $_POST = $_COOKIE = $_FILES = $_REQUEST = [];
-    }
 }

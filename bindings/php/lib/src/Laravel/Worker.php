@@ -9,6 +9,7 @@ use Illuminate\Contracts\Http\Kernel as HttpKernel;
 use Illuminate\Foundation\Application;
 use Illuminate\Http\Request;
 use Shmlink\HttpRequest;
+use Shmlink\HttpCalls;
 use Shmlink\HttpFoundation\Convert;
 
 /**
@@ -33,18 +34,13 @@ final class Worker
             throw new \UnexpectedValueException("{$this->basePath}/bootstrap/app.php returned no Laravel application");
         }
         $app->make(HttpKernel::class)->bootstrap();
-        while (($call = $this->worker->accept()) !== null) {
-            if (!$call instanceof HttpRequest) {
-                $this->worker->fail(400, 'this worker serves HTTP requests (shmlink pool --http), not plain calls');
-                continue;
-            }
+        HttpCalls::each($this->worker, function (HttpRequest $call) use ($app): void {
             try {
                 $this->serve($app, $call);
             } finally {
-                Convert::forget();
                 Sandbox::enter($app);
             }
-        }
+        });
         return 0;
     }
 

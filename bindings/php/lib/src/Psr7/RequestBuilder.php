@@ -18,8 +18,7 @@ use Shmlink\HttpRequest;
  * SAPI would give ($_SERVER's keys), query and cookie params, the body as
  * a stream, and for form bodies the parsed body and uploaded files (parsed
  * by the extension's own multipart reader, as `HttpRequest::globals()`
- * does). Nothing of one request is left for the next: `forget()` clears
- * the superglobals the multipart reader filled.
+ * does); `HttpCalls::each` clears the superglobals after the request.
  */
 final class RequestBuilder
 {
@@ -53,12 +52,6 @@ final class RequestBuilder
             $request = $request->withUploadedFiles($this->files($_FILES));
         }
         return $request;
-    }
-
-    /** Clears what the extension filled for the request just answered. */
-    public function forget(): void
-    {
-        $_GET = $_POST = $_COOKIE = $_FILES = $_REQUEST = [];
     }
 
     private static function isForm(?string $type): bool

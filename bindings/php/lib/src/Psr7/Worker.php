@@ -11,6 +11,7 @@ use Psr\Http\Message\StreamFactoryInterface;
 use Psr\Http\Message\UploadedFileFactoryInterface;
 use Psr\Http\Server\RequestHandlerInterface;
 use Shmlink\Failure;
+use Shmlink\HttpCalls;
 use Shmlink\HttpRequest;
 use Shmlink\HttpResponse;
 use Throwable;
@@ -52,13 +53,7 @@ final class Worker
     /** Serves requests with $handler until the pool stops this worker. */
     public function run(RequestHandlerInterface $handler): void
     {
-        while (($call = $this->worker->accept()) !== null) {
-            if (!$call instanceof HttpRequest) {
-                $this->worker->fail(400, 'this worker serves HTTP requests (shmlink pool --http), not plain calls');
-                continue;
-            }
-            $this->worker->respond($this->answer($handler, $call));
-        }
+        HttpCalls::each($this->worker, fn (HttpRequest $call) => $this->worker->respond($this->answer($handler, $call)));
     }
 
     /** The handler's answer to one request, as the front sends it. */
@@ -69,8 +64,6 @@ final class Worker
         } catch (Throwable $e) {
             Failure::log($call, $e);
             return Failure::response();
-        } finally {
-            $this->builder->forget();
         }
     }
 

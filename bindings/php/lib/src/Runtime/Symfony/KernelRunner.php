@@ -5,10 +5,10 @@ declare(strict_types=1);
 
 namespace Shmlink\Runtime\Symfony;
 
+use Shmlink\HttpCalls;
 use Shmlink\HttpFoundation\Convert;
 use Shmlink\HttpRequest;
 use Symfony\Component\HttpKernel\HttpKernelInterface;
-use Symfony\Component\HttpKernel\KernelInterface;
 use Symfony\Component\HttpKernel\TerminableInterface;
 use Symfony\Component\Runtime\RunnerInterface;
 
@@ -16,8 +16,10 @@ use Symfony\Component\Runtime\RunnerInterface;
  * Serves the pool's HTTP requests with one kernel, booted once: each
  * request becomes an HttpFoundation Request, the kernel handles it, the
  * response goes back to the front, then the kernel terminates the request
- * (its `kernel.terminate` listeners run after the client has the answer)
- * and the services tagged `kernel.reset` are reset for the next one.
+ * (its `kernel.terminate` listeners run after the client has the answer);
+ * the kernel itself resets the services tagged `kernel.reset`
+ * (`services_resetter`) when it handles the next one, as it does under
+ * every long-running runtime.
  */
 final class KernelRunner implements RunnerInterface
 {
@@ -29,17 +31,7 @@ final class KernelRunner implements RunnerInterface
 
     public function run(): int
     {
-        while (($call = $this->worker->accept()) !== null) {
-            if (!$call instanceof HttpRequest) {
-                $this->worker->fail(400, 'this worker serves HTTP requests (shmlink pool --http), not plain calls');
-                continue;
-            }
-            try {
-                $this->serve($call);
-            } finally {
-                $this->reset();
-            }
-        }
+        HttpCalls::each($this->worker, fn (HttpRequest $call) => $this->serve($call));
         return 0;
     }
 
@@ -69,22 +61,5 @@ final class KernelRunner implements RunnerInterface
         } catch (\Throwable $e) {
             Convert::failed($this->worker, $call, $e, $answered);
         }
-    }
-
-    /**
-     * The services tagged `kernel.reset`, reset now rather than at the
-     * next request (the kernel would then too): memory a request used is
-     * given back while the worker waits.
-     */
-    private function reset(): void
-    {
-        if (!$this->kernel instanceof KernelInterface) {
-            return;
-        }
-        $container = $this->kernel->getContainer();
-        if ($container->has('services_resetter')) {
-            $container->get('services_resetter')->reset();
-        }
-        Convert::forget();
     }
 }

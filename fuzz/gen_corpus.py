@@ -217,6 +217,17 @@ SEEDS = {
         "handed": bytes([2]) + b"listen=3,4 counters=5:1 access=6 max_body=8388608 max_header=65536 header_timeout_ms=10000 max_connections=10000 queue_timeout_ms=10000",
         "handed_bad": bytes([2]) + b"listen=3 colour=blue",
     },
+    # First byte: even a request target; odd a size (8 bytes LE, >> 8), then
+    # Range, If-Range, If-None-Match, If-Modified-Since separated by NULs.
+    "http_files": {
+        "path": bytes([0]) + b"/css/site.css?v=1",
+        "encoded_traversal": bytes([0]) + b"/a/%2e%2e%2f%2E%2E/etc/passwd",
+        "hidden": bytes([0]) + b"/.git/config",
+        "range": bytes([1]) + (102400 << 8).to_bytes(8, "little") + b"bytes=100-199",
+        "suffix_with_if_range": bytes([1]) + (1000 << 8).to_bytes(8, "little") + b"bytes=-10\0\"6553f100-3e8\"",
+        "not_modified": bytes([1]) + (1000 << 8).to_bytes(8, "little") + b"\0\0*",
+        "since": bytes([1]) + (5 << 8).to_bytes(8, "little") + b"\0\0\0Tue, 14 Nov 2023 22:13:20 GMT",
+    },
     # First byte: descriptors with the frame (% 4); then the 40-byte body.
     "line_body": {
         "grant": bytes([2]) + line(2, 3, 65536, 65536, 1 << 20, 1000),

@@ -60,6 +60,16 @@ pub(crate) struct PoolArgs {
     /// Write one line per HTTP request to PATH (-: standard error).
     #[arg(long, value_name = "PATH")]
     http_access_log: Option<PathBuf>,
+    /// Serve the files under DIR to GET and HEAD requests without a worker (sendfile,
+    /// ETag and Last-Modified with 304, Range with 206); PHP scripts, hidden files,
+    /// directories and paths with no file go to the workers; paths leaving DIR get 404.
+    #[arg(long, value_name = "DIR")]
+    http_root: Option<PathBuf>,
+    /// A directory under which a worker's response may name a file for the server to send
+    /// (repeatable): `X-Sendfile: /absolute/path` under any of them, `X-Accel-Redirect:
+    /// /path` beneath the first. Without it those headers reach the client unchanged.
+    #[arg(long, value_name = "DIR")]
+    http_sendfile: Vec<PathBuf>,
     /// Workers kept running.
     #[arg(long, value_name = "N", default_value_t = 2)]
     workers: usize,
@@ -211,6 +221,8 @@ fn supervise(args: &PoolArgs) -> anyhow::Result<()> {
         h.max_connections = args.http_max_connections;
         h.threads = args.http_threads;
         h.access_log = args.http_access_log.clone();
+        h.root = args.http_root.clone();
+        h.sendfile = args.http_sendfile.clone();
         opts.http = Some(h);
         opts.http_mode = args.http_mode;
     }

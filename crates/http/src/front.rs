@@ -21,6 +21,7 @@ use crate::backend::{Backend, Fault};
 use crate::counters::{Counters, StatsHandle};
 use crate::engine::{Engine, Limits, ReqId, Turn};
 use crate::error::HttpError;
+use crate::files::Files;
 use crate::options::FrontOptions;
 use crate::stats::HttpStats;
 
@@ -130,6 +131,7 @@ impl Front {
             .map(AccessLog::open)
             .transpose()?;
         let access = access.map(Arc::new);
+        let files = Files::open(opts.root.as_deref(), &opts.sendfile)?.map(Arc::new);
         let log: Arc<dyn Fn(&str) + Send + Sync> = Arc::from(log);
         let counters = Arc::new(Counters::default());
         let limits = Limits {
@@ -183,19 +185,23 @@ impl Front {
                 .map(TcpListener::try_clone)
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(io("sharing the HTTP listeners between threads".into()))?;
-            let (s, l, c, a, lim, tx) = (
+            let (s, l, c, a, lim, tx, f) = (
                 Arc::clone(&shared),
                 Arc::clone(&log),
                 Arc::clone(&counters),
                 access.clone(),
                 limits.clone(),
                 ready_tx.clone(),
+                files.clone(),
             );
             front.loops.push(spawn(
                 "shmlink-http",
                 Box::new(move || {
                     let made = Engine::new(mine, lim, c, a, Box::new(move |line| l(line)))
                         .and_then(|mut e| {
+                            if let Some(f) = f {
+                                e.serve_files(f);
+                            }
                             e.wake_on(Arc::clone(&s.mailboxes[home].waker)).map(|()| e)
                         });
                     match made {

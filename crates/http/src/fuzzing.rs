@@ -1,8 +1,9 @@
 //! The engine's decoders of peer bytes, for the fuzz targets
-//! (`fuzz/fuzz_targets/http_request.rs`): not an API.
+//! (`fuzz/fuzz_targets/http_request.rs`, `http_files.rs`): not an API.
 
 use crate::engine::body::{self, Body, Broken};
 use crate::engine::head::{self, Framing};
+pub use crate::files::fuzzing::{file_path, file_range};
 
 /// What the engine makes of `bytes` from a client, read in `pieces`
 /// (lengths of successive reads; the rest in one): the encoded request

@@ -7,12 +7,18 @@
 //! SHMLINK_HTTP=listen=3,4 counters=5:1 access=6 max_body=8388608 max_header=65536 header_timeout_ms=10000 max_connections=10000 queue_timeout_ms=10000
 //! ```
 //!
-//! Space-separated `key=value` pairs, each key once; `counters` and
-//! `access` may be absent. A key this version does not know is refused, so
+//! Space-separated `key=value` pairs, each key once; `counters`,
+//! `access`, `root` and `sendfile` (directories, percent-encoded, the
+//! latter separated by commas) may be absent. A key this version does not know is refused, so
 //! a worker never runs with a limit it did not understand.
 #![allow(unsafe_code)]
 
+use std::ffi::OsStr;
 use std::os::fd::{OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use percent_encoding::{percent_decode_str, percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -42,6 +48,28 @@ pub struct Handed {
     pub max_connections: usize,
     /// How long a request may wait in the worker for its turn (503 past it).
     pub queue_timeout: Duration,
+    /// `--http-root`.
+    pub root: Option<PathBuf>,
+    /// `--http-sendfile`.
+    pub sendfile: Vec<PathBuf>,
+}
+
+/// The bytes of a path that travel as they are in [`HTTP_ENV`]; the
+/// others (spaces, commas, `%`, ...) are percent-encoded.
+const PATH_BYTES: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'/')
+    .remove(b'.')
+    .remove(b'-')
+    .remove(b'_');
+
+fn encode_path(p: &Path) -> String {
+    percent_encode(p.as_os_str().as_bytes(), PATH_BYTES).to_string()
+}
+
+fn decode_path(v: &str) -> PathBuf {
+    PathBuf::from(OsStr::from_bytes(
+        &percent_decode_str(v).collect::<Vec<u8>>(),
+    ))
 }
 
 impl Handed {
@@ -56,6 +84,8 @@ impl Handed {
             header_timeout: opts.header_timeout,
             max_connections: opts.max_connections,
             queue_timeout,
+            root: opts.root.clone(),
+            sendfile: opts.sendfile.clone(),
         }
     }
 
@@ -82,6 +112,13 @@ impl Handed {
             self.max_connections,
             self.queue_timeout.as_millis()
         ));
+        if let Some(root) = &self.root {
+            out.push_str(&format!(" root={}", encode_path(root)));
+        }
+        if !self.sendfile.is_empty() {
+            let dirs: Vec<String> = self.sendfile.iter().map(|p| encode_path(p)).collect();
+            out.push_str(&format!(" sendfile={}", dirs.join(",")));
+        }
         out
     }
 
@@ -103,6 +140,8 @@ impl Handed {
             header_timeout: Duration::ZERO,
             max_connections: 0,
             queue_timeout: Duration::ZERO,
+            root: None,
+            sendfile: Vec::new(),
         };
         let number = |key: &str, v: &str| {
             v.parse::<u64>()
@@ -145,6 +184,8 @@ impl Handed {
                 "header_timeout_ms" => h.header_timeout = Duration::from_millis(number(key, v)?),
                 "max_connections" => h.max_connections = size(key, v)?,
                 "queue_timeout_ms" => h.queue_timeout = Duration::from_millis(number(key, v)?),
+                "root" => h.root = Some(decode_path(v)),
+                "sendfile" => h.sendfile = v.split(',').map(decode_path).collect(),
                 other => return Err(bad(format!("{other} is not a key this worker knows"))),
             }
         }
@@ -159,7 +200,13 @@ impl Handed {
         if let Some(missing) = required.iter().find(|k| !seen.contains(k)) {
             return Err(bad(format!("{missing} is missing")));
         }
-        let opts = h.front_options();
+        // The directories are the worker's to open (and name when it
+        // cannot): the limits are checked here.
+        let opts = FrontOptions {
+            root: None,
+            sendfile: Vec::new(),
+            ..h.front_options()
+        };
         opts.validate().map_err(|e| bad(e.to_string()))?;
         if h.queue_timeout.is_zero() {
             return Err(bad("queue_timeout_ms must be greater than zero".into()));
@@ -177,6 +224,8 @@ impl Handed {
             max_connections: self.max_connections,
             threads: 1,
             access_log: None,
+            root: self.root.clone(),
+            sendfile: self.sendfile.clone(),
         }
     }
 }
@@ -241,6 +290,21 @@ mod tests {
              header_timeout_ms=10000 max_connections=10000 queue_timeout_ms=10000"
         );
         assert_eq!(Handed::decode(&h.encode()).expect("decode"), h);
+    }
+
+    #[test]
+    fn file_directories_travel_percent_encoded() {
+        let h = Handed {
+            root: Some(PathBuf::from("/srv/my app/public")),
+            sendfile: vec![PathBuf::from("/a,b"), PathBuf::from("/c%d")],
+            ..sample()
+        };
+        let v = h.encode();
+        assert!(
+            v.ends_with(" root=/srv/my%20app/public sendfile=/a%2Cb,/c%25d"),
+            "{v}"
+        );
+        assert_eq!(Handed::decode(&v).expect("decode"), h);
     }
 
     #[test]

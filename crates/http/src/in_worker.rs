@@ -22,6 +22,7 @@ use crate::backend::Fault;
 use crate::counters::{Counters, CountersPage, Field};
 use crate::engine::{Engine, Limits, ReqId, Turn};
 use crate::error::HttpError;
+use crate::files::Files;
 use crate::handed::{self, Handed, HTTP_ENV};
 
 /// One request in this many has the CPU time of the server's own path
@@ -130,13 +131,17 @@ impl WorkerHttp {
             header_timeout: handed.header_timeout,
             max_connections: handed.max_connections,
         };
-        let engine =
+        let files = Files::open(handed.root.as_deref(), &handed.sendfile)?;
+        let mut engine =
             Engine::new(listeners, limits, Arc::new(counters), access, log).map_err(|source| {
                 HttpError::Io {
                     context: "serving the HTTP listeners".into(),
                     source,
                 }
             })?;
+        if let Some(files) = files {
+            engine.serve_files(Arc::new(files));
+        }
         Ok(WorkerHttp {
             engine,
             held: None,

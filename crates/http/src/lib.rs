@@ -17,6 +17,7 @@ mod backend;
 mod counters;
 mod engine;
 mod error;
+mod files;
 mod front;
 #[doc(hidden)]
 pub mod fuzzing;

@@ -26,6 +26,15 @@ pub struct FrontOptions {
     pub threads: usize,
     /// Where to write one line per request (`-`: standard error).
     pub access_log: Option<PathBuf>,
+    /// Serve the regular files under this directory to `GET` and `HEAD`
+    /// requests from the server itself (PHP scripts, hidden files and
+    /// directories go to the application, as do paths with no file).
+    pub root: Option<PathBuf>,
+    /// Directories under which an application may name a file in
+    /// `X-Sendfile` (an absolute path) or `X-Accel-Redirect` (a path
+    /// beneath the first) for the server to send. Empty: such headers pass
+    /// to the client as any other.
+    pub sendfile: Vec<PathBuf>,
 }
 
 impl FrontOptions {
@@ -41,6 +50,8 @@ impl FrontOptions {
             max_connections: 10_000,
             threads: 0,
             access_log: None,
+            root: None,
+            sendfile: Vec::new(),
         }
     }
 
@@ -61,6 +72,15 @@ impl FrontOptions {
         }
         if self.max_connections == 0 {
             return bad("--http-max-connections must be at least 1");
+        }
+        let dirs = self.root.iter().map(|d| ("--http-root", d));
+        for (option, dir) in dirs.chain(self.sendfile.iter().map(|d| ("--http-sendfile", d))) {
+            if !dir.is_dir() {
+                return Err(HttpError::Options(format!(
+                    "{option} {}: not a directory this process can reach",
+                    dir.display()
+                )));
+            }
         }
         Ok(())
     }

@@ -127,6 +127,15 @@ fn handed_values_decode_to_their_fields_and_encode_to_their_text() {
             header_timeout: Duration::from_millis(n("header_timeout_ms")),
             max_connections: n("max_connections") as usize,
             queue_timeout: Duration::from_millis(n("queue_timeout_ms")),
+            root: d["root"].as_str().map(Into::into),
+            sendfile: d["sendfile"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .map(|p| p.as_str().expect("a path").into())
+                        .collect()
+                })
+                .unwrap_or_default(),
         };
         let value = v["value"].as_str().expect("value");
         assert_eq!(Handed::decode(value).expect("valid"), want, "{}", v["name"]);

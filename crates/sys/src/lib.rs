@@ -4,7 +4,7 @@
 //! memfd segments, shared mappings, the futex doorbell, descriptor passing with
 //! `SCM_RIGHTS`, peer credentials with `SO_PEERCRED`, readiness polling, epoll
 //! and eventfd, socket sends without `SIGPIPE` and peeks, the socket files'
-//! lock, mode and group, signals, limits and CPU affinity. The layers above
+//! lock, mode and group, files opened beneath a root and `sendfile`, signals, limits and CPU affinity. The layers above
 //! make no syscalls of their own beyond what `std` offers (files, sockets,
 //! threads); none of them depends on `rustix`.
 //!
@@ -22,6 +22,7 @@ pub mod cred;
 pub mod epoll;
 pub mod eventfd;
 pub mod fdpass;
+pub mod files;
 pub mod fs;
 pub mod futex;
 pub mod inherit;

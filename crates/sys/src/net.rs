@@ -55,6 +55,20 @@ pub fn send_nosignal(sock: impl AsFd, bufs: &[IoSlice<'_>]) -> io::Result<usize>
     Ok(sendmsg(sock, bufs, &mut no_control, SendFlags::NOSIGNAL)?)
 }
 
+/// `send(2)` of `buf` with `MSG_MORE | MSG_NOSIGNAL`: more follows at once
+/// (a file by `sendfile(2)`), so the kernel holds a short head back to go
+/// out in one segment with what follows rather than alone.
+///
+/// # Errors
+/// As [`send_nosignal`].
+pub fn send_more(sock: impl AsFd, buf: &[u8]) -> io::Result<usize> {
+    Ok(rustix::net::send(
+        sock,
+        buf,
+        SendFlags::NOSIGNAL | SendFlags::MORE,
+    )?)
+}
+
 /// `recv(2)` with `MSG_PEEK | MSG_DONTWAIT`: copies what is queued (up to
 /// `buf.len()` bytes) without consuming it and without blocking. `Ok(0)` at
 /// end of stream.

@@ -1,6 +1,7 @@
 //! One client connection of the engine: what it has read and not parsed,
 //! what it must still write, and where its current request is.
 
+use std::fs::File;
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::time::Instant;
@@ -48,6 +49,8 @@ pub(super) struct Conn {
     /// Bytes to write; `wbuf[wpos..]` is not written yet.
     pub(super) wbuf: Vec<u8>,
     pub(super) wpos: usize,
+    /// A file's bytes to send after `wbuf` (a response made from a file).
+    pub(super) file: Option<Outgoing>,
     pub(super) phase: Phase,
     /// The client shut its side (or the socket failed): nothing more comes.
     pub(super) eof: bool,
@@ -62,6 +65,19 @@ pub(super) struct Conn {
     /// (an edge-triggered socket will not say so again).
     pub(super) more: bool,
 }
+
+/// A file's bytes on their way out: `offset..end` is not sent yet.
+#[derive(Debug)]
+pub(super) struct Outgoing {
+    pub(super) file: File,
+    pub(super) offset: u64,
+    pub(super) end: u64,
+}
+
+/// The most `sendfile(2)` is asked for at once: a fast client's socket
+/// takes it without a stop, and the loop turns to its other connections
+/// in between.
+const SEND_STEP: usize = 1 << 20;
 
 /// What taking the body from the buffer came to.
 #[derive(Debug)]
@@ -103,6 +119,7 @@ impl Conn {
             rend: 0,
             wbuf: Vec::new(),
             wpos: 0,
+            file: None,
             phase: Phase::Head,
             eof: false,
             closing: false,
@@ -226,7 +243,13 @@ impl Conn {
     /// when the connection failed (the client is gone).
     pub(super) fn flush(&mut self) -> bool {
         while self.wpos < self.wbuf.len() {
-            match self.sock.write(&self.wbuf[self.wpos..]) {
+            let rest = &self.wbuf[self.wpos..];
+            let sent = if self.file.is_some() {
+                shmlink_sys::net::send_more(&self.sock, rest)
+            } else {
+                self.sock.write(rest)
+            };
+            match sent {
                 Ok(0) => return false,
                 Ok(n) => self.wpos += n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
@@ -236,11 +259,27 @@ impl Conn {
         }
         self.wbuf.clear();
         self.wpos = 0;
+        let Some(out) = self.file.as_mut() else {
+            return true;
+        };
+        while out.offset < out.end {
+            let step = (out.end - out.offset).min(SEND_STEP as u64) as usize;
+            match shmlink_sys::files::sendfile(&self.sock, &out.file, &mut out.offset, step) {
+                // The file shrank under us: the promised length cannot be
+                // kept, and the connection must end.
+                Ok(0) => return false,
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return false,
+            }
+        }
+        self.file = None;
         true
     }
 
     /// Whether everything is written.
     pub(super) fn flushed(&self) -> bool {
-        self.wpos == self.wbuf.len()
+        self.wpos == self.wbuf.len() && self.file.is_none()
     }
 }

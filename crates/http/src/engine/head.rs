@@ -2,6 +2,7 @@
 //! against HTTP/1.1's framing rules and the limits, and encoded at once as
 //! the start of the request the application receives ([`crate::wire`]).
 
+use crate::files::Conditions;
 use crate::wire::REQUEST_MAGIC;
 
 /// Headers a head may carry; more is a 431, as hyper answers.
@@ -34,8 +35,19 @@ pub(crate) struct Head {
     pub(super) head_only: bool,
     /// `CONNECT`: a proxy's tunnel, nothing a worker answers.
     pub(super) connect: bool,
+    /// A `GET` or a `HEAD`: one a file may answer.
+    pub(super) fetch: bool,
+    /// The headers that make it conditional or partial, when it has one.
+    pub(super) conditions: Option<Box<Conditions>>,
     /// `METHOD TARGET`, for the log of a fault and the access log.
     pub(super) line: String,
+}
+
+impl Head {
+    /// The request target.
+    pub(super) fn target(&self) -> &str {
+        self.line.split_once(' ').map_or("", |(_, t)| t)
+    }
 }
 
 /// Why a head is refused: the status to answer (400, 431). The reason,
@@ -80,6 +92,7 @@ pub(crate) fn parse(
     let mut encodings = false;
     let (mut close, mut keep) = (false, false);
     let mut expects_continue = false;
+    let mut conditions = None;
     for h in req.headers.iter() {
         let v = h.value;
         if h.name.eq_ignore_ascii_case("content-length") {
@@ -105,6 +118,8 @@ pub(crate) fn parse(
             }
         } else if h.name.eq_ignore_ascii_case("expect") {
             expects_continue = v.trim_ascii().eq_ignore_ascii_case(b"100-continue");
+        } else {
+            Conditions::take(&mut conditions, h.name, v);
         }
     }
     let framing = match (encodings, length) {
@@ -149,6 +164,8 @@ pub(crate) fn parse(
         keep_alive: !close && (version == 1 || keep),
         expects_continue: expects_continue && version == 1 && framing != Framing::None,
         head_only: method == "HEAD",
+        fetch: method == "GET" || method == "HEAD",
+        conditions,
         connect: method == "CONNECT",
         line: {
             let mut l = String::with_capacity(method.len() + target.len() + 1);
@@ -208,6 +225,13 @@ mod tests {
             "no body"
         );
         assert!(h("HEAD / HTTP/1.1\r\n\r\n").head_only);
+        let g = h("GET /a?b HTTP/1.1\r\nRange: bytes=0-1\r\nIf-None-Match: \"e\"\r\n\r\n");
+        assert!(g.fetch && g.target() == "/a?b");
+        let c = g.conditions.expect("conditional");
+        assert_eq!(c.range.as_deref(), Some("bytes=0-1"));
+        assert_eq!(c.if_none_match.as_deref(), Some("\"e\""));
+        assert!(h("GET / HTTP/1.1\r\nHost: x\r\n\r\n").conditions.is_none());
+        assert!(!h("POST / HTTP/1.1\r\n\r\n").fetch);
         assert!(h("CONNECT a:443 HTTP/1.1\r\n\r\n").connect);
         assert_eq!(
             h("POST / HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n").framing,

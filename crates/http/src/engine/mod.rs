@@ -38,8 +38,10 @@ use shmlink_sys::eventfd::EventFd;
 use crate::access::AccessLog;
 use crate::backend::Fault;
 use crate::counters::{Counters, Field};
+use crate::files::{FileReply, Files, Handoff, Lookup};
+use crate::wire::ResponseView;
 use body::{Body, Broken};
-use conn::{BodyStep, Conn, Phase, Read_};
+use conn::{BodyStep, Conn, Outgoing, Phase, Read_};
 use head::Framing;
 use reply::Terms;
 
@@ -142,6 +144,18 @@ pub(crate) struct Engine {
     now: u64,
     /// Buffers of requests answered, for the next ones.
     spare: Vec<Vec<u8>>,
+    /// Files it sends itself (`--http-root`, `--http-sendfile`).
+    files: Option<Arc<Files>>,
+}
+
+/// How a request is answered.
+enum Reply<'a> {
+    /// With the application's encoded response, or a fault.
+    App(Result<&'a [u8], Fault>),
+    /// With a file of the root.
+    File(FileReply),
+    /// With a status of the server's own (a text body).
+    Status(u16),
 }
 
 impl Engine {
@@ -181,7 +195,14 @@ impl Engine {
             next_serial: 1,
             now: shmlink_sys::clock::coarse_ms(),
             spare: Vec::new(),
+            files: None,
         })
+    }
+
+    /// Sends files itself: static files of the root, files applications
+    /// name (see [`Files`]).
+    pub(crate) fn serve_files(&mut self, files: Arc<Files>) {
+        self.files = Some(files);
     }
 
     /// Reports [`Turn::Watched`] each time `fd` becomes readable.
@@ -348,13 +369,22 @@ impl Engine {
         if self.conn(id).is_none() {
             return; // its client left
         }
-        let slot = id.slot;
-        let draining = self.stopping.is_some();
-        let date = self.date.at(self.now);
-        let Some(c) = self.conns[slot].as_mut() else {
+        let Some(c) = self.conns[id.slot].as_mut() else {
             return;
         };
         let Phase::App { head, body_in } = std::mem::replace(&mut c.phase, Phase::Head) else {
+            return;
+        };
+        self.respond(id.slot, head, body_in, Reply::App(answer));
+    }
+
+    /// Writes the response to the request of `head` on the connection in
+    /// `slot` (its phase back at `Head`), counts and logs it, and goes on
+    /// with the connection's next request.
+    fn respond(&mut self, slot: usize, head: head::Head, body_in: usize, reply: Reply<'_>) {
+        let draining = self.stopping.is_some();
+        let date = self.date.at(self.now);
+        let Some(c) = self.conns[slot].as_mut() else {
             return;
         };
         let close = !head.keep_alive || draining || c.eof;
@@ -363,20 +393,52 @@ impl Engine {
             head_only: head.head_only,
             close,
         };
-        let written = match answer {
-            Ok(bytes) => match reply::answer(&mut c.wbuf, bytes, terms, date) {
-                Ok(w) => Ok(w),
-                Err(why) => Err(Fault::new(502, why)),
-            },
-            Err(f) => Err(f),
+        let written = match reply {
+            Reply::App(Ok(bytes)) => {
+                let handed = self.files.as_deref().filter(|f| f.takes_handoffs());
+                match handed.and_then(|f| handoff(f, bytes, &head)) {
+                    Some(Ok((view, file))) => {
+                        let w = reply::file_head(&mut c.wbuf, &file, Some(&view), terms, date);
+                        w.map(|w| (w, Some(file)))
+                            .map_err(|why| Fault::new(502, why))
+                    }
+                    Some(Err(f)) => Err(f),
+                    None => reply::answer(&mut c.wbuf, bytes, terms, date)
+                        .map(|w| (w, None))
+                        .map_err(|why| Fault::new(502, why)),
+                }
+            }
+            Reply::App(Err(f)) => Err(f),
+            Reply::File(file) => reply::file_head(&mut c.wbuf, &file, None, terms, date)
+                .map(|w| (w, Some(file)))
+                .map_err(|why| Fault::new(500, why)),
+            Reply::Status(status) => {
+                Ok((reply::plain(&mut c.wbuf, status, true, terms, date), None))
+            }
         };
         let written = written.unwrap_or_else(|f| {
             (self.log)(&format!(
                 "HTTP {} from {}: {} ({})",
                 head.line, c.remote, f.status, f.reason
             ));
-            reply::plain(&mut c.wbuf, f.status, true, terms, date)
+            (reply::plain(&mut c.wbuf, f.status, true, terms, date), None)
         });
+        let (written, file) = written;
+        if let Some(FileReply {
+            file: Some(file),
+            start,
+            len,
+            ..
+        }) = file
+        {
+            if !head.head_only && len > 0 {
+                c.file = Some(Outgoing {
+                    file,
+                    offset: start,
+                    end: start + len,
+                });
+            }
+        }
         let took = c.started.take().map_or(Duration::ZERO, |t| t.elapsed());
         self.counters
             .answered(written.status, body_in, written.body, took);
@@ -459,7 +521,21 @@ impl Engine {
             return;
         }
         if ev.writable {
+            let sending = self.conns[slot].as_ref().is_some_and(|c| c.file.is_some());
             self.after_write(slot);
+            let sent = self.conns[slot]
+                .as_ref()
+                .is_some_and(|c| c.file.is_none() && !c.closing);
+            if sending && sent {
+                // A file is out: the next request's head has its full time
+                // from now, and what waited behind the file is parsed.
+                if let Some(c) = self.conns[slot].as_mut() {
+                    let deadline = self.now + self.limits.header_timeout.as_millis() as u64;
+                    c.deadline = deadline;
+                    self.timers.push_back((deadline, slot, c.serial));
+                }
+                self.read(slot, false);
+            }
         }
         if ev.readable || ev.hang_up {
             self.read(slot, ev.hang_up);
@@ -533,7 +609,9 @@ impl Engine {
             match &mut c.phase {
                 Phase::App { .. } | Phase::Lingering => return,
                 Phase::Head => {
-                    if c.unread().is_empty() {
+                    if c.unread().is_empty() || c.file.is_some() {
+                        // Nothing, or a file still going out ahead of the
+                        // next response: parsed once it is out.
                         return;
                     }
                     let mut encoded = self.spare.pop().unwrap_or_default();
@@ -558,6 +636,22 @@ impl Engine {
                     if h.connect {
                         self.refuse(slot, 405, true, Some(h));
                         return;
+                    }
+                    if h.fetch && h.framing == Framing::None {
+                        let files = self.files.as_deref().filter(|f| f.serves_root());
+                        match files.map(|f| f.lookup(h.target(), h.conditions.as_deref())) {
+                            None | Some(Lookup::Application) => {}
+                            Some(Lookup::File(file)) => {
+                                self.spare.push(encoded);
+                                self.respond(slot, h, 0, Reply::File(file));
+                                return;
+                            }
+                            Some(Lookup::Refused) => {
+                                self.spare.push(encoded);
+                                self.respond(slot, h, 0, Reply::Status(404));
+                                return;
+                            }
+                        }
                     }
                     let body = match h.framing {
                         Framing::Length(n) if n > self.limits.max_body as u64 => {
@@ -718,6 +812,7 @@ impl Engine {
                     .is_some_and(|c| {
                         c.serial == serial
                             && c.deadline == at
+                            && c.file.is_none()
                             && matches!(
                                 c.phase,
                                 Phase::Head | Phase::Body { .. } | Phase::Lingering
@@ -742,4 +837,28 @@ impl Engine {
             self.ready.clear();
         }
     }
+}
+
+/// The file an application's answer names in `X-Sendfile` or
+/// `X-Accel-Redirect`, if it names one: the answer and the file's
+/// response, or the fault to answer instead (logged with why).
+fn handoff<'a>(
+    files: &Files,
+    bytes: &'a [u8],
+    head: &head::Head,
+) -> Option<Result<(ResponseView<'a>, FileReply), Fault>> {
+    let view = ResponseView::parse(bytes).ok()?;
+    let (how, value) = view
+        .headers()
+        .find_map(|(n, v)| Handoff::of(n).map(|h| (h, v)))?;
+    // Conditions and ranges apply to a 200 only.
+    let conditions = (view.status == 200)
+        .then_some(head.conditions.as_deref())
+        .flatten();
+    Some(
+        files
+            .handoff(how, value, conditions)
+            .map(|file| (view, file))
+            .map_err(|(status, why)| Fault::new(status, why)),
+    )
 }

@@ -5,6 +5,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use crate::files::{FileReply, Handoff};
 use crate::wire::ResponseView;
 
 /// Headers an application may not set: the server frames the body itself,
@@ -108,14 +109,26 @@ fn status_line(out: &mut Vec<u8>, version: u8, status: u16) {
     out.extend_from_slice(b"\r\n");
 }
 
+/// Whether a response of `status` has no body.
+fn bodiless(status: u16) -> bool {
+    status == 204 || status == 304 || (100..200).contains(&status)
+}
+
 /// The end of a head: framing, date, connection, blank line; then the body
 /// unless the request was `HEAD` or the status has none.
 fn finish(out: &mut Vec<u8>, t: Terms, status: u16, body: &[u8], date: &[u8]) {
-    let bodiless = status == 204 || status == 304 || (100..200).contains(&status);
-    if !bodiless {
+    end_head(out, t, status, body.len() as u64, date);
+    if !t.head_only && !bodiless(status) {
+        out.extend_from_slice(body);
+    }
+}
+
+/// The end of a head for a body of `len` bytes.
+fn end_head(out: &mut Vec<u8>, t: Terms, status: u16, len: u64, date: &[u8]) {
+    if !bodiless(status) {
         out.extend_from_slice(b"content-length: ");
         let mut digits = itoa::Buffer::new();
-        out.extend_from_slice(digits.format(body.len()).as_bytes());
+        out.extend_from_slice(digits.format(len).as_bytes());
         out.extend_from_slice(b"\r\n");
     }
     out.extend_from_slice(b"date: ");
@@ -127,9 +140,6 @@ fn finish(out: &mut Vec<u8>, t: Terms, status: u16, body: &[u8], date: &[u8]) {
         out.extend_from_slice(b"connection: keep-alive\r\n");
     }
     out.extend_from_slice(b"\r\n");
-    if !t.head_only && !bodiless {
-        out.extend_from_slice(body);
-    }
 }
 
 /// Writes the response an application answered (`answer`, encoded) to
@@ -150,18 +160,34 @@ pub(super) fn answer(
     }
     let start = out.len();
     status_line(out, t.version, r.status);
+    if let Err(e) = app_headers(out, &r, |_| true) {
+        out.truncate(start);
+        return Err(e);
+    }
+    finish(out, t, r.status, r.body, date);
+    Ok(Written {
+        status: r.status,
+        body: r.body.len(),
+    })
+}
+
+/// Writes the headers of an application's answer `r` that `keep` keeps,
+/// checked (framing and hop-by-hop headers dropped).
+fn app_headers(
+    out: &mut Vec<u8>,
+    r: &ResponseView<'_>,
+    keep: impl Fn(&str) -> bool,
+) -> Result<(), String> {
     for (name, value) in r.headers() {
-        if FRAMING.iter().any(|f| f.eq_ignore_ascii_case(name)) {
+        if FRAMING.iter().any(|f| f.eq_ignore_ascii_case(name)) || !keep(name) {
             continue;
         }
         if name.is_empty() || !name.bytes().all(is_tchar) {
-            out.truncate(start);
             return Err(format!(
                 "the worker answered an invalid header name {name:?}"
             ));
         }
         if !is_value(value) {
-            out.truncate(start);
             return Err(format!(
                 "the worker answered an invalid value for header {name:?}"
             ));
@@ -171,10 +197,45 @@ pub(super) fn answer(
         out.extend_from_slice(value);
         out.extend_from_slice(b"\r\n");
     }
-    finish(out, t, r.status, r.body, date);
+    Ok(())
+}
+
+/// Writes the head of a response made from a file (its bytes follow by
+/// `sendfile`): the file's own (`f`), or the one an application named in
+/// `X-Sendfile` (`app`: its answer, whose status stands unless it is 200,
+/// whose headers stand, and which gets the file's headers it did not set).
+pub(super) fn file_head(
+    out: &mut Vec<u8>,
+    f: &FileReply,
+    app: Option<&ResponseView<'_>>,
+    t: Terms,
+    date: &[u8],
+) -> Result<Written, String> {
+    let start = out.len();
+    let status = match app {
+        Some(r) if r.status != 200 => r.status,
+        _ => f.status,
+    };
+    status_line(out, t.version, status);
+    if let Some(r) = app {
+        if let Err(e) = app_headers(out, r, |n| Handoff::of(n).is_none()) {
+            out.truncate(start);
+            return Err(e);
+        }
+    }
+    for (name, value) in &f.headers {
+        if app.is_some_and(|r| r.headers().any(|(n, _)| n.eq_ignore_ascii_case(name))) {
+            continue;
+        }
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    end_head(out, t, status, f.len, date);
     Ok(Written {
-        status: r.status,
-        body: r.body.len(),
+        status,
+        body: f.len as usize,
     })
 }
 

@@ -11,6 +11,26 @@ use std::time::{Duration, Instant};
 
 use shmlink::Log;
 
+pub(crate) mod http_client;
+
+/// Runs each named test (a `fn(HttpMode)`) once per HTTP mode:
+/// `NAME::workers` and `NAME::front`.
+#[allow(unused_macros)] // the HTTP test files use it
+macro_rules! in_both_modes {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[test]
+            fn workers() {
+                super::$name(shmlink_pool::HttpMode::Workers)
+            }
+            #[test]
+            fn front() {
+                super::$name(shmlink_pool::HttpMode::Front)
+            }
+        }
+    )*};
+}
+
 /// A temp dir removed on drop.
 pub(crate) struct Dir(pub(crate) PathBuf);
 

@@ -6,6 +6,8 @@
 //! - `/garbage`: an answer that is not an encoded response (502);
 //!   `/bad-header`: a header value with a line break (502);
 //! - `/status/N`: status N, empty body;
+//! - `/sendfile/PATH`: `X-Sendfile: /PATH`; `/accel/PATH`:
+//!   `X-Accel-Redirect: /PATH` (each with `x-app: 1` and an empty body);
 //! - anything else: 200, `text/plain`, the request as the worker saw it:
 //!   `METHOD TARGET PROTOCOL`, the remote address, `name: value` lines, a
 //!   blank line and the body.
@@ -43,6 +45,14 @@ pub(crate) fn answer(
             } else if let Some(mib) = number_after(path, "/grow/") {
                 kept.push(vec![1u8; (mib as usize) << 20]);
                 Response::new(200, pid)
+            } else if let Some(file) = path.strip_prefix("/sendfile") {
+                Response::new(200, "")
+                    .header("x-sendfile", file)
+                    .header("x-app", "1")
+            } else if let Some(file) = path.strip_prefix("/accel") {
+                Response::new(200, "")
+                    .header("x-accel-redirect", file)
+                    .header("x-app", "1")
             } else if let Some(status) = number_after(path, "/status/") {
                 Response::new(status as u16, "")
             } else {

@@ -122,7 +122,7 @@ php -r '$r = json_decode(file_get_contents("target/main-quick/http-latest.json")
     . json_encode(array_values(array_map(fn ($x) => [$x["server"], $x["app"], $x["load"], $x["errors"]], $bad))) . "\n"); exit(1); }'
 # The frameworks: both apps under both servers, no failed request.
 php -r '$a = json_decode(file_get_contents("target/main-quick/frameworks-latest.json"), true)["apps"];
-  foreach (["symfony", "laravel"] as $app) { foreach (["pool", "fpm"] as $s) {
+  foreach (["symfony", "laravel", "static"] as $app) { foreach (["pool", "fpm"] as $s) {
     $m = $a[$app]["servers"][$s] ?? null;
     if ($m === null || $m["errors"] !== 0 || $m["rps"] <= 0) { fwrite(STDERR, "main --quick: frameworks $app under $s: "
       . json_encode($m) . "\n"); exit(1); } } }'

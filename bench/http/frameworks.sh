@@ -5,7 +5,10 @@
 #   - Symfony 5.4: GET /page/bench, a controller with two injected services
 #     rendering a Twig template;
 #   - Laravel 8.83: GET /api/bench, a route, a controller, a JSON response;
-# each under
+# and a static file of 100 KiB beside an application (GET /bench-100k.bin:
+# the pool with --http-root against nginx alone serving the same file, as
+# Debian configures it: sendfile, tcp_nopush; goal >= 0.8x nginx);
+# each application under
 #   - shmlink pool --http, 2 PHP workers serving HTTP themselves (Symfony
 #     through Shmlink\Runtime\SymfonyRuntime and its unchanged
 #     public/index.php, Laravel through bin/laravel-worker.php);
@@ -71,7 +74,10 @@ php -r '$t = file_get_contents("/usr/share/php/Symfony/Component/Runtime/Interna
             "%runtime_class%" => var_export("Symfony\\Component\\Runtime\\SymfonyRuntime", true),
             "%runtime_options%" => var_export(["project_dir" => $argv[1]], true)]));' "$run/symfony"
 export SHMLINK_PHP_LIB=$lib APP_ENV=prod APP_DEBUG=0
-declare -A target=([symfony]=/page/bench [laravel]=/api/bench)
+declare -A target=([symfony]=/page/bench [laravel]=/api/bench [static]=/bench-100k.bin)
+mkdir -p "$run/static/public"
+head -c $((100 << 10)) /dev/urandom >"$run/static/public/bench-100k.bin"
+printf '<?php\nreturn static fn () => [404, "text/plain", "not a file\\n"];\n' >"$run/static/app.php"
 hz=$(getconf CLK_TCK)
 results=$run/results.jsonl
 : >"$results"
@@ -80,13 +86,13 @@ fpm_port=$(free_port)
 answers() { poll_until 30 curl -sf -o /dev/null "http://127.0.0.1:$1$2"; }
 
 start_pool() {
-  local app=$1 cmd
-  if [ "$app" = symfony ]; then
-    cmd=("$run/symfony/public/index.php")
-  else
-    cmd=("$lib/bin/laravel-worker.php" "$run/laravel")
-  fi
-  APP_RUNTIME='Shmlink\Runtime\SymfonyRuntime' "$shmlink" pool --http "127.0.0.1:$pool_port" --workers 2 \
+  local app=$1 cmd files=()
+  case $app in
+    symfony) cmd=("$run/symfony/public/index.php") ;;
+    laravel) cmd=("$lib/bin/laravel-worker.php" "$run/laravel") ;;
+    static) cmd=("$root/bench/http/worker.php" "$run/static/app.php"); files=(--http-root "$run/static/public") ;;
+  esac
+  APP_RUNTIME='Shmlink\Runtime\SymfonyRuntime' "$shmlink" pool --http "127.0.0.1:$pool_port" --workers 2 "${files[@]}" \
     -- php -d extension="$module" -d opcache.enable_cli=1 -d memory_limit=512M "${cmd[@]}" \
     </dev/null >"$run/pool.log" 2>&1 &
   echo $! >"$run/pool.pid"
@@ -95,6 +101,13 @@ start_pool() {
 
 start_fpm() {
   local app=$1
+  if [ "$app" = static ]; then
+    nginx_static_conf "$run" "$fpm_port" "$run/static/public"
+    nginx -p "$run" -c "$run/nginx.conf" -g 'daemon off;' </dev/null >>"$run/nginx.log" 2>&1 &
+    echo $! >"$run/nginx.pid"
+    answers "$fpm_port" "${target[$app]}" || fail "nginx (static) does not answer: $(tail -n 5 "$run/nginx.log")"
+    return
+  fi
   fpm_conf "$run"
   php-fpm8.2 -R -F -y "$run/fpm.conf" </dev/null >>"$run/fpm.log" 2>&1 &
   echo $! >"$run/fpm.pid"
@@ -129,8 +142,11 @@ server_pids() {
   else
     local nginx fpm
     nginx=$(cat "$run/nginx.pid")
-    fpm=$(cat "$run/fpm.pid")
-    echo "$nginx" $(descendants "$nginx") "$fpm" $(descendants "$fpm")
+    echo "$nginx" $(descendants "$nginx")
+    if [ -s "$run/fpm.pid" ]; then
+      fpm=$(cat "$run/fpm.pid")
+      echo "$fpm" $(descendants "$fpm")
+    fi
   fi
 }
 
@@ -155,7 +171,7 @@ measure() {
 warm() { wrk -t1 -c16 -d1s "http://127.0.0.1:$(port_of "$1")$2" >/dev/null; }
 
 # One server at a time (both would share the 2 CPUs), alternating by round.
-for app in symfony laravel; do
+for app in symfony laravel static; do
   start_pool "$app"
   answer_of pool "${target[$app]}" >"$run/pool.answer"
   stop_server pool

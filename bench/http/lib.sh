@@ -67,6 +67,30 @@ http {
 CONF
 }
 
+# nginx_static_conf DIR PORT ROOT: an nginx configuration in DIR/nginx.conf,
+# on 127.0.0.1:PORT, serving the files under ROOT as Debian's default
+# configuration does (sendfile and tcp_nopush on, types from mime.types).
+nginx_static_conf() {
+  cat >"$1/nginx.conf" <<CONF
+worker_processes auto;
+pid $1/nginx.master.pid;
+error_log $1/nginx.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  sendfile on;
+  tcp_nopush on;
+  include /etc/nginx/mime.types;
+  default_type application/octet-stream;
+  client_body_temp_path $1/nginx-body;
+  server {
+    listen 127.0.0.1:$2;
+    root $3;
+  }
+}
+CONF
+}
+
 free_port() {
   php -n -r '$s = stream_socket_server("tcp://127.0.0.1:0"); $n = stream_socket_get_name($s, false);
              echo substr($n, strrpos($n, ":") + 1);'

@@ -51,4 +51,21 @@ void php_shmlink_http_globals(zend_object *request);
 void php_shmlink_http_globals_shutdown(void);
 /* After a call from the front: removes the files its request uploaded. */
 void php_shmlink_http_request_done(void);
+
+/* http_stream.c: responses a worker streams. _request names the worker
+ * whose HTTP call runs (NULL between calls), for flush() and PHP's output;
+ * _begin sends a head (a string or HttpResponse, with header() and
+ * http_response_code()), _write a piece, _finish the handler's last answer
+ * (its body, if any) and the end; each false after throwing. */
+void php_shmlink_stream_minit(void);
+/* What the output buffers hold, outermost first, taken out of them; with
+ * `reopen` as many (plain) buffers are left open as there were, for the
+ * script's own ob_get_clean() and the like. */
+zend_string *php_shmlink_output_take(bool reopen);
+void php_shmlink_stream_request(shmlink_worker *w);
+bool php_shmlink_streaming(shmlink_worker *w);
+bool php_shmlink_stream_began(void);
+bool php_shmlink_stream_begin(shmlink_worker *w, zval *head);
+bool php_shmlink_stream_write(shmlink_worker *w, const char *data, size_t len);
+bool php_shmlink_stream_finish(shmlink_worker *w, zval *last);
 #endif /* PHP_SHMLINK_HTTP_H */

@@ -79,6 +79,7 @@ static PHP_MINIT_FUNCTION(shmlink) {
   php_shmlink_http_response_ce = register_class_Shmlink_HttpResponse();
 
   php_shmlink_persistent_startup(module_number);
+  php_shmlink_stream_minit();
   return SUCCESS;
 }
 

@@ -119,6 +119,23 @@ namespace Shmlink {
 
         /** Answers the call accepted last with an error: the caller gets a RemoteException. */
         public function fail(int $code, string $message): void {}
+
+        /**
+         * Starts streaming the answer to the HTTP request being handled: the
+         * status and headers of $head (a string: 200 and what header() and
+         * http_response_code() set; or a Shmlink\HttpResponse) go to the
+         * client now, with its body as the first bytes; write() sends more,
+         * end() (or the handler's return, whose body is the last piece) ends
+         * it. flush() in a request does the same with what the output
+         * buffers hold. Throws Shmlink\Exception when the client is gone.
+         */
+        public function stream(string|HttpResponse $head = ""): void {}
+
+        /** Sends the next piece of the response being streamed. */
+        public function write(string $data): void {}
+
+        /** Ends the response being streamed. */
+        public function end(): void {}
     }
 
     /**

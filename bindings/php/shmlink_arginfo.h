@@ -1,5 +1,5 @@
 /* This is a generated file, edit the .stub.php file instead.
- * Stub hash: 4e6e702513c2fdb23d26d7f9e97f980377d7e12e */
+ * Stub hash: 2bac718e8c2e3e54337d0abf55641c8a0882de92 */
 
 ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_Shmlink_stats, 0, 0, IS_ARRAY, 0)
 ZEND_END_ARG_INFO()
@@ -68,6 +68,16 @@ ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_class_Shmlink_Worker_fail, 0, 2,
 	ZEND_ARG_TYPE_INFO(0, message, IS_STRING, 0)
 ZEND_END_ARG_INFO()
 
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_class_Shmlink_Worker_stream, 0, 0, IS_VOID, 0)
+	ZEND_ARG_OBJ_TYPE_MASK(0, head, Shmlink\\HttpResponse, MAY_BE_STRING, "\"\"")
+ZEND_END_ARG_INFO()
+
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_class_Shmlink_Worker_write, 0, 1, IS_VOID, 0)
+	ZEND_ARG_TYPE_INFO(0, data, IS_STRING, 0)
+ZEND_END_ARG_INFO()
+
+#define arginfo_class_Shmlink_Worker_end arginfo_class_Shmlink_Client_close
+
 ZEND_BEGIN_ARG_INFO_EX(arginfo_class_Shmlink_HttpRequest___construct, 0, 0, 0)
 ZEND_END_ARG_INFO()
 
@@ -102,6 +112,9 @@ ZEND_METHOD(Shmlink_Worker, run);
 ZEND_METHOD(Shmlink_Worker, accept);
 ZEND_METHOD(Shmlink_Worker, respond);
 ZEND_METHOD(Shmlink_Worker, fail);
+ZEND_METHOD(Shmlink_Worker, stream);
+ZEND_METHOD(Shmlink_Worker, write);
+ZEND_METHOD(Shmlink_Worker, end);
 ZEND_METHOD(Shmlink_HttpRequest, __construct);
 ZEND_METHOD(Shmlink_HttpRequest, header);
 ZEND_METHOD(Shmlink_HttpRequest, globals);
@@ -142,6 +155,9 @@ static const zend_function_entry class_Shmlink_Worker_methods[] = {
 	ZEND_ME(Shmlink_Worker, accept, arginfo_class_Shmlink_Worker_accept, ZEND_ACC_PUBLIC)
 	ZEND_ME(Shmlink_Worker, respond, arginfo_class_Shmlink_Worker_respond, ZEND_ACC_PUBLIC)
 	ZEND_ME(Shmlink_Worker, fail, arginfo_class_Shmlink_Worker_fail, ZEND_ACC_PUBLIC)
+	ZEND_ME(Shmlink_Worker, stream, arginfo_class_Shmlink_Worker_stream, ZEND_ACC_PUBLIC)
+	ZEND_ME(Shmlink_Worker, write, arginfo_class_Shmlink_Worker_write, ZEND_ACC_PUBLIC)
+	ZEND_ME(Shmlink_Worker, end, arginfo_class_Shmlink_Worker_end, ZEND_ACC_PUBLIC)
 	ZEND_FE_END
 };
 

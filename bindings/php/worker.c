@@ -10,6 +10,7 @@ typedef struct {
   shmlink_worker *worker; /* NULL until constructed */
   bool http;              /* the call accepted last came from the HTTP front */
   bool pending;           /* an HTTP call accept() gave and nothing answered yet */
+  bool ended;             /* the call's streamed answer was ended with end() */
   zend_object std;
 } php_shmlink_worker;
 
@@ -151,6 +152,7 @@ static bool accept_call(shmlink_worker *w, zval *out, bool *stopped, bool *http)
     char err[160];
     if (php_shmlink_http_request(request, len, out, err, sizeof err)) {
       php_shmlink_http_headers_begin();
+      php_shmlink_stream_request(w);
       return true;
     }
     if (!answered(shmlink_worker_fail(w, SHMLINK_REMOTE_HANDLER_EXCEPTION, err))) {
@@ -162,6 +164,16 @@ static bool accept_call(shmlink_worker *w, zval *out, bool *stopped, bool *http)
 /* Answers the accepted call with a handler's result; false after throwing
  * (an unusable result is answered with an error, with a warning). */
 static bool respond_with(shmlink_worker *w, zval *result, bool http) {
+  /* The handler is done: what PHP prints from here on (a warning) is not
+   * the response's. */
+  php_shmlink_stream_request(NULL);
+  if (http && php_shmlink_streaming(w)) {
+    /* Streamed: the result's body, if any, is the last piece. */
+    return php_shmlink_stream_finish(w, Z_TYPE_P(result) == IS_UNDEF ? NULL : result);
+  }
+  if (http && php_shmlink_stream_began()) {
+    return true; /* streamed, and over: its client left (the handler was told) */
+  }
   if (http) {
     smart_str out = {0};
     if (php_shmlink_http_encode(result, &out)) {
@@ -209,26 +221,17 @@ static bool fail_with_exception(shmlink_worker *w) {
  * worker's stdout. The worker then ends with the script, and the pool
  * starts another. */
 static void answer_exit(shmlink_worker *w) {
-  int levels = php_output_get_level();
-  zend_string **parts = levels > 0 ? safe_emalloc((size_t)levels, sizeof(zend_string *), 0) : NULL;
-  for (int i = levels - 1; i >= 0; i--) {
-    zval part;
-    parts[i] = php_output_get_contents(&part) == SUCCESS && Z_TYPE(part) == IS_STRING
-                   ? Z_STR(part)
-                   : ZSTR_EMPTY_ALLOC();
-    php_output_discard();
-  }
-  smart_str body = {0};
-  for (int i = 0; i < levels; i++) {
-    smart_str_append(&body, parts[i]);
-    zend_string_release(parts[i]);
-  }
-  if (parts != NULL) {
-    efree(parts);
-  }
-  smart_str_0(&body);
+  php_shmlink_stream_request(NULL);
   zval text;
-  ZVAL_STR(&text, body.s != NULL ? body.s : ZSTR_EMPTY_ALLOC());
+  ZVAL_STR(&text, php_shmlink_output_take(false));
+  if (php_shmlink_streaming(w)) {
+    /* What it printed since the last flush() is the last piece (no
+     * exception on failure: exit()'s unwinding is under way). */
+    (void)shmlink_worker_stream_write(w, (const uint8_t *)Z_STRVAL(text), Z_STRLEN(text));
+    (void)shmlink_worker_stream_end(w);
+    zval_ptr_dtor(&text);
+    return;
+  }
   smart_str out = {0};
   php_shmlink_http_encode(&text, &out); /* with header() and http_response_code() */
   smart_str_0(&out);
@@ -249,15 +252,18 @@ ZEND_METHOD(Shmlink_Worker, run) {
   if (w == NULL) {
     RETURN_THROWS();
   }
+  php_shmlink_worker *self = worker_of(Z_OBJ_P(ZEND_THIS));
   for (;;) {
     zval request, result;
     bool stopped, http;
+    self->ended = false;
     if (!accept_call(w, &request, &stopped, &http)) {
       if (stopped) {
         return;
       }
       RETURN_THROWS();
     }
+    self->http = http; /* for stream(), write() and end() */
     ZVAL_UNDEF(&result);
     fci.retval = &result;
     fci.params = &request;
@@ -274,6 +280,8 @@ ZEND_METHOD(Shmlink_Worker, run) {
         return; /* exit() in the handler: let it end the script */
       }
       ok = fail_with_exception(w);
+    } else if (self->ended) {
+      ok = true; /* answered: stream() ... end() */
     } else {
       if (called != SUCCESS) {
         zval_ptr_dtor(&result);
@@ -283,6 +291,7 @@ ZEND_METHOD(Shmlink_Worker, run) {
     }
     zval_ptr_dtor(&result);
     if (http) {
+      php_shmlink_stream_request(NULL);
       php_shmlink_http_request_done();
     }
     if (!ok) {
@@ -299,6 +308,7 @@ ZEND_METHOD(Shmlink_Worker, accept) {
   }
   bool stopped;
   php_shmlink_worker *self = worker_of(Z_OBJ_P(ZEND_THIS));
+  php_shmlink_stream_request(NULL);
   php_shmlink_http_request_done(); /* the previous call is over */
   self->pending = false;
   if (!accept_call(w, return_value, &stopped, &self->http)) {
@@ -353,6 +363,80 @@ ZEND_METHOD(Shmlink_Worker, fail) {
   }
   worker_of(Z_OBJ_P(ZEND_THIS))->pending = false;
   if (!answered(shmlink_worker_fail(w, (uint32_t)code, ZSTR_VAL(message)))) {
+    RETURN_THROWS();
+  }
+}
+
+/* The worker, constructed and handling an HTTP call accept() or run() gave;
+ * NULL after throwing. */
+static shmlink_worker *http_worker(zval *this_zv, const char *method) {
+  shmlink_worker *w = this_worker(this_zv);
+  if (w == NULL) {
+    return NULL;
+  }
+  php_shmlink_worker *self = worker_of(Z_OBJ_P(this_zv));
+  if (!self->http) {
+    zend_throw_error(NULL, "Shmlink\\Worker::%s(): no HTTP request is being answered", method);
+    return NULL;
+  }
+  return w;
+}
+
+ZEND_METHOD(Shmlink_Worker, stream) {
+  zval *head = NULL;
+  ZEND_PARSE_PARAMETERS_START(0, 1)
+  Z_PARAM_OPTIONAL
+  Z_PARAM_ZVAL(head)
+  ZEND_PARSE_PARAMETERS_END();
+  shmlink_worker *w = http_worker(ZEND_THIS, "stream");
+  if (w == NULL) {
+    RETURN_THROWS();
+  }
+  if (php_shmlink_streaming(w)) {
+    zend_throw_error(NULL, "Shmlink\\Worker::stream(): the response is being streamed already");
+    RETURN_THROWS();
+  }
+  zval empty;
+  ZVAL_EMPTY_STRING(&empty);
+  if (!php_shmlink_stream_begin(w, head != NULL ? head : &empty)) {
+    RETURN_THROWS();
+  }
+}
+
+ZEND_METHOD(Shmlink_Worker, write) {
+  zend_string *data;
+  ZEND_PARSE_PARAMETERS_START(1, 1)
+  Z_PARAM_STR(data)
+  ZEND_PARSE_PARAMETERS_END();
+  shmlink_worker *w = http_worker(ZEND_THIS, "write");
+  if (w == NULL) {
+    RETURN_THROWS();
+  }
+  if (!php_shmlink_streaming(w)) {
+    zend_throw_error(
+        NULL, "Shmlink\\Worker::write(): no response is being streamed (stream() starts one)");
+    RETURN_THROWS();
+  }
+  if (!php_shmlink_stream_write(w, ZSTR_VAL(data), ZSTR_LEN(data))) {
+    RETURN_THROWS();
+  }
+}
+
+ZEND_METHOD(Shmlink_Worker, end) {
+  ZEND_PARSE_PARAMETERS_NONE();
+  shmlink_worker *w = http_worker(ZEND_THIS, "end");
+  if (w == NULL) {
+    RETURN_THROWS();
+  }
+  if (!php_shmlink_streaming(w)) {
+    zend_throw_error(NULL, "Shmlink\\Worker::end(): no response is being streamed");
+    RETURN_THROWS();
+  }
+  php_shmlink_worker *self = worker_of(Z_OBJ_P(ZEND_THIS));
+  self->pending = false;
+  self->ended = true;
+  php_shmlink_stream_request(NULL);
+  if (!php_shmlink_stream_finish(w, NULL)) {
     RETURN_THROWS();
   }
 }

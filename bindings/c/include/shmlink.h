@@ -909,6 +909,49 @@ enum shmlink_status shmlink_worker_respond(struct shmlink_worker *worker,
                                            const uint8_t *response,
                                            size_t response_len);
 
+// Starts streaming the answer to the HTTP request accepted last:
+// `response` is an encoded HTTP response whose status and headers are sent
+// at once (chunked, or to the connection's end for HTTP/1.0) and whose body
+// is the first piece; `shmlink_worker_stream_write` sends more and
+// `shmlink_worker_stream_end` ends it. Each piece is written before the
+// call returns. A request relayed by the pool's front cannot stream: its
+// pieces are gathered and answered whole at the end.
+//
+// `SHMLINK_E_IO` when the HTTP client is gone or read nothing for the
+// header timeout: the request is over (its connection is closed), and the
+// next `shmlink_worker_accept` takes the next one.
+//
+// Ownership: `response` is read during the call only.
+//
+// # Safety
+// `worker` is NULL or a live worker; `response` is valid for `response_len`
+// bytes (NULL allowed when 0).
+enum shmlink_status shmlink_worker_stream_begin(struct shmlink_worker *worker,
+                                                const uint8_t *response,
+                                                size_t response_len);
+
+// Writes `len` bytes of `data` as the next piece of the answer being
+// streamed (see `shmlink_worker_stream_begin`).
+//
+// # Safety
+// `worker` is NULL or a live worker; `data` is valid for `len` bytes (NULL
+// allowed when 0).
+enum shmlink_status shmlink_worker_stream_write(struct shmlink_worker *worker,
+                                                const uint8_t *data,
+                                                size_t len);
+
+// Ends the answer being streamed (see `shmlink_worker_stream_begin`).
+//
+// # Safety
+// `worker` is NULL or a live worker.
+enum shmlink_status shmlink_worker_stream_end(struct shmlink_worker *worker);
+
+// Whether an answer is being streamed: 1 or 0 (0 for NULL).
+//
+// # Safety
+// `worker` is NULL or a live worker.
+int shmlink_worker_is_streaming(struct shmlink_worker *worker);
+
 // Answers the call accepted last with an error: the caller receives a
 // remote error with `code` and `message` (UTF-8; NULL for none); an HTTP
 // client gets a 500, the message goes to the worker's standard error.

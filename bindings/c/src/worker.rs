@@ -129,12 +129,78 @@ pub unsafe extern "C" fn shmlink_worker_respond(
     response: *const u8,
     response_len: usize,
 ) -> shmlink_status {
+    // SAFETY: the caller keeps the contract `with_bytes` asks for.
+    unsafe { with_bytes(worker, response, response_len, "response", Worker::respond) }
+}
+
+/// Starts streaming the answer to the HTTP request accepted last:
+/// `response` is an encoded HTTP response whose status and headers are sent
+/// at once (chunked, or to the connection's end for HTTP/1.0) and whose body
+/// is the first piece; `shmlink_worker_stream_write` sends more and
+/// `shmlink_worker_stream_end` ends it. Each piece is written before the
+/// call returns. A request relayed by the pool's front cannot stream: its
+/// pieces are gathered and answered whole at the end.
+///
+/// `SHMLINK_E_IO` when the HTTP client is gone or read nothing for the
+/// header timeout: the request is over (its connection is closed), and the
+/// next `shmlink_worker_accept` takes the next one.
+///
+/// Ownership: `response` is read during the call only.
+///
+/// # Safety
+/// `worker` is NULL or a live worker; `response` is valid for `response_len`
+/// bytes (NULL allowed when 0).
+#[no_mangle]
+pub unsafe extern "C" fn shmlink_worker_stream_begin(
+    worker: *mut shmlink_worker,
+    response: *const u8,
+    response_len: usize,
+) -> shmlink_status {
+    // SAFETY: the caller keeps the contract `with_bytes` asks for.
+    unsafe { with_bytes(worker, response, response_len, "response", Worker::stream_begin) }
+}
+
+/// Writes `len` bytes of `data` as the next piece of the answer being
+/// streamed (see `shmlink_worker_stream_begin`).
+///
+/// # Safety
+/// `worker` is NULL or a live worker; `data` is valid for `len` bytes (NULL
+/// allowed when 0).
+#[no_mangle]
+pub unsafe extern "C" fn shmlink_worker_stream_write(
+    worker: *mut shmlink_worker,
+    data: *const u8,
+    len: usize,
+) -> shmlink_status {
+    // SAFETY: the caller keeps the contract `with_bytes` asks for.
+    unsafe { with_bytes(worker, data, len, "data", Worker::stream_write) }
+}
+
+/// Ends the answer being streamed (see `shmlink_worker_stream_begin`).
+///
+/// # Safety
+/// `worker` is NULL or a live worker.
+#[no_mangle]
+pub unsafe extern "C" fn shmlink_worker_stream_end(worker: *mut shmlink_worker) -> shmlink_status {
     guard(|| {
         // SAFETY: NULL or valid, per the contract.
-        let (worker, response) =
-            unsafe { (worker.as_ref(), slice(response, response_len, "response")?) };
-        Ok(required(worker, "worker")?.lock()?.respond(response)?)
+        let worker = unsafe { worker.as_ref() };
+        Ok(required(worker, "worker")?.lock()?.stream_end()?)
     })
+}
+
+/// Whether an answer is being streamed: 1 or 0 (0 for NULL).
+///
+/// # Safety
+/// `worker` is NULL or a live worker.
+#[no_mangle]
+pub unsafe extern "C" fn shmlink_worker_is_streaming(worker: *mut shmlink_worker) -> c_int {
+    // SAFETY: NULL or valid, per the contract.
+    let worker = unsafe { worker.as_ref() };
+    worker
+        .and_then(|w| w.lock().ok())
+        .is_some_and(|w| w.is_streaming())
+        .into()
 }
 
 /// Answers the call accepted last with an error: the caller receives a
@@ -176,4 +242,25 @@ pub unsafe extern "C" fn shmlink_worker_free(worker: *mut shmlink_worker) {
     // and is freed once, per the contract.
     let worker = unsafe { Box::from_raw(worker) };
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(worker)));
+}
+
+/// Runs `f` on the worker with the `len` bytes at `data` (`what` names them
+/// in an error).
+///
+/// # Safety
+/// `worker` is NULL or a live worker; `data` is valid for `len` bytes (NULL
+/// allowed when 0).
+unsafe fn with_bytes(
+    worker: *mut shmlink_worker,
+    data: *const u8,
+    len: usize,
+    what: &'static str,
+    f: fn(&mut Worker, &[u8]) -> shmlink::Result<()>,
+) -> shmlink_status {
+    guard(|| {
+        // SAFETY: NULL or valid, per the caller's contract.
+        let (worker, data) = unsafe { (worker.as_ref(), slice(data, len, what)?) };
+        let mut w = required(worker, "worker")?.lock()?;
+        Ok(f(&mut w, data)?)
+    })
 }

@@ -852,6 +852,23 @@ class Worker {
     detail::check(shmlink_worker_fail(handle_, code, message.c_str()));
   }
 
+  // Streams the answer to the HTTP request accepted last: `head` is an
+  // encoded HTTP response (status, headers, first bytes), sent at once;
+  // write() sends more, end() ends it. Throws Error (the client gone:
+  // the request is over).
+  void stream_begin(std::string_view head) {
+    require();
+    detail::check(shmlink_worker_stream_begin(handle_, detail::bytes(head), head.size()));
+  }
+  void write(std::string_view data) {
+    require();
+    detail::check(shmlink_worker_stream_write(handle_, detail::bytes(data), data.size()));
+  }
+  void end() {
+    require();
+    detail::check(shmlink_worker_stream_end(handle_));
+  }
+
   // Answers calls with `handler` until the pool tells this worker to stop.
   // A HandlerError answers with its code and message, another exception with
   // kHandlerException and its what(). Throws Error when the session fails.

@@ -26,6 +26,11 @@ final class App implements RequestHandlerInterface
         if (\$r->getUri()->getPath() === '/throw') {
             throw new DomainException('boom');
         }
+        if (\$r->getUri()->getPath() === '/big') {
+            // Over 1 MiB: streamed.
+            return \$this->f->createResponse(200)->withHeader('Content-Type', 'application/octet-stream')
+                ->withBody(\$this->f->createStream(str_repeat('0123456789abcdef', 131072)));
+        }
         \$tree = function (array \$files) use (&\$tree) {
             return array_map(fn (\$f) => is_array(\$f) ? \$tree(\$f) : [\$f->getClientFilename(),
                 \$f->getClientMediaType(), \$f->getSize(), \$f->getError(), (string) \$f->getStream()], \$files);
@@ -74,6 +79,9 @@ foreach ([['nyholm', 'workers'], ['guzzle', 'front']] as [$psr7, $httpMode]) {
         . "Content-Type: application/octet-stream\r\n\r\n\x00\x01\r\n--$b--\r\n";
     [$status, , $body] = shmlink_http($http, 'POST', '/upload', $form, ["Content-Type: multipart/form-data; boundary=$b"]);
     echo "$status $body\n";
+    [$status, $headers, $body] = shmlink_http($http, 'GET', '/big');
+    echo "/big: $status ", strlen($body), ' ', md5($body) === md5(str_repeat('0123456789abcdef', 131072)) ? 'intact' : 'garbled',
+        ' ', $headers['transfer-encoding'][0] ?? 'whole', "\n";
     [$status, , $body] = shmlink_http($http, 'GET', '/throw');
     echo "/throw: $status ", trim($body), "\n";
     [$status, , $body] = shmlink_http($http, 'GET', '/after');
@@ -90,6 +98,7 @@ foreach ([['nyholm', 'workers'], ['guzzle', 'front']] as [$psr7, $httpMode]) {
 {"class":"Nyholm\\Psr7\\ServerRequest","method":"POST","uri":"http:\/\/127.0.0.1:PORT\/a\/b?x=1&y%5B%5D=2","protocol":"1.1","x-a":["1","2"],"query":{"x":"1","y":["2"]},"cookies":{"c1":"v 1","c2":"w"},"parsed":{"p":"1","q":{"z":"3"}},"body":"p=1&q[z]=3","files":[],"server":["POST","127.0.0.1"]}
 201 {"class":"Nyholm\\Psr7\\ServerRequest","method":"PUT","uri":"http:\/\/127.0.0.1:PORT\/raw","protocol":"1.1","x-a":[],"query":[],"cookies":[],"parsed":null,"body":"{\"k\":1}","files":[],"server":["PUT","127.0.0.1"]}
 201 {"class":"Nyholm\\Psr7\\ServerRequest","method":"POST","uri":"http:\/\/127.0.0.1:PORT\/upload","protocol":"1.1","x-a":[],"query":[],"cookies":[],"parsed":{"a":"1"},"body":"multipart","files":{"f":["up.txt","text\/plain",10,0,"hello file"],"g":[["two.bin","application\/octet-stream",2,0,"\u0000\u0001"]]},"server":["POST","127.0.0.1"]}
+/big: 200 2097152 intact chunked
 /throw: 500 Internal Server Error
 /after: 201 http://127.0.0.1:PORT/after
 logged: true
@@ -99,6 +108,7 @@ exit 0
 {"class":"GuzzleHttp\\Psr7\\ServerRequest","method":"POST","uri":"http:\/\/127.0.0.1:PORT\/a\/b?x=1&y%5B%5D=2","protocol":"1.1","x-a":["1","2"],"query":{"x":"1","y":["2"]},"cookies":{"c1":"v 1","c2":"w"},"parsed":{"p":"1","q":{"z":"3"}},"body":"p=1&q[z]=3","files":[],"server":["POST","127.0.0.1"]}
 201 {"class":"GuzzleHttp\\Psr7\\ServerRequest","method":"PUT","uri":"http:\/\/127.0.0.1:PORT\/raw","protocol":"1.1","x-a":[],"query":[],"cookies":[],"parsed":null,"body":"{\"k\":1}","files":[],"server":["PUT","127.0.0.1"]}
 201 {"class":"GuzzleHttp\\Psr7\\ServerRequest","method":"POST","uri":"http:\/\/127.0.0.1:PORT\/upload","protocol":"1.1","x-a":[],"query":[],"cookies":[],"parsed":{"a":"1"},"body":"multipart","files":{"f":["up.txt","text\/plain",10,0,"hello file"],"g":[["two.bin","application\/octet-stream",2,0,"\u0000\u0001"]]},"server":["POST","127.0.0.1"]}
+/big: 200 2097152 intact whole
 /throw: 500 Internal Server Error
 /after: 201 http://127.0.0.1:PORT/after
 logged: true

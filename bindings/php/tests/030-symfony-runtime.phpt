@@ -1,5 +1,5 @@
 --TEST--
-Shmlink\Runtime\SymfonyRuntime: an unchanged Symfony public/index.php (FrameworkBundle 5.4 from Debian) under shmlink pool --http: the kernel boots once per worker, services reset between requests, terminate() after the response, forms, cookies, uploads, streamed responses, errors
+Shmlink\Runtime\SymfonyRuntime: an unchanged Symfony public/index.php (FrameworkBundle 5.4 from Debian) under shmlink pool --http: the kernel boots once per worker, services reset between requests, terminate() after the response, forms, cookies, uploads, streamed responses (chunked when the workers serve HTTP), errors
 --EXTENSIONS--
 shmlink
 pcntl
@@ -68,8 +68,8 @@ foreach (['workers', 'front'] as $httpMode) {
 
     [$status, $headers, $body] = shmlink_http($http, 'GET', '/cookie');
     echo "$status $body ", implode(' | ', $headers['set-cookie']), "\n";
-    [$status, , $body] = shmlink_http($http, 'GET', '/stream');
-    echo "$status $body\n";
+    [$status, $headers, $body] = shmlink_http($http, 'GET', '/stream');
+    echo "$status $body (", $headers['transfer-encoding'][0] ?? 'whole', ")\n";
 
     $mark = "$pool->dir/terminated";
     [$status, , $body] = shmlink_http($http, 'GET', '/later?mark=' . urlencode($mark));
@@ -91,7 +91,7 @@ served counts grow per worker: true
 200 {"method":"POST","path":"\/form","query":[],"form":{"a":"1"},"cookies":[],"content":"--XyZ\r\nContent-Disposition: form-data; name=\u0022a\u0022\r\n\r\n1\r\n--XyZ\r\nContent-Disposition: form-data; name=\u0022f\u0022; filename=\u0022up.txt\u0022\r\nContent-Type: text\/plain\r\n\r\nhello file\r\n--XyZ--\r\n","x-a":[],"files":{"f":["up.txt","hello file"]},"host":"127.0.0.1:PORT","client":"127.0.0.1"}
 200 {"method":"GET","path":"\/form","query":[],"form":[],"cookies":[],"content":"","x-a":[],"files":[],"host":"127.0.0.1:PORT","client":"127.0.0.1"}
 200 cookies a=1; path=/; httponly; samesite=lax | b=2; path=/; httponly; samesite=lax
-200 first,second
+200 first,second (chunked)
 200 answered
 terminated after answered
 /nowhere: 404
@@ -105,7 +105,7 @@ served counts grow per worker: true
 200 {"method":"POST","path":"\/form","query":[],"form":{"a":"1"},"cookies":[],"content":"--XyZ\r\nContent-Disposition: form-data; name=\u0022a\u0022\r\n\r\n1\r\n--XyZ\r\nContent-Disposition: form-data; name=\u0022f\u0022; filename=\u0022up.txt\u0022\r\nContent-Type: text\/plain\r\n\r\nhello file\r\n--XyZ--\r\n","x-a":[],"files":{"f":["up.txt","hello file"]},"host":"127.0.0.1:PORT","client":"127.0.0.1"}
 200 {"method":"GET","path":"\/form","query":[],"form":[],"cookies":[],"content":"","x-a":[],"files":[],"host":"127.0.0.1:PORT","client":"127.0.0.1"}
 200 cookies a=1; path=/; httponly; samesite=lax | b=2; path=/; httponly; samesite=lax
-200 first,second
+200 first,second (whole)
 200 answered
 terminated after answered
 /nowhere: 404

@@ -6,6 +6,10 @@ pub enum HttpError {
     /// An option is out of range or an address does not parse.
     #[error("invalid HTTP front options: {0}")]
     Options(String),
+    /// The HTTP client of a streamed response is gone, or read nothing
+    /// for the header timeout: the response is over.
+    #[error("{0}")]
+    ClientGone(String),
     /// An operating-system error with context.
     #[error("{context}: {source}")]
     Io {

@@ -20,7 +20,7 @@ use std::time::Duration;
 use crate::access::AccessLog;
 use crate::backend::Fault;
 use crate::counters::{Counters, CountersPage, Field};
-use crate::engine::{Engine, Limits, ReqId, Turn};
+use crate::engine::{Engine, Limits, ReqId, StreamBroken, Turn};
 use crate::error::HttpError;
 use crate::files::Files;
 use crate::handed::{self, Handed, HTTP_ENV};
@@ -55,6 +55,8 @@ pub struct WorkerHttp {
     engine: Engine,
     /// The request handed out and not answered yet.
     held: Option<ReqId>,
+    /// Its response is being streamed ([`WorkerHttp::stream_begin`]).
+    streaming: bool,
     request: Vec<u8>,
     queue_timeout: Duration,
     draining: bool,
@@ -145,6 +147,7 @@ impl WorkerHttp {
         Ok(WorkerHttp {
             engine,
             held: None,
+            streaming: false,
             request: Vec::new(),
             queue_timeout: handed.queue_timeout,
             draining: false,
@@ -170,6 +173,10 @@ impl WorkerHttp {
     /// [`WorkerHttp::drain`]. A request handed out before and not answered
     /// is answered 500 first.
     pub fn serve(&mut self) -> Event {
+        if self.streaming {
+            // A stream left open: what was sent is the response.
+            let _ = self.stream_end();
+        }
         if self.held.is_some() {
             self.fail("the worker took its next request without answering this one");
         }
@@ -218,24 +225,99 @@ impl WorkerHttp {
     /// # Errors
     /// [`HttpError::Options`] when no request is waiting for an answer.
     pub fn respond(&mut self, response: &[u8]) -> Result<(), HttpError> {
+        if self.streaming {
+            return Err(HttpError::Options(
+                "the response is being streamed: write to it and end it".into(),
+            ));
+        }
         let id = self.take_held()?;
         self.engine.answer(id, Ok(response));
         Ok(())
     }
 
     /// Answers the request handed out last with a 500 (the application
-    /// failed); `reason` goes to the log, not to the client.
+    /// failed); `reason` goes to the log, not to the client. A response
+    /// being streamed cannot change its status: it ends as it is, and the
+    /// reason is logged.
     pub fn fail(&mut self, reason: &str) {
+        if self.streaming {
+            self.engine
+                .log_line(&format!("a streamed HTTP response ends early: {reason}"));
+            let _ = self.stream_end();
+            return;
+        }
         if let Ok(id) = self.take_held() {
             self.engine.answer(id, Err(Fault::new(500, reason)));
         }
     }
 
-    fn take_held(&mut self) -> Result<ReqId, HttpError> {
+    /// Starts streaming the answer to the request handed out last: the
+    /// encoded response's status and headers are sent now (with
+    /// `transfer-encoding: chunked`, or to the connection's end in
+    /// HTTP/1.0), its body as the first piece; more follows with
+    /// [`WorkerHttp::stream_write`], and [`WorkerHttp::stream_end`] ends it.
+    /// Each piece is written before the call returns.
+    ///
+    /// # Errors
+    /// No request waiting; the client is gone, or read nothing for the
+    /// header timeout (the connection is closed, the request is over); an
+    /// answer HTTP cannot carry (answered 502).
+    pub fn stream_begin(&mut self, response: &[u8]) -> Result<(), HttpError> {
+        let id = self.held.ok_or_else(nothing_held)?;
+        if self.streaming {
+            return Err(HttpError::Options(
+                "the response is being streamed already".into(),
+            ));
+        }
+        self.streaming = true;
+        let r = self.engine.stream_begin(id, response);
+        self.after_piece(r)
+    }
+
+    /// Writes the next piece of the response being streamed.
+    ///
+    /// # Errors
+    /// As [`WorkerHttp::stream_begin`].
+    pub fn stream_write(&mut self, data: &[u8]) -> Result<(), HttpError> {
         let id = self
             .held
-            .take()
-            .ok_or_else(|| HttpError::Options("no HTTP request is waiting for an answer".into()))?;
+            .filter(|_| self.streaming)
+            .ok_or_else(not_streaming)?;
+        let r = self.engine.stream_write(id, data);
+        self.after_piece(r)
+    }
+
+    /// Ends the response being streamed.
+    ///
+    /// # Errors
+    /// As [`WorkerHttp::stream_begin`].
+    pub fn stream_end(&mut self) -> Result<(), HttpError> {
+        let id = self
+            .held
+            .filter(|_| self.streaming)
+            .ok_or_else(not_streaming)?;
+        let r = self.engine.stream_end(id);
+        self.streaming = false;
+        let _ = self.take_held();
+        r.map_err(|b| HttpError::ClientGone(b.0))
+    }
+
+    /// Whether a response is being streamed.
+    pub fn is_streaming(&self) -> bool {
+        self.streaming
+    }
+
+    /// After a piece: a broken stream is over (the request is done).
+    fn after_piece(&mut self, r: Result<(), StreamBroken>) -> Result<(), HttpError> {
+        r.map_err(|b| {
+            self.streaming = false;
+            let _ = self.take_held();
+            HttpError::ClientGone(b.0)
+        })
+    }
+
+    fn take_held(&mut self) -> Result<ReqId, HttpError> {
+        let id = self.held.take().ok_or_else(nothing_held)?;
         self.engine.counters().add(Field::Returned, 1);
         self.answers += 1;
         if self.answers.is_multiple_of(SAMPLE_EVERY) {
@@ -262,4 +344,12 @@ impl WorkerHttp {
     pub fn draining(&self) -> bool {
         self.draining
     }
+}
+
+fn nothing_held() -> HttpError {
+    HttpError::Options("no HTTP request is waiting for an answer".into())
+}
+
+fn not_streaming() -> HttpError {
+    HttpError::Options("no HTTP response is being streamed".into())
 }

@@ -24,6 +24,7 @@
 //! ```
 
 use shmlink::{ClientOptions, Error, Polled, Result, Worker};
+use shmlink_http::wire::Response;
 use shmlink_http::{Event, HttpError, WorkerHttp};
 
 /// Where the call accepted last came from.
@@ -31,6 +32,9 @@ use shmlink_http::{Event, HttpError, WorkerHttp};
 enum From {
     Supervisor,
     Http,
+    /// An HTTP request whose streamed answer is over (ended, or its client
+    /// gone): answering it again does nothing.
+    HttpOver,
 }
 
 /// A worker of `shmlink pool`. Not thread-safe by design (`&mut self`).
@@ -42,6 +46,9 @@ pub struct PoolWorker {
     pending: Option<From>,
     /// The supervisor's error, reported once the HTTP connections are done.
     ended: Option<Error>,
+    /// A streamed answer to a call that cannot stream (from the pool's
+    /// front, or a plain call): gathered whole, sent at its end.
+    gathered: Option<Response>,
 }
 
 impl PoolWorker {
@@ -75,6 +82,7 @@ impl PoolWorker {
             http,
             pending: None,
             ended: None,
+            gathered: None,
         })
     }
 
@@ -134,7 +142,9 @@ impl PoolWorker {
     /// Nothing accepted to answer; the supervisor gone or no room for the
     /// answer within the timeout (calls from the supervisor).
     pub fn respond(&mut self, response: &[u8]) -> Result<()> {
+        self.gathered = None;
         match (self.pending.take(), self.http.as_mut()) {
+            (Some(From::HttpOver), _) => Ok(()),
             (Some(From::Http), Some(h)) => h.respond(response).map_err(http_error),
             _ => self.worker.respond(response),
         }
@@ -147,13 +157,96 @@ impl PoolWorker {
     /// # Errors
     /// As [`PoolWorker::respond`].
     pub fn fail(&mut self, code: u32, message: &str) -> Result<()> {
+        self.gathered = None;
         match (self.pending.take(), self.http.as_mut()) {
+            (Some(From::HttpOver), _) => Ok(()),
             (Some(From::Http), Some(h)) => {
                 h.fail(&format!("the worker failed with code {code:#x}: {message}"));
                 Ok(())
             }
             _ => self.worker.fail(code, message),
         }
+    }
+
+    /// Starts streaming the answer to the HTTP request accepted last: the
+    /// encoded response's status and headers go out now, its body as the
+    /// first piece ([`WorkerHttp::stream_begin`]); more with
+    /// [`PoolWorker::stream_write`], the end with [`PoolWorker::stream_end`].
+    /// A request relayed by the pool's front (`--http-mode front`) cannot
+    /// stream: its pieces are gathered and answered whole at the end.
+    ///
+    /// # Errors
+    /// Nothing accepted to answer; the HTTP client gone or not reading
+    /// ([`Error::Io`] naming it: the request is over); an answer that does
+    /// not decode (gathered).
+    pub fn stream_begin(&mut self, response: &[u8]) -> Result<()> {
+        match (self.pending, self.http.as_mut()) {
+            (Some(From::Http), Some(h)) => h.stream_begin(response).map_err(|e| {
+                if !h.is_streaming() {
+                    self.pending = Some(From::HttpOver);
+                }
+                http_error(e)
+            }),
+            (None | Some(From::HttpOver), _) => Err(Error::InvalidOption {
+                name: "stream",
+                reason: "no call is waiting for an answer".into(),
+            }),
+            _ => {
+                let r = Response::decode(response).map_err(|e| Error::InvalidOption {
+                    name: "stream",
+                    reason: format!("the streamed answer's head does not decode: {e}"),
+                })?;
+                self.gathered = Some(r);
+                Ok(())
+            }
+        }
+    }
+
+    /// Writes the next piece of the answer being streamed.
+    ///
+    /// # Errors
+    /// As [`PoolWorker::stream_begin`].
+    pub fn stream_write(&mut self, data: &[u8]) -> Result<()> {
+        if let Some(g) = self.gathered.as_mut() {
+            g.body.extend_from_slice(data);
+            return Ok(());
+        }
+        let h = self.streaming_http()?;
+        let r = h.stream_write(data);
+        if r.is_err() && !h.is_streaming() {
+            self.pending = Some(From::HttpOver);
+        }
+        r.map_err(http_error)
+    }
+
+    /// Ends the answer being streamed.
+    ///
+    /// # Errors
+    /// As [`PoolWorker::stream_begin`].
+    pub fn stream_end(&mut self) -> Result<()> {
+        if let Some(g) = self.gathered.take() {
+            let mut out = Vec::new();
+            g.encode_into(&mut out);
+            return self.respond(&out);
+        }
+        self.streaming_http()?;
+        self.pending = Some(From::HttpOver);
+        self.streaming_http()?.stream_end().map_err(http_error)
+    }
+
+    /// Whether an answer is being streamed.
+    pub fn is_streaming(&self) -> bool {
+        self.gathered.is_some() || self.http.as_ref().is_some_and(WorkerHttp::is_streaming)
+    }
+
+    fn streaming_http(&mut self) -> Result<&mut WorkerHttp> {
+        self.http
+            .as_mut()
+            .filter(|h| h.is_streaming())
+            .ok_or_else(|| Error::InvalidOption {
+                name: "stream",
+                reason: "no answer is being streamed".into(),
+            })
     }
 
     /// Answers calls with `handler` until the supervisor tells this worker
@@ -183,6 +276,10 @@ impl PoolWorker {
 fn http_error(e: HttpError) -> Error {
     match e {
         HttpError::Io { context, source } => Error::Io { context, source },
+        HttpError::ClientGone(why) => Error::Io {
+            context: why,
+            source: std::io::Error::from(std::io::ErrorKind::BrokenPipe),
+        },
         other => Error::InvalidOption {
             name: "SHMLINK_HTTP",
             reason: other.to_string(),

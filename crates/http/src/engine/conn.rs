@@ -51,6 +51,9 @@ pub(super) struct Conn {
     pub(super) wpos: usize,
     /// A file's bytes to send after `wbuf` (a response made from a file).
     pub(super) file: Option<Outgoing>,
+    /// The response to the request in hand is being streamed: how its body
+    /// travels, and the body bytes so far.
+    pub(super) streaming: Option<(super::reply::Streamed, usize, u16)>,
     pub(super) phase: Phase,
     /// The client shut its side (or the socket failed): nothing more comes.
     pub(super) eof: bool,
@@ -120,6 +123,7 @@ impl Conn {
             wbuf: Vec::new(),
             wpos: 0,
             file: None,
+            streaming: None,
             phase: Phase::Head,
             eof: false,
             closing: false,

@@ -25,6 +25,9 @@ pub(crate) mod body;
 mod conn;
 pub(crate) mod head;
 mod reply;
+mod stream;
+
+pub(crate) use stream::StreamBroken;
 
 use std::collections::VecDeque;
 use std::net::TcpListener;
@@ -229,6 +232,11 @@ impl Engine {
         self.ep.add(waker.as_fd(), WAKE, Interest::Readable)?;
         self.waker = Some(waker);
         Ok(())
+    }
+
+    /// Writes `line` to the server's log.
+    pub(crate) fn log_line(&self, line: &str) {
+        (self.log)(line);
     }
 
     /// The coarse clock at the last turn (ms).
@@ -439,6 +447,24 @@ impl Engine {
                 });
             }
         }
+        self.answered(slot, &head, body_in, written, close);
+    }
+
+    /// Counts and logs the response to `head`, written (its last bytes
+    /// possibly still going out), and goes on with the connection: closes
+    /// it once written (`close`), or arms the next head's timer and parses
+    /// what came behind it.
+    fn answered(
+        &mut self,
+        slot: usize,
+        head: &head::Head,
+        body_in: usize,
+        written: reply::Written,
+        close: bool,
+    ) {
+        let Some(c) = self.conns[slot].as_mut() else {
+            return;
+        };
         let took = c.started.take().map_or(Duration::ZERO, |t| t.elapsed());
         self.counters
             .answered(written.status, body_in, written.body, took);

@@ -200,6 +200,80 @@ fn app_headers(
     Ok(())
 }
 
+/// How a streamed response's body travels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Streamed {
+    /// In chunks (HTTP/1.1).
+    Chunked,
+    /// Until the connection closes (HTTP/1.0).
+    UntilClose,
+    /// Not at all: a `HEAD` request, or a status without a body (what the
+    /// application writes is dropped).
+    Nothing,
+}
+
+/// Writes the head of a response whose body the application streams (its
+/// length unknown): the answer `r`'s status and headers, then
+/// `transfer-encoding: chunked` (HTTP/1.1) or `connection: close` (1.0).
+/// Its body, if any, is the caller's first piece.
+pub(super) fn stream_head(
+    out: &mut Vec<u8>,
+    r: &ResponseView<'_>,
+    t: Terms,
+    date: &[u8],
+) -> Result<Streamed, String> {
+    if r.status < 200 {
+        return Err(format!("the worker answered status {}", r.status));
+    }
+    let start = out.len();
+    status_line(out, t.version, r.status);
+    if let Err(e) = app_headers(out, r, |_| true) {
+        out.truncate(start);
+        return Err(e);
+    }
+    let how = if bodiless(r.status) {
+        Streamed::Nothing
+    } else if t.version == 0 {
+        Streamed::UntilClose
+    } else {
+        out.extend_from_slice(b"transfer-encoding: chunked\r\n");
+        if t.head_only {
+            Streamed::Nothing
+        } else {
+            Streamed::Chunked
+        }
+    };
+    out.extend_from_slice(b"date: ");
+    out.extend_from_slice(date);
+    out.extend_from_slice(b"\r\n");
+    if t.close || how == Streamed::UntilClose {
+        out.extend_from_slice(b"connection: close\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+    Ok(if t.head_only { Streamed::Nothing } else { how })
+}
+
+/// Appends `data` as one piece of a streamed body.
+pub(super) fn stream_piece(out: &mut Vec<u8>, how: Streamed, data: &[u8]) {
+    match how {
+        Streamed::Nothing => {}
+        _ if data.is_empty() => {} // an empty chunk would end the body
+        Streamed::UntilClose => out.extend_from_slice(data),
+        Streamed::Chunked => {
+            out.extend_from_slice(format!("{:x}\r\n", data.len()).as_bytes());
+            out.extend_from_slice(data);
+            out.extend_from_slice(b"\r\n");
+        }
+    }
+}
+
+/// Appends the end of a streamed body.
+pub(super) fn stream_end(out: &mut Vec<u8>, how: Streamed) {
+    if how == Streamed::Chunked {
+        out.extend_from_slice(b"0\r\n\r\n");
+    }
+}
+
 /// Writes the head of a response made from a file (its bytes follow by
 /// `sendfile`): the file's own (`f`), or the one an application named in
 /// `X-Sendfile` (`app`: its answer, whose status stands unless it is 200,

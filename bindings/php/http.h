@@ -52,6 +52,15 @@ void php_shmlink_http_globals_shutdown(void);
 /* After a call from the front: removes the files its request uploaded. */
 void php_shmlink_http_request_done(void);
 
+/* http_body.c: a request's body as a stream (from memory, or the file
+ * the server spooled it to: the x-shmlink-body-file header); NULL after
+ * throwing. _input_set makes it php://input for the call (false after
+ * throwing), _input_clear closes it. */
+bool php_shmlink_http_body_spooled(zend_object *req);
+php_stream *php_shmlink_http_body_stream(zend_object *req);
+bool php_shmlink_http_input_set(zend_object *req);
+void php_shmlink_http_input_clear(void);
+
 /* http_stream.c: responses a worker streams. _request names the worker
  * whose HTTP call runs (NULL between calls), for flush() and PHP's output;
  * _begin sends a head (a string or HttpResponse, with header() and

@@ -16,18 +16,15 @@
 static zend_array *base_server = NULL;
 
 /* The body PHP's multipart handler reads while globals() runs it. */
-static const char *post_at = NULL;
-static size_t post_left = 0;
+static php_stream *post_from = NULL;
 
 static size_t read_body(char *buffer, size_t count) {
-  size_t n = count < post_left ? count : post_left;
-  memcpy(buffer, post_at, n);
-  post_at += n;
-  post_left -= n;
-  return n;
+  ssize_t n = post_from == NULL ? 0 : php_stream_read(post_from, buffer, count);
+  return n > 0 ? (size_t)n : 0;
 }
 
 void php_shmlink_http_request_done(void) {
+  php_shmlink_http_input_clear();
   /* The files uploaded with the call's request go with it, as PHP-FPM
    * removes them at the end of a request. */
   if (SG(rfc1867_uploaded_files) != NULL) {
@@ -40,26 +37,25 @@ void php_shmlink_http_request_done(void) {
  * saved to upload_tmp_dir): PHP's own RFC 1867 handler, fed the body as a
  * SAPI feeds it a POST, so upload_max_filesize, max_file_uploads,
  * post_max_size and move_uploaded_file() work as under PHP-FPM. */
-static void parse_multipart(zend_string *content_type, zend_string *body, zval *post) {
+static void parse_multipart(zend_string *content_type, php_stream *body, zend_long length,
+                            zval *post) {
   sapi_request_info saved = SG(request_info);
   size_t (*saved_read)(char *, size_t) = sapi_module.read_post;
   int64_t saved_bytes = SG(read_post_bytes);
   unsigned char saved_read_flag = SG(post_read);
   SG(request_info).content_type = ZSTR_VAL(content_type);
-  SG(request_info).content_length = (zend_long)ZSTR_LEN(body);
+  SG(request_info).content_length = length;
   SG(request_info).request_method = "POST";
   SG(request_info).post_entry = NULL;
   SG(request_info).content_type_dup = NULL;
   SG(read_post_bytes) = 0;
   SG(post_read) = 0;
-  post_at = ZSTR_VAL(body);
-  post_left = ZSTR_LEN(body);
+  post_from = body;
   sapi_module.read_post = read_body;
   sapi_read_post_data(); /* finds the multipart handler */
   sapi_handle_post(post);
   sapi_module.read_post = saved_read;
-  post_at = NULL;
-  post_left = 0;
+  post_from = NULL;
   SG(read_post_bytes) = saved_bytes;
   SG(post_read) = saved_read_flag;
   if (SG(request_info).content_type_dup != NULL) {
@@ -199,6 +195,11 @@ static void fill_server(zend_object *req, zval *server, zend_string **cookie,
 }
 
 void php_shmlink_http_globals(zend_object *req) {
+  php_shmlink_http_request_done(); /* a previous call's files, if any */
+  bool spooled = php_shmlink_http_body_spooled(req);
+  if (!php_shmlink_http_input_set(req)) {
+    return; /* thrown: the spooled body cannot be read */
+  }
   if (base_server == NULL) {
     /* Made now, so that no script compiled later makes them again over
      * ours (auto_globals_jit). */
@@ -219,13 +220,23 @@ void php_shmlink_http_globals(zend_object *req) {
   zend_string *query = prop_str(req, HTTP_REQ_QUERY);
   parse_query(ZSTR_VAL(query), ZSTR_LEN(query), &get);
   zend_string *body = prop_str(req, HTTP_REQ_BODY);
-  php_shmlink_http_request_done(); /* a previous call's files, if any */
   zval_ptr_dtor(&PG(http_globals)[TRACK_VARS_FILES]);
   array_init(&PG(http_globals)[TRACK_VARS_FILES]);
   if (content_type != NULL &&
       strncasecmp(ZSTR_VAL(content_type), "application/x-www-form-urlencoded",
                   sizeof "application/x-www-form-urlencoded" - 1) == 0) {
-    parse_query(ZSTR_VAL(body), ZSTR_LEN(body), &post);
+    if (spooled) {
+      /* A form this large is read whole, as PHP-FPM reads it. */
+      php_stream *in = SG(request_info).request_body;
+      php_stream_rewind(in);
+      zend_string *all = php_stream_copy_to_mem(in, PHP_STREAM_COPY_ALL, 0);
+      parse_query(all ? ZSTR_VAL(all) : "", all ? ZSTR_LEN(all) : 0, &post);
+      if (all) {
+        zend_string_release(all);
+      }
+    } else {
+      parse_query(ZSTR_VAL(body), ZSTR_LEN(body), &post);
+    }
   } else if (content_type != NULL && strncasecmp(ZSTR_VAL(content_type), MULTIPART_CONTENT_TYPE,
                                                  sizeof MULTIPART_CONTENT_TYPE - 1) == 0) {
     /* Into PHP's own $_POST: with ext/filter loaded, its input filter
@@ -235,7 +246,13 @@ void php_shmlink_http_globals(zend_object *req) {
     array_init(track);
     zval_ptr_dtor(&PG(http_globals)[TRACK_VARS_FILES]);
     ZVAL_UNDEF(&PG(http_globals)[TRACK_VARS_FILES]);
-    parse_multipart(content_type, body, track);
+    php_stream *in = SG(request_info).request_body;
+    php_stream_rewind(in);
+    php_stream_statbuf st;
+    zend_long length = spooled && php_stream_stat(in, &st) == 0 ? (zend_long)st.sb.st_size
+                                                                : (zend_long)ZSTR_LEN(body);
+    parse_multipart(content_type, in, length, track);
+    php_stream_rewind(in);
     ZVAL_COPY(&post, track);
     if (Z_TYPE(PG(http_globals)[TRACK_VARS_FILES]) != IS_ARRAY) {
       array_init(&PG(http_globals)[TRACK_VARS_FILES]);

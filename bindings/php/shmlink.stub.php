@@ -169,13 +169,25 @@ namespace Shmlink {
         public function header(string $name): ?string {}
 
         /**
+         * The body as a readable stream, from its start: from memory, or,
+         * for a body the pool's server spooled to a file (over
+         * --http-spool-over: $body is then "" and header
+         * x-shmlink-body-file names the file), from that file, never
+         * loaded whole.
+         *
+         * @return resource
+         */
+        public function bodyStream() {}
+
+        /**
          * Fills $_SERVER (REQUEST_METHOD, REQUEST_URI, QUERY_STRING,
          * SERVER_PROTOCOL, REMOTE_ADDR, REMOTE_PORT, HTTP_*, CONTENT_TYPE,
          * CONTENT_LENGTH, REQUEST_TIME, REQUEST_TIME_FLOAT over the worker's
          * own environment), $_GET, $_POST (urlencoded and multipart
          * bodies), $_FILES (uploads saved to upload_tmp_dir, removed after
          * the call, move_uploaded_file() works), $_COOKIE and $_REQUEST from
-         * this request, replacing the previous request's.
+         * this request, replacing the previous request's; php://input reads
+         * the body (a spooled one from its file).
          */
         public function globals(): void {}
     }

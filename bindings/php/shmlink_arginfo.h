@@ -1,5 +1,5 @@
 /* This is a generated file, edit the .stub.php file instead.
- * Stub hash: 2bac718e8c2e3e54337d0abf55641c8a0882de92 */
+ * Stub hash: e1b89cd8db289306b67ceb7dc0dc8244dda89e92 */
 
 ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_Shmlink_stats, 0, 0, IS_ARRAY, 0)
 ZEND_END_ARG_INFO()
@@ -85,6 +85,8 @@ ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_class_Shmlink_HttpRequest_header
 	ZEND_ARG_TYPE_INFO(0, name, IS_STRING, 0)
 ZEND_END_ARG_INFO()
 
+#define arginfo_class_Shmlink_HttpRequest_bodyStream arginfo_class_Shmlink_HttpRequest___construct
+
 #define arginfo_class_Shmlink_HttpRequest_globals arginfo_class_Shmlink_Client_close
 
 ZEND_BEGIN_ARG_INFO_EX(arginfo_class_Shmlink_HttpResponse___construct, 0, 0, 0)
@@ -117,6 +119,7 @@ ZEND_METHOD(Shmlink_Worker, write);
 ZEND_METHOD(Shmlink_Worker, end);
 ZEND_METHOD(Shmlink_HttpRequest, __construct);
 ZEND_METHOD(Shmlink_HttpRequest, header);
+ZEND_METHOD(Shmlink_HttpRequest, bodyStream);
 ZEND_METHOD(Shmlink_HttpRequest, globals);
 ZEND_METHOD(Shmlink_HttpResponse, __construct);
 
@@ -165,6 +168,7 @@ static const zend_function_entry class_Shmlink_Worker_methods[] = {
 static const zend_function_entry class_Shmlink_HttpRequest_methods[] = {
 	ZEND_ME(Shmlink_HttpRequest, __construct, arginfo_class_Shmlink_HttpRequest___construct, ZEND_ACC_PRIVATE)
 	ZEND_ME(Shmlink_HttpRequest, header, arginfo_class_Shmlink_HttpRequest_header, ZEND_ACC_PUBLIC)
+	ZEND_ME(Shmlink_HttpRequest, bodyStream, arginfo_class_Shmlink_HttpRequest_bodyStream, ZEND_ACC_PUBLIC)
 	ZEND_ME(Shmlink_HttpRequest, globals, arginfo_class_Shmlink_HttpRequest_globals, ZEND_ACC_PUBLIC)
 	ZEND_FE_END
 };

@@ -157,7 +157,15 @@ pub unsafe extern "C" fn shmlink_worker_stream_begin(
     response_len: usize,
 ) -> shmlink_status {
     // SAFETY: the caller keeps the contract `with_bytes` asks for.
-    unsafe { with_bytes(worker, response, response_len, "response", Worker::stream_begin) }
+    unsafe {
+        with_bytes(
+            worker,
+            response,
+            response_len,
+            "response",
+            Worker::stream_begin,
+        )
+    }
 }
 
 /// Writes `len` bytes of `data` as the next piece of the answer being

@@ -70,6 +70,15 @@ pub(crate) struct PoolArgs {
     /// /path` beneath the first. Without it those headers reach the client unchanged.
     #[arg(long, value_name = "DIR")]
     http_sendfile: Vec<PathBuf>,
+    /// Request bodies over BYTES (K/M/G suffixes) are written to an unnamed file as they
+    /// arrive, never held in memory, and handed to the worker as a file (php://input,
+    /// $_FILES, PSR-7 and Symfony bodies read from it); it is gone when the request ends.
+    #[arg(long, value_name = "BYTES", value_parser = parse::size, default_value = "1M")]
+    http_spool_over: usize,
+    /// Where spooled request bodies go [default: $TMPDIR or /tmp]. Its file system must
+    /// support unnamed files (O_TMPFILE: ext4, xfs, btrfs, tmpfs).
+    #[arg(long, value_name = "DIR")]
+    http_spool_dir: Option<PathBuf>,
     /// Workers kept running.
     #[arg(long, value_name = "N", default_value_t = 2)]
     workers: usize,
@@ -223,6 +232,8 @@ fn supervise(args: &PoolArgs) -> anyhow::Result<()> {
         h.access_log = args.http_access_log.clone();
         h.root = args.http_root.clone();
         h.sendfile = args.http_sendfile.clone();
+        h.spool_over = args.http_spool_over;
+        h.spool_dir = args.http_spool_dir.clone();
         opts.http = Some(h);
         opts.http_mode = args.http_mode;
     }

@@ -139,6 +139,7 @@ impl Front {
             max_header_bytes: opts.max_header_bytes,
             header_timeout: opts.header_timeout,
             max_connections: opts.max_connections,
+            spool: opts.spool(),
         };
         let loops_n = opts.threads.max(1);
         let mut mailboxes = Vec::new();

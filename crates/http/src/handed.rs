@@ -52,6 +52,10 @@ pub struct Handed {
     pub root: Option<PathBuf>,
     /// `--http-sendfile`.
     pub sendfile: Vec<PathBuf>,
+    /// `--http-spool-over` (`usize::MAX`: none).
+    pub spool_over: usize,
+    /// `--http-spool-dir`.
+    pub spool_dir: Option<PathBuf>,
 }
 
 /// The bytes of a path that travel as they are in [`HTTP_ENV`]; the
@@ -86,6 +90,8 @@ impl Handed {
             queue_timeout,
             root: opts.root.clone(),
             sendfile: opts.sendfile.clone(),
+            spool_over: opts.spool_over,
+            spool_dir: opts.spool_dir.clone(),
         }
     }
 
@@ -119,6 +125,12 @@ impl Handed {
             let dirs: Vec<String> = self.sendfile.iter().map(|p| encode_path(p)).collect();
             out.push_str(&format!(" sendfile={}", dirs.join(",")));
         }
+        if self.spool_over != usize::MAX {
+            out.push_str(&format!(" spool_over={}", self.spool_over));
+        }
+        if let Some(dir) = &self.spool_dir {
+            out.push_str(&format!(" spool_dir={}", encode_path(dir)));
+        }
         out
     }
 
@@ -142,6 +154,8 @@ impl Handed {
             queue_timeout: Duration::ZERO,
             root: None,
             sendfile: Vec::new(),
+            spool_over: usize::MAX,
+            spool_dir: None,
         };
         let number = |key: &str, v: &str| {
             v.parse::<u64>()
@@ -186,6 +200,8 @@ impl Handed {
                 "queue_timeout_ms" => h.queue_timeout = Duration::from_millis(number(key, v)?),
                 "root" => h.root = Some(decode_path(v)),
                 "sendfile" => h.sendfile = v.split(',').map(decode_path).collect(),
+                "spool_over" => h.spool_over = size(key, v)?,
+                "spool_dir" => h.spool_dir = Some(decode_path(v)),
                 other => return Err(bad(format!("{other} is not a key this worker knows"))),
             }
         }
@@ -205,6 +221,7 @@ impl Handed {
         let opts = FrontOptions {
             root: None,
             sendfile: Vec::new(),
+            spool_dir: None,
             ..h.front_options()
         };
         opts.validate().map_err(|e| bad(e.to_string()))?;
@@ -226,6 +243,8 @@ impl Handed {
             access_log: None,
             root: self.root.clone(),
             sendfile: self.sendfile.clone(),
+            spool_over: self.spool_over,
+            spool_dir: self.spool_dir.clone(),
         }
     }
 }
@@ -287,7 +306,8 @@ mod tests {
         assert_eq!(
             h.encode(),
             "listen=3,4 counters=5:1 access=6 max_body=8388608 max_header=65536 \
-             header_timeout_ms=10000 max_connections=10000 queue_timeout_ms=10000"
+             header_timeout_ms=10000 max_connections=10000 queue_timeout_ms=10000 \
+             spool_over=1048576"
         );
         assert_eq!(Handed::decode(&h.encode()).expect("decode"), h);
     }
@@ -297,6 +317,7 @@ mod tests {
         let h = Handed {
             root: Some(PathBuf::from("/srv/my app/public")),
             sendfile: vec![PathBuf::from("/a,b"), PathBuf::from("/c%d")],
+            spool_over: usize::MAX,
             ..sample()
         };
         let v = h.encode();

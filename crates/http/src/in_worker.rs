@@ -132,6 +132,7 @@ impl WorkerHttp {
             max_header_bytes: handed.max_header_bytes,
             header_timeout: handed.header_timeout,
             max_connections: handed.max_connections,
+            spool: handed.front_options().spool(),
         };
         let files = Files::open(handed.root.as_deref(), &handed.sendfile)?;
         let mut engine =

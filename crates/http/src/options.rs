@@ -35,6 +35,12 @@ pub struct FrontOptions {
     /// beneath the first) for the server to send. Empty: such headers pass
     /// to the client as any other.
     pub sendfile: Vec<PathBuf>,
+    /// Request bodies larger than this are written to an unnamed file in
+    /// `spool_dir` as they arrive and handed to the application as a file
+    /// (`usize::MAX`: every body stays in memory).
+    pub spool_over: usize,
+    /// Where spooled bodies go (`None`: the system's temporary directory).
+    pub spool_dir: Option<PathBuf>,
 }
 
 impl FrontOptions {
@@ -52,7 +58,17 @@ impl FrontOptions {
             access_log: None,
             root: None,
             sendfile: Vec::new(),
+            spool_over: 1 << 20,
+            spool_dir: None,
         }
+    }
+
+    /// The spool the engine writes large bodies to.
+    pub(crate) fn spool(&self) -> Option<crate::engine::Spool> {
+        (self.spool_over != usize::MAX).then(|| crate::engine::Spool {
+            over: self.spool_over,
+            dir: self.spool_dir.clone().unwrap_or_else(std::env::temp_dir),
+        })
     }
 
     /// Checks every field.
@@ -74,6 +90,7 @@ impl FrontOptions {
             return bad("--http-max-connections must be at least 1");
         }
         let dirs = self.root.iter().map(|d| ("--http-root", d));
+        let dirs = dirs.chain(self.spool_dir.iter().map(|d| ("--http-spool-dir", d)));
         for (option, dir) in dirs.chain(self.sendfile.iter().map(|d| ("--http-sendfile", d))) {
             if !dir.is_dir() {
                 return Err(HttpError::Options(format!(

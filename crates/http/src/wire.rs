@@ -34,6 +34,12 @@ pub struct Request {
     pub body: Vec<u8>,
 }
 
+/// The header of an encoded request whose body the server spooled to a
+/// file (docs/protocol.md, "Bodies spooled to a file"): its value is a path
+/// the worker opens for reading (`/proc/PID/fd/FD`), and the encoded body
+/// is empty. The server drops this header from what a client sends.
+pub const BODY_FILE_HEADER: &str = "x-shmlink-body-file";
+
 /// An HTTP response as the worker answers it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Response {

@@ -128,6 +128,8 @@ fn handed_values_decode_to_their_fields_and_encode_to_their_text() {
             max_connections: n("max_connections") as usize,
             queue_timeout: Duration::from_millis(n("queue_timeout_ms")),
             root: d["root"].as_str().map(Into::into),
+            spool_over: d["spool_over"].as_u64().map_or(usize::MAX, |n| n as usize),
+            spool_dir: d["spool_dir"].as_str().map(Into::into),
             sendfile: d["sendfile"]
                 .as_array()
                 .map(|a| {

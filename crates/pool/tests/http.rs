@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use shmlink_http::{FrontOptions, HttpStats};
 use shmlink_pool::{HttpMode, Pool, PoolOptions};
 
-use support::http_client::{get, Conn, Resp, DEADLINE};
+use support::http_client::{find, get, Conn, Resp, DEADLINE};
 use support::{open_fds, wait_until, Dir, Lines};
 
 const WORKER: &str = env!("CARGO_BIN_EXE_shmlink-echo-worker");
@@ -211,6 +211,7 @@ in_both_modes!(
     no_descriptor_or_thread_leaks_after_2000_requests,
     counters_match_the_requests,
     the_access_log_has_a_line_per_request,
+    bodies_over_the_spool_size_arrive_as_a_file,
 );
 
 // ---------- requests and responses ----------
@@ -414,6 +415,38 @@ fn pipelined_requests_are_answered_in_order(mode: HttpMode) {
     c.send(format!("{}{}", get("/sleep/100"), get("/after")));
     assert_eq!(c.response().text(), "slept");
     assert!(c.response().text().starts_with("GET /after HTTP/1.1\n"));
+}
+
+fn bodies_over_the_spool_size_arrive_as_a_file(mode: HttpMode) {
+    let f = Front::start(mode, 1, |_, h| h.spool_over = 64 << 10);
+    let body: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+    let mut req = post("/big", &body);
+    // A client cannot name a file itself: its header of that name is dropped.
+    req.splice(
+        find(&req, b"Content-Length").expect("a length")
+            ..find(&req, b"Content-Length").expect("a length"),
+        b"X-Shmlink-Body-File: /etc/passwd\r\n".iter().copied(),
+    );
+    let r = f.once(&req);
+    assert_eq!(r.status, 200, "{r:?}");
+    let text = r.text();
+    let named: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("x-shmlink-body-file: "))
+        .collect();
+    assert_eq!(named.len(), 1, "{text}");
+    let path = named[0].trim_start_matches("x-shmlink-body-file: ");
+    assert!(
+        path.starts_with("/proc/") && path.contains("/fd/"),
+        "{path}"
+    );
+    assert!(
+        text.ends_with("\n\n"),
+        "the request's own body is empty: {text:?}"
+    );
+    // Small bodies stay in the request.
+    let r = f.once(post("/small", b"tiny"));
+    assert!(r.text().ends_with("\n\ntiny") && !r.text().contains("x-shmlink-body-file"));
 }
 
 // ---------- limits and malformed requests ----------

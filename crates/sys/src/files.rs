@@ -45,6 +45,23 @@ pub fn open_beneath(dir: &OwnedFd, rel: &Path) -> io::Result<File> {
     Ok(File::from(fd))
 }
 
+/// An unnamed file in the directory `dir` (`O_TMPFILE`, mode 0600), for
+/// reading and writing: it has no name, so nothing of it stays on disk
+/// once the last descriptor to it closes, however the process ends.
+/// Another process of the same user reaches it at `/proc/PID/fd/FD`.
+///
+/// # Errors
+/// `EOPNOTSUPP` where the file system has no unnamed files, `ENOENT`,
+/// `EACCES`, `ENOSPC`, `EMFILE`.
+pub fn unnamed_file(dir: &Path) -> io::Result<File> {
+    let fd = rustix::fs::open(
+        dir,
+        OFlags::TMPFILE | OFlags::RDWR | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o600),
+    )?;
+    Ok(File::from(fd))
+}
+
 /// Whether `e`, from [`open_beneath`], says the path would leave the
 /// directory (`EXDEV`), rather than that it is not there.
 pub fn leaves_dir(e: &io::Error) -> bool {
@@ -87,5 +104,20 @@ mod tests {
             assert!(leaves_dir(&e), "{bad}: {e}");
         }
         std::fs::remove_dir_all(&base).expect("clean");
+    }
+
+    #[test]
+    fn unnamed_files_leave_nothing_behind() {
+        use std::io::{Read, Seek};
+        let dir = std::env::temp_dir().join(format!("shmlink-unnamed-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        let mut f = unnamed_file(&dir).expect("O_TMPFILE");
+        f.write_all(b"spooled").expect("write");
+        f.rewind().expect("rewind");
+        let mut back = String::new();
+        f.read_to_string(&mut back).expect("read");
+        assert_eq!(back, "spooled");
+        assert_eq!(std::fs::read_dir(&dir).expect("list").count(), 0, "no name");
+        std::fs::remove_dir(&dir).expect("clean");
     }
 }

@@ -4,10 +4,13 @@
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
+use std::os::fd::AsRawFd;
+use std::path::PathBuf;
 use std::time::Instant;
 
 use super::body::{self, Body, Broken};
 use super::head::Head;
+use crate::wire::BODY_FILE_HEADER;
 
 /// Where a connection's current request is.
 #[derive(Debug)]
@@ -51,6 +54,9 @@ pub(super) struct Conn {
     pub(super) wpos: usize,
     /// A file's bytes to send after `wbuf` (a response made from a file).
     pub(super) file: Option<Outgoing>,
+    /// The request in hand's body, spooled to an unnamed file (kept open
+    /// until the request is answered: the application reads it by path).
+    pub(super) spool: Option<File>,
     /// The response to the request in hand is being streamed: how its body
     /// travels, and the body bytes so far.
     pub(super) streaming: Option<(super::reply::Streamed, usize, u16)>,
@@ -82,6 +88,14 @@ pub(super) struct Outgoing {
 /// in between.
 const SEND_STEP: usize = 1 << 20;
 
+/// Where bodies over a size go: an unnamed file in a directory.
+#[derive(Debug, Clone)]
+pub(crate) struct Spool {
+    /// Bodies larger than this many bytes are spooled.
+    pub(crate) over: usize,
+    pub(crate) dir: PathBuf,
+}
+
 /// What taking the body from the buffer came to.
 #[derive(Debug)]
 pub(super) enum BodyStep {
@@ -95,6 +109,8 @@ pub(super) enum BodyStep {
     },
     /// Over the limit or broken: the head, to answer it.
     Broken(Head, Broken),
+    /// The spool file could not be made or written: the head and why.
+    Unspooled(Head, io::Error),
 }
 
 /// The first room for reading (a request head of a few hundred bytes).
@@ -123,6 +139,7 @@ impl Conn {
             wbuf: Vec::new(),
             wpos: 0,
             file: None,
+            spool: None,
             streaming: None,
             phase: Phase::Head,
             eof: false,
@@ -135,7 +152,12 @@ impl Conn {
 
     /// Takes what the buffer holds of the body of the request in phase
     /// `Body` (at most `max` bytes in all).
-    pub(super) fn take_body(&mut self, max: u64, max_trailers: usize) -> BodyStep {
+    pub(super) fn take_body(
+        &mut self,
+        max: u64,
+        max_trailers: usize,
+        spool: Option<&Spool>,
+    ) -> BodyStep {
         let unread = &self.rbuf[self.rpos..self.rend];
         let Phase::Body {
             body,
@@ -160,6 +182,16 @@ impl Conn {
             }
         };
         self.consume(used);
+        if let Some(s) = spool {
+            if let Err(e) = self.spill(s) {
+                let Phase::Body { head, .. } = std::mem::replace(&mut self.phase, Phase::Head)
+                else {
+                    unreachable!("in phase Body");
+                };
+                self.spool = None;
+                return BodyStep::Unspooled(head, e);
+            }
+        }
         if !done {
             return BodyStep::More { progressed };
         }
@@ -175,11 +207,49 @@ impl Conn {
         };
         let len = u32::try_from(taken).unwrap_or(u32::MAX).to_le_bytes();
         encoded[length_at..length_at + 4].copy_from_slice(&len);
+        if let Some(f) = &self.spool {
+            // The body is in the file: the request names it, its own body
+            // is empty.
+            let path = format!("/proc/{}/fd/{}", std::process::id(), f.as_raw_fd());
+            let mut named = Vec::with_capacity(BODY_FILE_HEADER.len() + path.len() + 8);
+            for part in [BODY_FILE_HEADER.as_bytes(), path.as_bytes()] {
+                named.extend_from_slice(&(part.len() as u32).to_le_bytes());
+                named.extend_from_slice(part);
+            }
+            encoded.truncate(length_at);
+            encoded.extend_from_slice(&named);
+            encoded.extend_from_slice(&[0; 4]);
+            let count = u32::from_le_bytes([encoded[4], encoded[5], encoded[6], encoded[7]]) + 1;
+            encoded[4..8].copy_from_slice(&count.to_le_bytes());
+        }
         BodyStep::Done {
             head,
             encoded,
             taken,
         }
+    }
+
+    /// Moves the body read so far out of the encoded request into the
+    /// spool file, once it is over the spool's size (or one is open).
+    fn spill(&mut self, s: &Spool) -> io::Result<()> {
+        let Phase::Body {
+            encoded, length_at, ..
+        } = &mut self.phase
+        else {
+            return Ok(());
+        };
+        let start = *length_at + 4;
+        let held = encoded.len() - start;
+        if self.spool.is_none() && held <= s.over {
+            return Ok(());
+        }
+        let file = match self.spool.as_mut() {
+            Some(f) => f,
+            None => self.spool.insert(shmlink_sys::files::unnamed_file(&s.dir)?),
+        };
+        file.write_all(&encoded[start..])?;
+        encoded.truncate(start);
+        Ok(())
     }
 
     /// The unparsed bytes.

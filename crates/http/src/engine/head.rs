@@ -3,7 +3,7 @@
 //! the start of the request the application receives ([`crate::wire`]).
 
 use crate::files::Conditions;
-use crate::wire::REQUEST_MAGIC;
+use crate::wire::{BODY_FILE_HEADER, REQUEST_MAGIC};
 
 /// Headers a head may carry; more is a 431, as hyper answers.
 pub(super) const MAX_HEADERS: usize = 100;
@@ -146,12 +146,16 @@ pub(crate) fn parse(
     };
     encoded.clear();
     encoded.extend_from_slice(&REQUEST_MAGIC);
-    encoded.extend_from_slice(&(req.headers.len() as u32).to_le_bytes());
+    // Only the server names a spooled body: a client's header of that name
+    // is dropped.
+    let ours = |name: &str| name.eq_ignore_ascii_case(BODY_FILE_HEADER);
+    let count = req.headers.iter().filter(|h| !ours(h.name)).count();
+    encoded.extend_from_slice(&(count as u32).to_le_bytes());
     put(encoded, method.as_bytes());
     put(encoded, target.as_bytes());
     put(encoded, protocol);
     put(encoded, remote.as_bytes());
-    for h in req.headers.iter() {
+    for h in req.headers.iter().filter(|h| !ours(h.name)) {
         let name = h.name.as_bytes();
         encoded.extend_from_slice(&(name.len() as u32).to_le_bytes());
         encoded.extend(name.iter().map(u8::to_ascii_lowercase));

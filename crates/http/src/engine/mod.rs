@@ -27,6 +27,7 @@ pub(crate) mod head;
 mod reply;
 mod stream;
 
+pub(crate) use conn::Spool;
 pub(crate) use stream::StreamBroken;
 
 use std::collections::VecDeque;
@@ -73,6 +74,8 @@ pub(crate) struct Limits {
     pub(crate) header_timeout: Duration,
     /// Connections open at once, counted as [`Counters::open_everywhere`].
     pub(crate) max_connections: usize,
+    /// Where large bodies go (`None`: all stay in memory).
+    pub(crate) spool: Option<conn::Spool>,
 }
 
 /// A request the application must answer: which, and its encoding.
@@ -465,6 +468,7 @@ impl Engine {
         let Some(c) = self.conns[slot].as_mut() else {
             return;
         };
+        c.spool = None; // the request is over: its spooled body goes
         let took = c.started.take().map_or(Duration::ZERO, |t| t.elapsed());
         self.counters
             .answered(written.status, body_in, written.body, took);
@@ -707,7 +711,12 @@ impl Engine {
                     }
                 }
                 Phase::Body { .. } => {
-                    match c.take_body(self.limits.max_body as u64, self.limits.max_header_bytes) {
+                    let spool = self.limits.spool.as_ref();
+                    match c.take_body(
+                        self.limits.max_body as u64,
+                        self.limits.max_header_bytes,
+                        spool,
+                    ) {
                         BodyStep::More { progressed } => {
                             if progressed {
                                 // A body that keeps coming keeps its connection.
@@ -724,6 +733,16 @@ impl Engine {
                         }
                         BodyStep::Broken(head, Broken::Framing) => {
                             self.refuse(slot, 400, true, Some(head));
+                            return;
+                        }
+                        BodyStep::Unspooled(head, e) => {
+                            (self.log)(&format!(
+                                "HTTP {} from {}: 500 (spooling the body to {}: {e})",
+                                head.line,
+                                c.remote,
+                                spool.map_or_else(String::new, |s| s.dir.display().to_string())
+                            ));
+                            self.refuse(slot, 500, true, Some(head));
                             return;
                         }
                         BodyStep::Done {
@@ -776,6 +795,7 @@ impl Engine {
         }
         c.closing = true;
         c.phase = Phase::Head;
+        c.spool = None;
         self.after_write(slot);
     }
 

@@ -23,13 +23,15 @@ final class Convert
     public static function request(HttpRequest $call): Request
     {
         $call->globals();
-        $request = new Request($_GET, $_POST, [], $_COOKIE, $_FILES, $_SERVER, $call->body);
+        // A body the server spooled to a file is read from it, never whole.
+        $content = $call->header('x-shmlink-body-file') !== null ? $call->bodyStream() : $call->body;
+        $request = new Request($_GET, $_POST, [], $_COOKIE, $_FILES, $_SERVER, $content);
         // As createFromGlobals() does for the methods PHP itself does not parse.
         $type = strtolower((string) $request->headers->get('CONTENT_TYPE', ''));
         $method = strtoupper($call->method);
         if (str_starts_with($type, 'application/x-www-form-urlencoded')
             && in_array($method, ['PUT', 'DELETE', 'PATCH'], true)) {
-            parse_str($call->body, $data);
+            parse_str($request->getContent(), $data);
             $request->request->replace($data);
         }
         return $request;

@@ -41,7 +41,9 @@ final class RequestBuilder
             ->withProtocolVersion(substr($call->protocol, strlen('HTTP/')))
             ->withQueryParams($_GET)
             ->withCookieParams($_COOKIE)
-            ->withBody($this->streams->createStream($call->body));
+            ->withBody(self::spooled($call)
+                ? $this->streams->createStreamFromResource($call->bodyStream())
+                : $this->streams->createStream($call->body));
         foreach ($call->headers as $name => $values) {
             $request = $request->withHeader($name, $values);
         }
@@ -52,6 +54,12 @@ final class RequestBuilder
             $request = $request->withUploadedFiles($this->files($_FILES));
         }
         return $request;
+    }
+
+    /** Whether the server spooled the body to a file (read from it, never whole). */
+    private static function spooled(HttpRequest $call): bool
+    {
+        return $call->header('x-shmlink-body-file') !== null;
     }
 
     private static function isForm(?string $type): bool

@@ -19,11 +19,11 @@ use crate::stats::{Durations, HttpStats};
 /// First four bytes of a counters page: `SLHC`.
 pub(crate) const PAGE_MAGIC: [u8; 4] = *b"SLHC";
 /// The page layout's version.
-pub(crate) const PAGE_VERSION: u32 = 2;
+pub(crate) const PAGE_VERSION: u32 = 3;
 /// Bytes of the page's header.
 pub(crate) const PAGE_HEADER: usize = 64;
 /// Counters in a slot.
-const CELLS: usize = 32;
+const CELLS: usize = 64;
 /// Bytes of one slot ([`CELLS`] counters of 8 bytes).
 pub(crate) const SLOT_BYTES: usize = CELLS * 8;
 /// Upper bounds of the request-duration buckets, in µs: a request that
@@ -32,6 +32,13 @@ pub(crate) const SLOT_BYTES: usize = CELLS * 8;
 pub const DURATION_BOUNDS_US: [u64; 12] = [
     500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000, 1_000_000,
     2_500_000,
+];
+/// The statuses counted one by one (ascending); any other counts in its
+/// class only ([`Field::Ok`], [`Field::ClientErrors`],
+/// [`Field::ServerErrors`]).
+pub const STATUS_CODES: [u16; 28] = [
+    200, 201, 202, 204, 206, 301, 302, 303, 304, 307, 308, 400, 401, 403, 404, 405, 408, 409, 410,
+    413, 416, 422, 429, 431, 500, 502, 503, 504,
 ];
 /// Most slots a page may have.
 pub(crate) const MAX_SLOTS: usize = 4096;
@@ -77,6 +84,9 @@ pub(crate) enum Field {
     DurationMicros = 28,
     /// Requests whose duration was counted.
     Timed = 29,
+    /// Responses with each status of [`STATUS_CODES`]: this one and the 27
+    /// after it.
+    Code0 = 32,
 }
 
 /// Counters in use: [`Field`] cells in local memory or in a page's slot.
@@ -164,6 +174,10 @@ impl Counters {
         if status == 413 {
             self.add(Field::TooLarge, 1);
         }
+        if let Ok(i) = STATUS_CODES.binary_search(&status) {
+            self.cell_at(Field::Code0 as usize + i)
+                .fetch_add(1, Ordering::Relaxed);
+        }
         self.add(Field::BytesIn, body_in as u64);
         self.add(Field::BytesOut, body_out as u64);
     }
@@ -191,6 +205,10 @@ impl Counters {
                 sum_us: g(Field::DurationMicros),
                 count: g(Field::Timed),
             },
+            codes: std::array::from_fn(|i| {
+                self.cell_at(Field::Code0 as usize + i)
+                    .load(Ordering::Relaxed)
+            }),
         }
     }
 }
@@ -374,6 +392,9 @@ mod tests {
         let d = s.durations;
         assert_eq!((d.buckets[1], d.buckets.iter().sum::<u64>()), (1, 1));
         assert_eq!((d.count, d.sum_us), (2, 3_000_700));
+        // By status: both are among the statuses counted one by one.
+        let by = s.by_status();
+        assert_eq!(by, vec![("200".to_string(), 1), ("413".to_string(), 1)]);
         assert_eq!(page.stats(1), HttpStats::default());
         page.clear(2);
         assert_eq!(page.stats(2), HttpStats::default());
@@ -386,7 +407,7 @@ mod tests {
         assert!(e.to_string().contains("slot 2 is not one of them"), "{e}");
         let other = shmlink_sys::memfd::create_sealed("other", 4096).expect("memfd");
         let e = CountersPage::open_slot(&other, 0).expect_err("no header");
-        assert!(e.to_string().contains("not version 2"), "{e}");
+        assert!(e.to_string().contains("not version 3"), "{e}");
         assert!(CountersPage::create(0).is_err());
         assert!(CountersPage::create(MAX_SLOTS + 1).is_err());
     }

@@ -1,4 +1,8 @@
-//! The front's error type.
+//! The HTTP crate's error types.
+
+/// Why a streamed response could not go on: its connection is closed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct StreamBroken(pub(crate) String);
 
 /// What can go wrong starting the front.
 #[derive(Debug, thiserror::Error)]

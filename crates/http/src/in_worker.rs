@@ -20,8 +20,8 @@ use std::time::Duration;
 use crate::access::AccessLog;
 use crate::backend::Fault;
 use crate::counters::{Counters, CountersPage, Field};
-use crate::engine::{Engine, Limits, ReqId, StreamBroken, Turn};
-use crate::error::HttpError;
+use crate::engine::{Engine, Limits, ReqId, Turn};
+use crate::error::{HttpError, StreamBroken};
 use crate::files::Files;
 use crate::handed::{self, Handed, HTTP_ENV};
 

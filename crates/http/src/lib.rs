@@ -28,7 +28,7 @@ mod stats;
 pub mod wire;
 
 pub use backend::{Backend, Fault};
-pub use counters::{CountersPage, StatsHandle, DURATION_BOUNDS_US};
+pub use counters::{CountersPage, StatsHandle, DURATION_BOUNDS_US, STATUS_CODES};
 pub use error::HttpError;
 pub use front::Front;
 pub use handed::{Handed, HTTP_ENV};

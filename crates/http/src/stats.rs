@@ -35,6 +35,8 @@ pub struct HttpStats {
     pub front_samples: u64,
     /// How long requests took, from their head to their answer.
     pub durations: Durations,
+    /// Responses per status of [`crate::STATUS_CODES`], in its order.
+    pub codes: [u64; 28],
 }
 
 /// Request durations as a histogram: counts per bucket of
@@ -77,6 +79,36 @@ impl HttpStats {
         self.front_cpu_ns = self.front_cpu_ns.wrapping_add(o.front_cpu_ns);
         self.front_samples = self.front_samples.wrapping_add(o.front_samples);
         self.durations.add(&o.durations);
+        for (c, x) in self.codes.iter_mut().zip(o.codes) {
+            *c = c.wrapping_add(x);
+        }
+    }
+
+    /// Responses by status: each status of [`crate::STATUS_CODES`] that
+    /// was answered, then what its class counted beyond those (labelled
+    /// `2xx`, covering 1xx to 3xx, `4xx`, `5xx`), where that is not 0.
+    pub fn by_status(&self) -> Vec<(String, u64)> {
+        let mut out = Vec::new();
+        let mut known = [0u64; 3];
+        for (&code, &n) in crate::STATUS_CODES.iter().zip(&self.codes) {
+            let class = match code {
+                0..=399 => 0,
+                400..=499 => 1,
+                _ => 2,
+            };
+            known[class] = known[class].wrapping_add(n);
+            if n > 0 {
+                out.push((code.to_string(), n));
+            }
+        }
+        let totals = [self.ok, self.client_errors, self.server_errors];
+        for ((label, total), known) in ["2xx", "4xx", "5xx"].into_iter().zip(totals).zip(known) {
+            let other = total.saturating_sub(known);
+            if other > 0 {
+                out.push((label.to_string(), other));
+            }
+        }
+        out
     }
 
     /// Mean CPU time of the server's own path per request, in µs, from the

@@ -1098,6 +1098,7 @@ fn counters_match_the_requests(mode: HttpMode) {
             front_cpu_ns: s.front_cpu_ns,
             front_samples: s.front_samples,
             durations: s.durations,
+            codes: s.codes,
             connections_open: 0,
             connections: 3,
             connections_refused: 0,
@@ -1110,6 +1111,22 @@ fn counters_match_the_requests(mode: HttpMode) {
             bytes_out,
         }
     );
+    // By status: the common ones one by one, 418 in its class only.
+    let by: Vec<(String, u64)> = s.by_status();
+    let want: Vec<(String, u64)> = [
+        ("200", 2),
+        ("204", 1),
+        ("302", 1),
+        ("404", 1),
+        ("413", 1),
+        ("500", 1),
+        ("502", 1),
+        ("4xx", 1),
+    ]
+    .iter()
+    .map(|(c, n)| (c.to_string(), *n))
+    .collect();
+    assert_eq!(by, want);
     // Every request answered was timed, each in a bucket (none took 2.5 s).
     let d = s.durations;
     assert_eq!(d.count, s.requests, "{d:?}");

@@ -260,7 +260,12 @@ fn http_requests_show_in_both_modes() {
         let pool = Pool::start_with_log(o, Lines::default().log()).expect("pool starts");
         let at = pool.metrics_address().expect("a metrics address");
         let http = pool.http_addresses()[0];
-        for (path, want) in [("/a", 200), ("/b", 200), ("/status/503", 503)] {
+        for (path, want) in [
+            ("/a", 200),
+            ("/b", 200),
+            ("/status/503", 503),
+            ("/status/418", 418),
+        ] {
             let req = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
             let (status, _) = exchange(http, req.as_bytes());
             assert_eq!(status, want, "{mode:?} {path}");
@@ -268,29 +273,33 @@ fn http_requests_show_in_both_modes() {
         let text = scrape(at);
         promtool_accepts(&text);
         let v = |name: &str| value(&text, name);
-        assert_eq!(
-            v("shmlink_http_requests_total{code=\"2xx\"}"),
-            2.0,
-            "{mode:?}"
-        );
-        assert_eq!(
-            v("shmlink_http_requests_total{code=\"5xx\"}"),
-            1.0,
-            "{mode:?}"
-        );
+        // The common statuses one by one; another under its class.
+        for (code, n) in [("200", 2.0), ("503", 1.0), ("4xx", 1.0)] {
+            assert_eq!(
+                v(&format!("shmlink_http_requests_total{{code=\"{code}\"}}")),
+                n,
+                "{mode:?} {code}"
+            );
+        }
+        for absent in ["2xx", "5xx", "418"] {
+            assert!(
+                !text.contains(&format!("shmlink_http_requests_total{{code=\"{absent}\"}}")),
+                "{mode:?}: {absent}"
+            );
+        }
         assert_eq!(
             v("shmlink_http_request_duration_seconds_count"),
-            3.0,
+            4.0,
             "{mode:?}"
         );
         assert_eq!(
             v("shmlink_http_request_duration_seconds_bucket{le=\"+Inf\"}"),
-            3.0,
+            4.0,
             "{mode:?}"
         );
         assert_eq!(
             v("shmlink_http_request_duration_seconds_bucket{le=\"2.5\"}"),
-            3.0,
+            4.0,
             "{mode:?}: none took 2.5 s"
         );
         assert!(

@@ -28,7 +28,6 @@ mod reply;
 mod stream;
 
 pub(crate) use conn::Spool;
-pub(crate) use stream::StreamBroken;
 
 use std::collections::VecDeque;
 use std::net::TcpListener;

@@ -12,11 +12,8 @@ use shmlink_sys::poll::Ready;
 
 use super::reply::{self, Streamed, Terms};
 use super::{conn::Phase, Engine, ReqId};
+use crate::error::StreamBroken;
 use crate::wire::ResponseView;
-
-/// Why a streamed response could not go on: the connection is closed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct StreamBroken(pub(crate) String);
 
 impl Engine {
     /// Starts streaming the response to `id`: `answer`'s status and headers

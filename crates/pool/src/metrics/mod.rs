@@ -136,21 +136,18 @@ impl Metrics {
         r.register(Box::new(self.restarts.clone()))?;
         r.register(Box::new(self.call_seconds.clone()))?;
         if let Some(h) = &status.http {
-            let by_class = IntCounterVec::new(
+            let by_code = IntCounterVec::new(
                 Opts::new(
                     "shmlink_http_requests_total",
-                    "HTTP requests answered, by status class (2xx: 1xx to 3xx)",
+                    "HTTP requests answered, by status (the common ones one by one; \
+                     any other under its class: 2xx for 1xx to 3xx, 4xx, 5xx)",
                 ),
                 &["code"],
             )?;
-            for (code, n) in [
-                ("2xx", h.ok),
-                ("4xx", h.client_errors),
-                ("5xx", h.server_errors),
-            ] {
-                by_class.with_label_values(&[code]).inc_by(n);
+            for (code, n) in h.by_status() {
+                by_code.with_label_values(&[code.as_str()]).inc_by(n);
             }
-            r.register(Box::new(by_class))?;
+            r.register(Box::new(by_code))?;
             r.register(Box::new(gauge(
                 "shmlink_http_connections",
                 "HTTP connections open",

@@ -54,6 +54,6 @@ if test "$PHP_SHMLINK" != "no"; then
   PHP_SUBST(SHMLINK_SHARED_LIBADD)
 
   PHP_NEW_EXTENSION(shmlink,
-    [shmlink.c errors.c options.c persistent.c client.c server.c server_options.c serve.c queue.c threads.c worker.c http.c http_globals.c http_headers.c http_stream.c http_body.c],
+    [shmlink.c errors.c options.c persistent.c client.c server.c server_options.c serve.c queue.c threads.c worker.c http.c http_globals.c http_headers.c http_stream.c http_body.c http_call.c],
     $ext_shared, , [-fvisibility=hidden -DZEND_ENABLE_STATIC_TSRMLS_CACHE=1])
 fi

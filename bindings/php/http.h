@@ -77,4 +77,11 @@ bool php_shmlink_stream_began(void);
 bool php_shmlink_stream_begin(shmlink_worker *w, zval *head);
 bool php_shmlink_stream_write(shmlink_worker *w, const char *data, size_t len);
 bool php_shmlink_stream_finish(shmlink_worker *w, zval *last);
+
+/* What every HTTP call a worker takes starts with (header() and
+ * http_response_code() start empty, the output buffers it left open are
+ * gone, flush() and PHP's output reach the call's client) and ends with
+ * (its uploaded files, php://input and the stream hooks are let go). */
+void php_shmlink_http_call_begin(shmlink_worker *w);
+void php_shmlink_http_call_end(void);
 #endif /* PHP_SHMLINK_HTTP_H */

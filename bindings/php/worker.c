@@ -151,8 +151,7 @@ static bool accept_call(shmlink_worker *w, zval *out, bool *stopped, bool *http)
     }
     char err[160];
     if (php_shmlink_http_request(request, len, out, err, sizeof err)) {
-      php_shmlink_http_headers_begin();
-      php_shmlink_stream_request(w);
+      php_shmlink_http_call_begin(w);
       return true;
     }
     if (!answered(shmlink_worker_fail(w, SHMLINK_REMOTE_HANDLER_EXCEPTION, err))) {
@@ -291,8 +290,7 @@ ZEND_METHOD(Shmlink_Worker, run) {
     }
     zval_ptr_dtor(&result);
     if (http) {
-      php_shmlink_stream_request(NULL);
-      php_shmlink_http_request_done();
+      php_shmlink_http_call_end();
     }
     if (!ok) {
       RETURN_THROWS();
@@ -308,8 +306,7 @@ ZEND_METHOD(Shmlink_Worker, accept) {
   }
   bool stopped;
   php_shmlink_worker *self = worker_of(Z_OBJ_P(ZEND_THIS));
-  php_shmlink_stream_request(NULL);
-  php_shmlink_http_request_done(); /* the previous call is over */
+  php_shmlink_http_call_end(); /* the previous call is over */
   self->pending = false;
   if (!accept_call(w, return_value, &stopped, &self->http)) {
     if (stopped) {

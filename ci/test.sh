@@ -126,6 +126,10 @@ php -r '$a = json_decode(file_get_contents("target/main-quick/frameworks-latest.
     $m = $a[$app]["servers"][$s] ?? null;
     if ($m === null || $m["errors"] !== 0 || $m["rps"] <= 0) { fwrite(STDERR, "main --quick: frameworks $app under $s: "
       . json_encode($m) . "\n"); exit(1); } } }'
+# Server-sent events: measured, the first event before the response ended.
+php -r '$e = json_decode(file_get_contents("target/main-quick/frameworks-latest.json"), true)["sse"] ?? null;
+  if ($e === null || $e["runs"] !== 5 || !($e["first_byte_ms"] < $e["total_ms"])) {
+    fwrite(STDERR, "main --quick: the SSE figure is missing or streamed nothing early: " . json_encode($e) . "\n"); exit(1); }'
 # The scenario table: every transport and baseline, both sizes, every case.
 for row in 'shm +\| +2048 B \| never' 'unix +\| +128 B \| every 1 ' 'tcp +\| +2048 B \| every 10' \
   'raw unix +\| +128 B' 'raw tcp +\| +2048 B' 'redis broker +\| +128 B \| every 1 ' \

@@ -7,7 +7,7 @@
 
 declare(strict_types=1);
 
-[, $in, $prefix, $how] = $argv + [null, null, null, ''];
+[, $in, $prefix, $how, $sse] = $argv + [null, null, null, '', null];
 if ($in === null || $prefix === null) {
     fwrite(STDERR, "usage: frameworks-report.php RESULTS.jsonl OUT_PREFIX HOW\n");
     exit(2);
@@ -67,6 +67,17 @@ foreach ($rows as $app => $servers) {
             $pages[$app] ?? $app, $name, $m['rps'], $m['p50_ms'], $m['p99_ms'], $m['errors'],
             $m['server_cpu_us'], $m['load_cpu_us'], $last);
     }
+}
+if ($sse !== null && is_file($sse)) {
+    // "FIRST_BYTE_S TOTAL_S" per line, from curl.
+    $times = array_map(fn ($l) => array_map('floatval', explode(' ', trim($l))),
+        file($sse, FILE_IGNORE_NEW_LINES | FILE_SKIP_EMPTY_LINES));
+    $first = median(array_column($times, 0)) * 1e3;
+    $total = median(array_column($times, 1)) * 1e3;
+    $out['sse'] = ['first_byte_ms' => $first, 'total_ms' => $total, 'runs' => count($times), 'goal_first_byte_ms' => 50];
+    $md .= sprintf("\nServer-sent events (GET /sse, a classic script: flush() of its first event, then 1 s of work; curl, "
+        . "%d runs, medians): first byte after **%.1f ms**, the response ends after %.0f ms. Goal: first byte < 50 ms "
+        . "while the handler runs: %s.\n", count($times), $first, $total, $first < 50 && $total >= 1000 ? 'PASS' : 'MISS');
 }
 $md = "Frameworks under shmlink pool --http against nginx + PHP-FPM, and a static file against nginx ($how)\n\n" . $md;
 file_put_contents("$prefix.md", $md);

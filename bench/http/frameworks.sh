@@ -8,6 +8,10 @@
 # and a static file of 100 KiB beside an application (GET /bench-100k.bin:
 # the pool with --http-root against nginx alone serving the same file, as
 # Debian configures it: sendfile, tcp_nopush; goal >= 0.8x nginx);
+# and a server-sent-events endpoint (GET /sse: a classic script that
+# flushes its first event, then works 1 s before its last): the time to the
+# first byte and to the end, by curl, 5 times (medians; goal: first byte
+# < 50 ms while the handler runs);
 # each application under
 #   - shmlink pool --http, 2 PHP workers serving HTTP themselves (Symfony
 #     through Shmlink\Runtime\SymfonyRuntime and its unchanged
@@ -91,6 +95,7 @@ start_pool() {
     symfony) cmd=("$run/symfony/public/index.php") ;;
     laravel) cmd=("$lib/bin/laravel-worker.php" "$run/laravel") ;;
     static) cmd=("$root/bench/http/worker.php" "$run/static/app.php"); files=(--http-root "$run/static/public") ;;
+    sse) cmd=("$root/bench/http/sse.php") ;;
   esac
   APP_RUNTIME='Shmlink\Runtime\SymfonyRuntime' "$shmlink" pool --http "127.0.0.1:$pool_port" --workers 2 "${files[@]}" \
     -- php -d extension="$module" -d opcache.enable_cli=1 -d memory_limit=512M "${cmd[@]}" \
@@ -191,5 +196,15 @@ for app in symfony laravel static; do
   done
 done
 
+# Server-sent events: the first event before the handler's end.
+target[sse]=/sse
+start_pool sse
+: >"$run/sse.txt"
+for i in 1 2 3 4 5; do
+  curl -s -o /dev/null -w '%{time_starttransfer} %{time_total}\n' "http://127.0.0.1:$pool_port/sse" >>"$run/sse.txt"
+done
+stop_server pool
+echo "frameworks bench: SSE first byte and end (s): $(tr '\n' ';' <"$run/sse.txt")"
+
 php "$root/bench/http/frameworks-report.php" "$results" "$out/frameworks-latest" \
-  "wrk -t1 -c16 -d${duration}s, $rounds rounds (medians)"
+  "wrk -t1 -c16 -d${duration}s, $rounds rounds (medians)" "$run/sse.txt"

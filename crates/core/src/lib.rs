@@ -72,7 +72,7 @@ pub use options::{
 pub use response::Response;
 pub use server::{
     AcceptedWorker, Answer, BatchAnswer, Handler, InPlace, RunningServer, Server, Stats,
-    StopHandle, WithFds, WorkerPort, PREPARED_SEGMENTS,
+    StopHandle, WithFds, WorkerPort, PREPARED_SEGMENTS, READY_SEGMENTS,
 };
 pub use shmlink_arena::{fill_copy, Loan, STREAM_FROM};
 pub use worker::{

@@ -345,13 +345,13 @@ fn kept_segments_expire_without_traffic() {
     let _g = serial();
     watchdog("kept_segments_expire_without_traffic", LIMIT, || {
         let mut srv = ChildServer::start(u64::MAX);
-        // The prepared segments of a fresh server, once it has made them.
-        let mut fresh = held_segments(srv.peer.pid());
+        // The prepared segments of a fresh server, once it has made them
+        // all (one at a time: two equal counts in a row may be half way,
+        // on a slow machine).
+        let mut fresh = HashSet::new();
         wait_until("the server's prepared segments", STEP, || {
-            let now = held_segments(srv.peer.pid());
-            let settled = now == fresh && !now.is_empty();
-            fresh = now;
-            settled
+            fresh = held_segments(srv.peer.pid());
+            fresh.len() == shmlink::READY_SEGMENTS
         });
         let first = shm_session(&srv.addr, 1);
         srv.wait_closed(1);

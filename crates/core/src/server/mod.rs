@@ -50,6 +50,11 @@ pub use stats::Stats;
 /// many `shmlink-session` memfds that belong to no session.
 pub const PREPARED_SEGMENTS: usize = prepare::READY + reuse::KEPT;
 
+/// Of [`PREPARED_SEGMENTS`], those made ahead: a server that has started
+/// and served no session holds exactly this many once its background
+/// thread has made them (one at a time).
+pub const READY_SEGMENTS: usize = prepare::READY;
+
 /// A bound server, not yet serving.
 ///
 /// # Examples

@@ -39,10 +39,10 @@ php_admin_value[memory_limit] = 512M
 CONF
 }
 
-# nginx_conf DIR PORT FASTCGI_PARAMS: an nginx configuration in
-# DIR/nginx.conf, on 127.0.0.1:PORT, passing every request to DIR/fpm.sock
-# with FASTCGI_PARAMS (nginx directives) after the standard parameters.
-nginx_conf() {
+# nginx_with DIR SERVER: an nginx configuration in DIR/nginx.conf, its
+# pid, log and temporary files in DIR, access log off, with SERVER (nginx
+# directives) inside its http block.
+nginx_with() {
   cat >"$1/nginx.conf" <<CONF
 worker_processes auto;
 pid $1/nginx.master.pid;
@@ -55,40 +55,37 @@ http {
   proxy_temp_path $1/nginx-proxy;
   uwsgi_temp_path $1/nginx-uwsgi;
   scgi_temp_path $1/nginx-scgi;
-  server {
+$2
+}
+CONF
+}
+
+# nginx_conf DIR PORT FASTCGI_PARAMS: nginx on 127.0.0.1:PORT, passing every
+# request to DIR/fpm.sock with FASTCGI_PARAMS (nginx directives) after the
+# standard parameters.
+nginx_conf() {
+  nginx_with "$1" "  server {
     listen 127.0.0.1:$2;
     location / {
       include /etc/nginx/fastcgi_params;
       $3
       fastcgi_pass unix:$1/fpm.sock;
     }
-  }
-}
-CONF
+  }"
 }
 
-# nginx_static_conf DIR PORT ROOT: an nginx configuration in DIR/nginx.conf,
-# on 127.0.0.1:PORT, serving the files under ROOT as Debian's default
-# configuration does (sendfile and tcp_nopush on, types from mime.types).
+# nginx_static_conf DIR PORT ROOT: nginx on 127.0.0.1:PORT, serving the
+# files under ROOT as Debian's default configuration does (sendfile and
+# tcp_nopush on, types from mime.types).
 nginx_static_conf() {
-  cat >"$1/nginx.conf" <<CONF
-worker_processes auto;
-pid $1/nginx.master.pid;
-error_log $1/nginx.log;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  sendfile on;
+  nginx_with "$1" "  sendfile on;
   tcp_nopush on;
   include /etc/nginx/mime.types;
   default_type application/octet-stream;
-  client_body_temp_path $1/nginx-body;
   server {
     listen 127.0.0.1:$2;
     root $3;
-  }
-}
-CONF
+  }"
 }
 
 free_port() {

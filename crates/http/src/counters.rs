@@ -77,6 +77,10 @@ pub(crate) enum Field {
     FrontNanos = 12,
     /// Requests sampled for [`Field::FrontNanos`].
     FrontSamples = 13,
+    /// 1 while this server accepts connections, else 0: the servers of a
+    /// page share the connections among those that accept
+    /// ([`Counters::over_share`]).
+    Accepting = 14,
     /// Requests answered in each duration bucket ([`DURATION_BOUNDS_US`]):
     /// this one and the 11 after it.
     Bucket0 = 16,
@@ -137,6 +141,37 @@ impl Counters {
                 })
                 .fold(0u64, u64::wrapping_add),
         }
+    }
+
+    /// Whether this server holds more open connections than the average
+    /// of the servers that accept ([`Field::Accepting`]) and run no request
+    /// (this one among them): then it leaves a new connection to the
+    /// others for a moment. Always false alone.
+    pub(crate) fn over_share(&self) -> bool {
+        let Cells::Page { map, slots, .. } = &self.0 else {
+            return false;
+        };
+        let (mut total, mut accepting) = (0u64, 0u64);
+        for i in 0..*slots {
+            let at = PAGE_HEADER + i * SLOT_BYTES;
+            total = total.wrapping_add(
+                map.atomic_u64(at + 8 * Field::Open as usize)
+                    .load(Ordering::Relaxed),
+            );
+            let cell = |f: Field| map.atomic_u64(at + 8 * f as usize).load(Ordering::Relaxed);
+            // One running a request takes nothing until it is done.
+            if cell(Field::Accepting) == 1 && cell(Field::Handed) <= cell(Field::Returned) {
+                accepting += 1;
+            }
+        }
+        let mine = self.get(Field::Open);
+        accepting > 1 && mine.saturating_mul(accepting) > total
+    }
+
+    /// Says whether this server accepts connections ([`Field::Accepting`]).
+    pub(crate) fn set_accepting(&self, yes: bool) {
+        self.cell(Field::Accepting)
+            .store(u64::from(yes), Ordering::Relaxed);
     }
 
     /// Adds `n` to a counter.
@@ -354,6 +389,7 @@ impl CountersPage {
     pub fn closed_all(&self, slot: usize) {
         let s = self.slot(slot);
         s.cell(Field::Open).store(0, Ordering::Relaxed);
+        s.set_accepting(false);
     }
 
     /// Zeroes a slot for its next worker.

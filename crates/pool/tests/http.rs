@@ -1294,6 +1294,28 @@ fn a_killed_worker_costs_only_its_own_connections() {
 }
 
 #[test]
+fn connections_opened_together_are_shared_by_the_workers() {
+    // wrk's way: 16 keep-alive connections opened at once, then used for
+    // every request. Each worker accepts up to its share of the open
+    // connections and leaves the rest to the others.
+    let f = Front::start_alone(HttpMode::Workers, 2, |_, _| {});
+    let mut conns: Vec<Conn> = (0..16).map(|_| f.conn()).collect();
+    let pids: Vec<u32> = conns.iter_mut().map(|c| f.pid(c)).collect();
+    let mut per_worker: Vec<(u32, usize)> = Vec::new();
+    for p in &pids {
+        match per_worker.iter_mut().find(|(q, _)| q == p) {
+            Some((_, n)) => *n += 1,
+            None => per_worker.push((*p, 1)),
+        }
+    }
+    assert_eq!(per_worker.len(), 2, "connections by worker: {per_worker:?}");
+    assert!(
+        per_worker.iter().all(|&(_, n)| n >= 4),
+        "connections by worker: {per_worker:?}"
+    );
+}
+
+#[test]
 fn listen_cannot_be_combined_with_workers_serving_http() {
     let mut o = PoolOptions::new(
         vec!["unix:/tmp/never.sock".into()],

@@ -62,6 +62,10 @@ const AHEAD: usize = 64 << 10;
 /// Bytes of a body read per pass (moved into the encoded request as they
 /// come).
 const BODY_STEP: usize = 256 << 10;
+/// How long a server over its share of a page's connections leaves a new
+/// one to the other workers before it takes it itself (one of them may be
+/// running a long request).
+const SHARE_WAIT: Duration = Duration::from_millis(2);
 /// How long requests in flight may take once a stop closes everything else.
 pub(crate) const STOP_GRACE: Duration = Duration::from_secs(5);
 
@@ -123,9 +127,11 @@ pub(crate) struct Engine {
     ep: Epoll,
     events: Events,
     listeners: Vec<TcpListener>,
-    /// A listener's accepting stopped short (out of descriptors): retried
-    /// at the next turn (an edge-triggered listener says nothing more).
-    accept_again: bool,
+    /// When accepting is tried again, whatever the share: after it
+    /// stopped short (out of descriptors), or left connections to the
+    /// other workers of a page ([`Counters::over_share`]) that may not take
+    /// them (an edge-triggered listener says nothing more).
+    accept_again: Option<Instant>,
     conns: Vec<Option<Conn>>,
     free: Vec<usize>,
     ready: VecDeque<Ready>,
@@ -177,11 +183,12 @@ impl Engine {
             l.set_nonblocking(true)?;
             ep.add(l, LISTENERS + i as u64, Interest::Edge)?;
         }
+        counters.set_accepting(!listeners.is_empty());
         Ok(Engine {
             ep,
             events: Events::with_capacity(256),
             listeners,
-            accept_again: false,
+            accept_again: None,
             conns: Vec::new(),
             free: Vec::new(),
             ready: VecDeque::new(),
@@ -286,13 +293,14 @@ impl Engine {
                         }
                         self.woken_pending = true;
                     }
-                    t if t >= LISTENERS => self.accept((t - LISTENERS) as usize),
+                    t if t >= LISTENERS => self.accept((t - LISTENERS) as usize, false),
                     t => self.on_event(t as usize, ev),
                 }
             }
-            if std::mem::take(&mut self.accept_again) {
+            if self.accept_again.is_some_and(|at| Instant::now() >= at) {
+                self.accept_again = None;
                 for i in 0..self.listeners.len() {
-                    self.accept(i);
+                    self.accept(i, true);
                 }
             }
             self.expire();
@@ -302,8 +310,9 @@ impl Engine {
     /// How long the next wait may last: until the first deadline (a
     /// connection's, the stop's, the caller's).
     fn timeout(&self, until: Option<u64>) -> Option<Duration> {
-        if self.accept_again {
-            return Some(Duration::from_millis(10));
+        if let Some(at) = self.accept_again {
+            let left = at.saturating_duration_since(Instant::now());
+            return Some(left.max(Duration::from_millis(1)));
         }
         let mut next = until;
         let mut earliest = |at: u64| next = Some(next.map_or(at, |n| n.min(at)));
@@ -365,6 +374,8 @@ impl Engine {
         for l in self.listeners.drain(..) {
             let _ = self.ep.delete(&l);
         }
+        self.counters.set_accepting(false);
+        self.accept_again = None;
         self.stopping = Some(Stopping {
             idle_close: self.now + idle_grace.as_millis() as u64,
             force_close: self.now + STOP_GRACE.as_millis() as u64,
@@ -503,11 +514,19 @@ impl Engine {
 
     // ---- connections ----------------------------------------------------
 
-    fn accept(&mut self, i: usize) {
+    /// Accepts what listener `i` holds, up to this server's share of the
+    /// page's connections: the rest is left to the other workers, and
+    /// tried again after [`SHARE_WAIT`]. If `forced`, the first connection
+    /// is taken whatever the share (it waited that long already).
+    fn accept(&mut self, i: usize, mut forced: bool) {
         loop {
             let Some(l) = self.listeners.get(i) else {
                 return;
             };
+            if !std::mem::take(&mut forced) && self.counters.over_share() {
+                self.retry_accept(SHARE_WAIT);
+                return;
+            }
             let (fd, peer) = match shmlink_sys::net::accept_tcp(l) {
                 Ok(x) => x,
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
@@ -515,7 +534,7 @@ impl Engine {
                 Err(e) if e.kind() == std::io::ErrorKind::ConnectionAborted => continue,
                 Err(_) => {
                     // Out of descriptors, say: try again shortly.
-                    self.accept_again = true;
+                    self.retry_accept(Duration::from_millis(10));
                     return;
                 }
             };
@@ -543,6 +562,12 @@ impl Engine {
             self.conns[slot] = Some(c);
             self.counters.add(Field::Open, 1);
         }
+    }
+
+    /// Accepting is tried again, whatever the share, within `after`.
+    fn retry_accept(&mut self, after: Duration) {
+        let at = Instant::now() + after;
+        self.accept_again = Some(self.accept_again.map_or(at, |a| a.min(at)));
     }
 
     fn on_event(&mut self, slot: usize, ev: Event) {

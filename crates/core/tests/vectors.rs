@@ -434,6 +434,31 @@ fn ring_layout(i: usize) -> Value {
     }
 }
 
+/// The consumer's line of a ring header, its first 8 bytes (offset 384):
+/// the sleep epoch, then the CPU hint (the consumer's CPU plus one, 0 when
+/// not said).
+fn cpu_hints() -> Vec<Value> {
+    let mut out = Vec::new();
+    for cpu in [None, Some(0u32), Some(5), Some(4094)] {
+        let hdr = RingHeader::new();
+        let mem = Mem(RefCell::new(vec![0u8; RING_CAPACITY]));
+        let c = Consumer::new(&hdr, &mem).expect("consumer");
+        if let Some(n) = cpu {
+            c.say_cpu(n);
+        }
+        let o = std::sync::atomic::Ordering::Relaxed;
+        let mut bytes = hdr.data_sleep.epoch.load(o).to_le_bytes().to_vec();
+        bytes.extend(hdr.data_sleep.cpu.load(o).to_le_bytes());
+        let name = cpu.map_or("not said".to_string(), |n| format!("CPU {n}"));
+        out.push(valid(
+            &format!("consumer's line: {name}"),
+            &bytes,
+            json!({"data_sleep": 0, "cpu_hint": cpu.map_or(0, |n| n + 1), "cpu": cpu}),
+        ));
+    }
+    out
+}
+
 fn descriptors() -> Vec<Value> {
     let d = Descriptor {
         slot: 1,
@@ -693,7 +718,8 @@ fn build() -> Value {
             {name, hex, valid: false, error_contains} that a receiver must refuse (our \
             decoder's message contains error_contains). frame: the 24-byte header in hex, its \
             payload in payload_hex. ring: the whole data area of a 64-byte ring after each \
-            push (each record consumed before the next push). Checked by \
+            push (each record consumed before the next push). cpu_hint: the first 8 bytes of \
+            a ring header's consumer line (offset 384): sleep epoch, CPU hint. Checked by \
             crates/core/tests/vectors.rs; regenerate with SHMLINK_WRITE_VECTORS=1 cargo test \
             -p shmlink --test vectors.",
         "hello": hellos(),
@@ -701,6 +727,7 @@ fn build() -> Value {
         "segment_header": segment_headers(),
         "frame": frames(),
         "ring": rings(),
+        "cpu_hint": cpu_hints(),
         "descriptor": descriptors(),
         "line": lines(),
         "inspect_report": reports(),
@@ -853,6 +880,20 @@ fn every_vector_decodes_to_its_fields() {
         if matches!(h.kind, Kind::Error) || (h.kind == Kind::Goodbye && !payload.is_empty()) {
             Message::decode_error(&payload).unwrap_or_else(|e| panic!("{what}: {e}"));
         }
+    }
+    for c in cases(&all, "cpu_hint") {
+        let what = format!("cpu_hint {}", c["name"]);
+        let b = unhex(c["hex"].as_str().expect("hex"));
+        assert_eq!(b.len(), 8, "{what}");
+        let word = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        let hdr = RingHeader::new();
+        let o = std::sync::atomic::Ordering::Relaxed;
+        hdr.data_sleep.epoch.store(word(0), o);
+        hdr.data_sleep.cpu.store(word(4), o);
+        let mem = Mem(RefCell::new(vec![0u8; RING_CAPACITY]));
+        let p = Producer::new(&hdr, &mem).expect("producer");
+        let fields = json!({"data_sleep": word(0), "cpu_hint": word(4), "cpu": p.consumer_cpu()});
+        check_fields(&what, &fields, &c["decoded"]);
     }
     for c in cases(&all, "ring") {
         let what = format!("ring {}", c["name"]);

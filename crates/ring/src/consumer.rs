@@ -82,6 +82,15 @@ impl<H: Deref<Target = RingHeader>, M: Memory> Consumer<H, M> {
         &self.hdr
     }
 
+    /// Says which CPU this side waits on ([`crate::SleepLine::cpu`]; a hint for
+    /// the producer's side, never part of the doorbell's rules).
+    pub fn say_cpu(&self, cpu: u32) {
+        let v = cpu.saturating_add(1);
+        if self.hdr.data_sleep.cpu.load(Ordering::Relaxed) != v {
+            self.hdr.data_sleep.cpu.store(v, Ordering::Relaxed);
+        }
+    }
+
     /// Largest payload of a valid record.
     fn max_record(&self) -> u64 {
         self.cap / 2 - RECORD_HEADER as u64

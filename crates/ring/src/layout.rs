@@ -21,6 +21,28 @@ impl<T> Deref for CachePadded<T> {
 /// Sleep-word value of a side that is running (not announced asleep).
 pub const AWAKE: u32 = 0;
 
+/// The consumer's line: its sleep epoch (what [`RingHeader::data_sleep`]
+/// dereferences to) and, 4 bytes on, a hint: the CPU it last waited on,
+/// plus one (0: not said, as in a fresh segment or from a peer that does
+/// not say). Only the consumer writes either word; the hint changes no
+/// rule of the doorbell, it only tells the producer's side, when that side
+/// waits, whether the two share a CPU.
+#[repr(C, align(128))]
+#[derive(Debug, Default)]
+pub struct SleepLine {
+    /// The sleep epoch (0: awake).
+    pub epoch: AtomicU32,
+    /// The consumer's CPU plus one, or 0.
+    pub cpu: AtomicU32,
+}
+
+impl Deref for SleepLine {
+    type Target = AtomicU32;
+    fn deref(&self) -> &AtomicU32 {
+        &self.epoch
+    }
+}
+
 /// Control block of one ring, shared by producer and consumer. Every word
 /// has exactly one writer, which keeps the protocol's correctness argument
 /// to plain release/acquire pairs.
@@ -34,9 +56,10 @@ pub struct RingHeader {
     /// Futex word the consumer sleeps on; the producer increments it to wake
     /// the consumer (a "wake counter").
     pub data_bell: CachePadded<AtomicU32>,
-    /// Non-zero sleep epoch while the consumer is (about to be) asleep.
-    /// Written by the consumer.
-    pub data_sleep: CachePadded<AtomicU32>,
+    /// Non-zero sleep epoch while the consumer is (about to be) asleep,
+    /// and beside it the CPU the consumer last waited on. Written by the
+    /// consumer.
+    pub data_sleep: SleepLine,
     /// Futex word the producer sleeps on; the consumer increments it.
     pub space_bell: CachePadded<AtomicU32>,
     /// Non-zero sleep epoch while the producer is (about to be) asleep.
@@ -61,6 +84,7 @@ const _: () = {
     assert!(std::mem::offset_of!(RingHeader, head) == 128);
     assert!(std::mem::offset_of!(RingHeader, data_bell) == 256);
     assert!(std::mem::offset_of!(RingHeader, data_sleep) == 384);
+    assert!(std::mem::offset_of!(SleepLine, cpu) == 4);
     assert!(std::mem::offset_of!(RingHeader, space_bell) == 512);
     assert!(std::mem::offset_of!(RingHeader, space_sleep) == 640);
 };

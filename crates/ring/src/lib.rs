@@ -83,8 +83,8 @@ mod sync;
 pub use consumer::{Consumer, Pop};
 pub use error::RingError;
 pub use layout::{
-    CachePadded, RingHeader, AWAKE, MAX_CAPACITY, MAX_START_COUNTER, MIN_CAPACITY, RECORD_HEADER,
-    TAG_DATA, TAG_PAD,
+    CachePadded, RingHeader, SleepLine, AWAKE, MAX_CAPACITY, MAX_START_COUNTER, MIN_CAPACITY,
+    RECORD_HEADER, TAG_DATA, TAG_PAD,
 };
 pub use memory::Memory;
 pub use producer::{Producer, Push};

@@ -96,6 +96,17 @@ impl<H: Deref<Target = RingHeader>, M: Memory> Producer<H, M> {
         &self.hdr
     }
 
+    /// The CPU the consumer last said it waits on ([`crate::Consumer::say_cpu`]),
+    /// if it said one: a hint a hostile consumer may fake, good only for
+    /// choosing how this side waits.
+    pub fn consumer_cpu(&self) -> Option<u32> {
+        self.hdr
+            .data_sleep
+            .cpu
+            .load(Ordering::Relaxed)
+            .checked_sub(1)
+    }
+
     /// Whether the consumer has released every record published so far, as
     /// its shared head says (a hostile consumer can say anything here; use
     /// it only where a lie harms nobody but the liar).

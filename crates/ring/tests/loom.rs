@@ -18,7 +18,9 @@
 //!   reported causality violation;
 //! - (d) a canary with the classic lost-wake-up bug must be caught;
 //! - (e) a worker sleeping on its direct line is woken by a message on its
-//!   other ring (its supervisor's revoke) and the bell the supervisor rings.
+//!   other ring (its supervisor's revoke) and the bell the supervisor rings;
+//! - (f) the consumer's CPU hint, written while the producer reads it to
+//!   choose how to wait, changes no wake-up.
 //!
 //! Each of these mutations of the ring was checked to fail this suite: the
 //! tail or head published with a plain store instead of a swap, or with
@@ -116,8 +118,10 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
     builder().check(f);
 }
 
-/// Producer pushing `msgs` with the full protocol (sleeping when full).
-fn produce(sh: &Shared, mem: Mem, msgs: &[&[u8]]) {
+/// Producer pushing `msgs` with the full protocol (sleeping when full);
+/// with `hint`, it reads the consumer's CPU hint first and, if the
+/// consumer is "elsewhere" (CPU 4), looks once more before sleeping.
+fn produce(sh: &Shared, mem: Mem, msgs: &[&[u8]], hint: bool) {
     let mut p = Producer::new(&sh.hdr, mem).expect("producer");
     for m in msgs {
         loop {
@@ -129,6 +133,13 @@ fn produce(sh: &Shared, mem: Mem, msgs: &[&[u8]]) {
                     break;
                 }
                 Push::Full => {
+                    if hint {
+                        let cpu = p.consumer_cpu();
+                        assert!(matches!(cpu, None | Some(3) | Some(4)), "{cpu:?}");
+                        if cpu == Some(4) && p.has_space(m.len()).expect("space") {
+                            continue;
+                        }
+                    }
                     if let Some(seen) = p.prepare_sleep(m.len()).expect("prepare") {
                         sh.space.wait(&sh.hdr.space_bell, seen);
                     }
@@ -139,10 +150,12 @@ fn produce(sh: &Shared, mem: Mem, msgs: &[&[u8]]) {
     }
 }
 
-/// Consumer receiving `n` messages; `broken` uses the lost-wake-up bug.
-fn consume(sh: &Shared, mem: Mem, n: usize, broken: bool) -> Vec<Vec<u8>> {
+/// Consumer receiving `n` messages; `broken` uses the lost-wake-up bug;
+/// `hint`: it says a CPU (3, then 4, then 3...) before each sleep.
+fn consume(sh: &Shared, mem: Mem, n: usize, broken: bool, hint: bool) -> Vec<Vec<u8>> {
     let mut c = Consumer::new(&sh.hdr, mem).expect("consumer");
     let mut got = Vec::new();
+    let mut cpu = 3;
     while got.len() < n {
         match c
             .try_pop(|r| {
@@ -159,6 +172,10 @@ fn consume(sh: &Shared, mem: Mem, n: usize, broken: bool) -> Vec<Vec<u8>> {
                 got.push(value);
             }
             Pop::Empty => {
+                if hint {
+                    c.say_cpu(cpu);
+                    cpu = 7 - cpu;
+                }
                 let sleep = if broken {
                     // BUG on purpose: check, then announce. A record published
                     // in between sees no sleeper and owes no wake-up.
@@ -185,6 +202,11 @@ fn consume(sh: &Shared, mem: Mem, n: usize, broken: bool) -> Vec<Vec<u8>> {
 /// Runs one producer thread and one consumer (the model's main thread) over
 /// a ring of `ring` bytes; returns the final tail.
 fn run(ring: usize, msgs: &'static [&'static [u8]], broken: bool) -> u64 {
+    run_as(ring, msgs, broken, false)
+}
+
+/// [`run`], with the CPU hint said and read (`hint`).
+fn run_as(ring: usize, msgs: &'static [&'static [u8]], broken: bool, hint: bool) -> u64 {
     let sh = Arc::new(Shared {
         hdr: RingHeader::new(),
         data: Futex::default(),
@@ -192,8 +214,8 @@ fn run(ring: usize, msgs: &'static [&'static [u8]], broken: bool) -> u64 {
     });
     let mem = Mem::new(ring);
     let (sh2, mem2) = (Arc::clone(&sh), mem.clone());
-    let t = thread::spawn(move || produce(&sh2, mem2, msgs));
-    let got = consume(&sh, mem, msgs.len(), broken);
+    let t = thread::spawn(move || produce(&sh2, mem2, msgs, hint));
+    let got = consume(&sh, mem, msgs.len(), broken, hint);
     t.join().expect("producer");
     let want: Vec<Vec<u8>> = msgs.iter().map(|m| m.to_vec()).collect();
     assert_eq!(got, want, "messages lost, duplicated or reordered");
@@ -268,7 +290,7 @@ fn worker_on_a_line() {
     let (line_mem, session_mem) = (Mem::new(64), Mem::new(64));
     let (l2, s2, sm2) = (Arc::clone(&line), Arc::clone(&session), session_mem.clone());
     let supervisor = thread::spawn(move || {
-        produce(&s2, sm2, &[b"revoke"]);
+        produce(&s2, sm2, &[b"revoke"], false);
         l2.hdr.data_bell.fetch_add(1, Ordering::AcqRel);
         l2.data.wake();
     });
@@ -300,4 +322,18 @@ fn worker_on_a_line() {
 #[test]
 fn a_worker_on_a_line_is_woken_by_its_supervisor() {
     model(worker_on_a_line);
+}
+
+/// (f) The CPU hint beside the consumer's sleep epoch (docs/protocol.md,
+/// "CPU hints"): the consumer says a CPU before each sleep (moving between
+/// two) while the producer, short of space, reads the hint to choose
+/// between one more look and sleeping at once. The hint changes no rule of
+/// the doorbell: whatever value either side sees, nothing is lost and
+/// nobody sleeps forever, and the producer only ever reads a value the
+/// consumer wrote (or 0: not said).
+#[test]
+fn the_cpu_hint_changes_no_wake_up() {
+    model(|| {
+        run_as(64, &[&[1; 24], &[2; 24], &[3; 24]], false, true);
+    });
 }

@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 use crate::frame::{Assembler, FrameHeader, Message, HEADER_LEN};
 use crate::kept;
 use crate::segment::{Endpoints, RingConsumer, RingProducer, Segment};
-use crate::watch::{Spinner, Verdict, Watch, LIVENESS_SLICE};
+use crate::watch::{PeerCpu, Spinner, Verdict, Watch, LIVENESS_SLICE};
 
 /// One side of a shared-memory session.
 #[derive(Debug)]
@@ -186,10 +186,12 @@ impl ShmLink {
         inbox: &mut Option<Inbox<'_>>,
     ) -> Result<()> {
         let started = Instant::now();
-        self.spinner.refresh(started);
+        let peer = self.peer_cpu();
+        self.spinner.refresh(started, peer);
         let spin = self.spinner.budget_for(streaming, started);
         let terms = Terms {
             spin,
+            spin_if_free: self.spinner.free_spin(streaming, started),
             deadline: deadline.at_from(started),
             started,
             yield_ends_it: self.spinner.probes(started),
@@ -212,6 +214,19 @@ impl ShmLink {
             self.spinner.contended(Instant::now());
         }
         Ok(())
+    }
+
+    /// Says which CPU this side waits on (in the line it writes of the
+    /// ring it consumes) and whether the peer said another one (in the
+    /// line the peer writes): docs/protocol.md, "CPU hints".
+    fn peer_cpu(&self) -> PeerCpu {
+        let here = shmlink_sys::affinity::current_cpu();
+        self.ends.consumer.say_cpu(here);
+        match self.ends.producer.consumer_cpu() {
+            None => PeerCpu::Unknown,
+            Some(p) if p == here => PeerCpu::Here,
+            Some(_) => PeerCpu::Elsewhere,
+        }
     }
 
     /// Sends one frame if the ring has room now; never waits.
@@ -304,10 +319,12 @@ impl ShmLink {
     #[cold]
     fn wait_data(&mut self, deadline: &mut Deadline, mid_message: bool) -> Result<()> {
         let started = Instant::now();
-        self.spinner.refresh(started);
+        let peer = self.peer_cpu();
+        self.spinner.refresh(started, peer);
         let spin = self.spinner.budget_for(mid_message, started);
         let terms = Terms {
             spin,
+            spin_if_free: self.spinner.free_spin(mid_message, started),
             deadline: deadline.at_from(started),
             started,
             yield_ends_it: self.spinner.probes(started),

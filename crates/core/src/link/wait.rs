@@ -15,16 +15,13 @@ use std::time::{Duration, Instant};
 use shmlink_sys::futex;
 
 use crate::error::{Error, Result};
-use crate::watch::{remaining, verdict_error, Verdict, Watch};
+use crate::watch::{remaining, verdict_error, Verdict, Watch, YIELD_EVERY};
 
 /// Spin turns between clock reads.
 pub(crate) const SPINS_PER_CHECK: u32 = 64;
 /// A spinning side checks its peer's liveness this often (unless the check
 /// is cheap enough to make at every clock read).
 const CHECK_EVERY: Duration = Duration::from_millis(1);
-/// A spinning side yields the CPU this often, so that on an oversubscribed
-/// machine the thread it waits for (or the server's accept thread) can run.
-const YIELD_EVERY: Duration = Duration::from_micros(10);
 /// A yield that takes longer than this gave the CPU to another thread that
 /// wanted it: this side's CPU is contended, and spinning on it only delays
 /// that thread and this side's own wake-up (the scheduler favours a thread
@@ -84,6 +81,10 @@ pub(crate) trait Waiter {
 pub(crate) struct Terms<'a> {
     /// How long to spin before sleeping: `None` forever.
     pub(crate) spin: Option<Duration>,
+    /// A longer spin, kept while this side's CPU is free (every yield
+    /// fast): the peer is mid-message, so the answer only waits for the
+    /// peer to run again, and spinning costs nobody else anything.
+    pub(crate) spin_if_free: Option<Duration>,
     /// When to give up.
     pub(crate) deadline: Option<Instant>,
     /// When the wait began.
@@ -162,6 +163,10 @@ fn spin(w: &mut impl Waiter, t: &Terms<'_>) -> Result<Spun> {
     let cheap_watch = t.watch.is_cheap();
     let mut next_check = t.started + CHECK_EVERY;
     let mut next_yield = t.started + YIELD_EVERY;
+    let mut bound = match (t.spin, t.spin_if_free) {
+        (Some(b), Some(free)) => Some(b.max(free)),
+        (b, _) => b,
+    };
     loop {
         if spin_briefly(w)? {
             return Ok(Spun::Done);
@@ -170,7 +175,7 @@ fn spin(w: &mut impl Waiter, t: &Terms<'_>) -> Result<Spun> {
         if t.deadline.is_some_and(|d| now >= d) {
             return Err(t.timeout());
         }
-        if t.spin.is_some_and(|b| now - t.started >= b) {
+        if bound.is_some_and(|b| now - t.started >= b) {
             return Ok(Spun::Over);
         }
         if cheap_watch || now >= next_check {
@@ -182,8 +187,11 @@ fn spin(w: &mut impl Waiter, t: &Terms<'_>) -> Result<Spun> {
         if now >= next_yield {
             std::thread::yield_now();
             let back = Instant::now();
-            if t.yield_ends_it && back - now >= YIELD_SLOW {
-                return Ok(Spun::Contended);
+            if back - now >= YIELD_SLOW {
+                if t.yield_ends_it {
+                    return Ok(Spun::Contended);
+                }
+                bound = t.spin;
             }
             next_yield = back + YIELD_EVERY;
         }

@@ -55,8 +55,8 @@ check-header:
 install: lib
 	install -d $(LIBDIR) $(INCDIR) $(LIBDIR)/pkgconfig $(CMAKEDIR)
 	install -m 0755 $(RELEASE)/libshmlink_c.so $(LIBDIR)/libshmlink.so.$(VERSION)
-	ln -sf libshmlink.so.$(VERSION) $(LIBDIR)/libshmlink.so.1
-	ln -sf libshmlink.so.1 $(LIBDIR)/libshmlink.so
+	ln -sf libshmlink.so.$(VERSION) $(LIBDIR)/libshmlink.so.2
+	ln -sf libshmlink.so.2 $(LIBDIR)/libshmlink.so
 	install -m 0644 $(RELEASE)/libshmlink_c.a $(LIBDIR)/libshmlink.a
 	$(STRIP) --strip-debug $(LIBDIR)/libshmlink.so.$(VERSION) $(LIBDIR)/libshmlink.a
 	install -m 0644 $(HEADER) $(INCDIR)/shmlink.h
@@ -67,7 +67,7 @@ install: lib
 	@echo "installed shmlink $(VERSION) under $(DESTDIR)$(PREFIX)"
 
 uninstall:
-	rm -f $(LIBDIR)/libshmlink.so $(LIBDIR)/libshmlink.so.1 $(LIBDIR)/libshmlink.so.$(VERSION) $(LIBDIR)/libshmlink.a
+	rm -f $(LIBDIR)/libshmlink.so $(LIBDIR)/libshmlink.so.1 $(LIBDIR)/libshmlink.so.2 $(LIBDIR)/libshmlink.so.$(VERSION) $(LIBDIR)/libshmlink.a
 	rm -f $(INCDIR)/shmlink.h $(INCDIR)/shmlink.hpp $(LIBDIR)/pkgconfig/shmlink.pc
 	rm -rf $(CMAKEDIR)
 

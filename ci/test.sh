@@ -29,6 +29,10 @@ git ls-files -co --exclude-standard '*.c' '*.h' '*.cpp' '*.hpp' \
   | grep -v '^bindings/c/include/shmlink.h$' | grep -v '_arginfo.h$' \
   | xargs -r clang-format --dry-run --Werror
 
+# The entry docs name every crate, binding and core folder, and every file
+# allowed `unsafe`.
+python3 ci/entry-docs.py
+
 step "unit, integration and multi-process tests"
 cargo test --workspace --release
 

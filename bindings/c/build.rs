@@ -1,5 +1,5 @@
 //! Gives the shared library the soname it is installed under.
 
 fn main() {
-    println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libshmlink.so.1");
+    println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libshmlink.so.2");
 }

@@ -24,6 +24,9 @@ done
 cd "$(dirname "$0")"
 export PATH="$PATH:/usr/local/go/bin"
 root=$(cd ../.. && pwd)
+repo=$root
+# shellcheck source=bindings/go/staged.sh
+source ./staged.sh
 export PKG_CONFIG_PATH="$root/target/stage/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 log=$(mktemp)
 hog=""

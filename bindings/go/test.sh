@@ -26,6 +26,8 @@ if [ ! -f "$repo/target/stage/lib/libshmlink.a" ] || [ ! -f "$repo/target/stage/
   exit 1
 fi
 export CGO_ENABLED=1
+# shellcheck source=bindings/go/staged.sh
+source "$here/staged.sh"
 
 unformatted=$(gofmt -l . )
 if [ -n "$unformatted" ]; then

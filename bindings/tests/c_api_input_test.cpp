@@ -2,9 +2,12 @@
 // invalid addresses and options, per-thread error details, status strings,
 // option defaults, and a client used from two threads at once.
 #include <climits>
+#include <cstddef>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <future>
+#include <memory>
 #include <set>
 #include <string>
 #include <thread>
@@ -112,6 +115,75 @@ TEST_P(CApiInput, ClientOptionsOutOfRangeAreRejected) {
     EXPECT_NE(last_error().find(k.what), std::string::npos) << last_error();
   }
   EXPECT_EQ(stats().sessions_opened, 0u) << "a session was opened despite bad options";
+}
+
+// Options structs are extensible (`struct_size` first): a caller compiled
+// against an older header passes a shorter struct, which the library reads
+// no further than its struct_size (the allocation here is exactly that
+// long, so the sanitizer build catches any read past it) and whose later
+// fields keep their defaults; a newer header's longer struct is taken when
+// the fields this library does not know are zero, refused otherwise.
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+
+// An options struct as an older header had it: its first `size` bytes only,
+// allocated to exactly that, zeroed, with its struct_size.
+template <class T>
+std::unique_ptr<T, FreeDeleter> older_struct(size_t size) {
+  std::unique_ptr<T, FreeDeleter> p(static_cast<T*>(std::malloc(size)));
+  if (p) {
+    std::memset(p.get(), 0, size);
+    p->struct_size = size;
+  }
+  return p;
+}
+
+TEST_P(CApiInput, OptionsStructsOfOtherSizes) {
+  // An old client struct: up to and including `max_message_size`.
+  auto old_client = older_struct<shmlink_client_options>(
+      offsetof(shmlink_client_options, max_message_size) + sizeof(uint64_t));
+  ASSERT_TRUE(old_client);
+  old_client->ring_size = 4096;
+  ClientPtr c = connect(old_client.get());
+  ASSERT_TRUE(c) << last_error();
+  Buffer out;
+  std::string big = pattern(20000, 7);  // several 4 KiB rings: the old field was read
+  ASSERT_EQ(call(c.get(), big, out), SHMLINK_OK) << last_error();
+  EXPECT_TRUE(out.str() == big);
+
+  // A newer client struct: 16 more bytes, zero, then set.
+  struct newer {
+    shmlink_client_options known;
+    uint64_t later[2];
+  } n{};
+  shmlink_client_options_init(&n.known);
+  n.known.struct_size = sizeof n;
+  EXPECT_TRUE(connect(&n.known)) << last_error();
+  n.later[1] = 1;
+  shmlink_client* bad = reinterpret_cast<shmlink_client*>(0x1);
+  EXPECT_EQ(shmlink_client_connect(address_.c_str(), &n.known, &bad), SHMLINK_E_INVALID_ARGUMENT);
+  EXPECT_EQ(bad, nullptr);
+  EXPECT_NE(last_error().find("struct_size"), std::string::npos) << last_error();
+  EXPECT_NE(last_error().find("upgrade the library"), std::string::npos) << last_error();
+
+  // Shorter than the struct_size field itself.
+  shmlink_client_options tiny{};
+  tiny.struct_size = 3;
+  EXPECT_EQ(shmlink_client_connect(address_.c_str(), &tiny, &bad), SHMLINK_E_INVALID_ARGUMENT);
+  EXPECT_NE(last_error().find("struct_size"), std::string::npos) << last_error();
+
+  // An old server struct: up to and including `spin_us`; the rest default.
+  auto so = older_struct<shmlink_server_options>(offsetof(shmlink_server_options, spin_us) +
+                                                 sizeof(uint32_t));
+  ASSERT_TRUE(so);
+  so->max_sessions = 7;
+  TempDir dir;
+  std::string addr = bind_address(Transport::Shm, dir, "old");
+  const char* addrs[] = {addr.c_str()};
+  shmlink_server* srv = nullptr;
+  ASSERT_EQ(shmlink_server_bind(addrs, 1, so.get(), &srv), SHMLINK_OK) << last_error();
+  shmlink_server_free(srv);
 }
 
 TEST_P(CApiInput, EveryWaitStrategyWorks) {
@@ -270,6 +342,7 @@ TEST(CApiStatus, OptionsInitSpellsOutTheDefaults) {
   shmlink_client_options c;
   std::memset(&c, 0xAB, sizeof c);
   shmlink_client_options_init(&c);
+  EXPECT_EQ(c.struct_size, sizeof c);
   EXPECT_EQ(c.timeout_us, 5'000'000u);
   EXPECT_EQ(c.wait, static_cast<uint32_t>(SHMLINK_WAIT_DEFAULT));
   EXPECT_EQ(c.spin_us, 50u);
@@ -279,6 +352,7 @@ TEST(CApiStatus, OptionsInitSpellsOutTheDefaults) {
   shmlink_server_options s;
   std::memset(&s, 0xAB, sizeof s);
   shmlink_server_options_init(&s);
+  EXPECT_EQ(s.struct_size, sizeof s);
   EXPECT_EQ(s.allowed_uids, nullptr);
   EXPECT_EQ(s.allowed_uids_len, 0u);
   EXPECT_EQ(s.allowed_gids, nullptr);

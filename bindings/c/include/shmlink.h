@@ -185,12 +185,18 @@ typedef struct shmlink_buffer {
 // Options of a client. Zero in any field means its default; fill with
 // `shmlink_client_options_init` or zero-initialise.
 //
-// Fields are only ever appended: `max_arena_bytes`, `arena_threshold` and
-// `no_arena` were, so the struct is larger than in releases before them
-// (`shm_required` took the padding after `no_arena`).
-// The library reads the whole struct: rebuild code compiled against an
-// older header (a zeroed struct keeps the old behaviour).
+// Extensible: fields are only ever appended, and `struct_size` says how
+// many bytes the caller's struct has (`shmlink_client_options_init` sets
+// it; 0 means the struct of the first release with `struct_size`, this
+// one). The library reads only those bytes, the fields it knows beyond
+// them keep their defaults, and a larger struct (a newer header) is
+// taken when the fields this library does not know are all zero, refused
+// (`SHMLINK_E_INVALID_ARGUMENT`) otherwise: code compiled against an
+// older or newer header keeps working without a new soname.
 typedef struct shmlink_client_options {
+  // Bytes of this struct as the caller compiled it: `sizeof`, set by
+  // `shmlink_client_options_init` (0: this release's size).
+  size_t struct_size;
   // Timeout of connecting and of each call, in microseconds (0: 5 s).
   uint64_t timeout_us;
   // One of `SHMLINK_WAIT_*` (0: default).
@@ -228,11 +234,13 @@ typedef struct shmlink_client_options {
 // `shmlink_server_options_init` or zero-initialise. The arrays are read
 // during `shmlink_server_bind` only.
 //
-// Fields are only ever appended: `refuse_fds`, then `max_arena_bytes` and
-// `refuse_arena`, then `max_shm_bytes` were, so the struct is larger than in releases before
-// them. The library reads the whole struct: rebuild code compiled against
-// an older header (a zeroed struct keeps the old behaviour).
+// Extensible as `shmlink_client_options` is: `struct_size` (set by
+// `shmlink_server_options_init`; 0: this release's size) says how many
+// bytes the library reads, and fields are only ever appended.
 typedef struct shmlink_server_options {
+  // Bytes of this struct as the caller compiled it: `sizeof`, set by
+  // `shmlink_server_options_init` (0: this release's size).
+  size_t struct_size;
   // Uids allowed besides the server's own (NULL when the length is 0).
   const uint32_t *allowed_uids;
   // Number of entries in `allowed_uids`.

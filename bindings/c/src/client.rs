@@ -10,7 +10,7 @@ use shmlink::{Client, Loan, Transport};
 
 use crate::buffer::shmlink_buffer;
 use crate::guard::{cstr, free_box, guard, required, slice, text};
-use crate::options::{client_options, shmlink_client_options};
+use crate::options::{client_options, read_sized, shmlink_client_options};
 use crate::status::{shmlink_status, Failure};
 use crate::view::shmlink_view;
 
@@ -273,11 +273,13 @@ pub unsafe extern "C" fn shmlink_client_connect(
 ) -> shmlink_status {
     guard(|| {
         // SAFETY: the pointers are NULL or valid, per the contract.
-        let (address, options, out) = unsafe { (cstr(address), options.as_ref(), out.as_mut()) };
+        let (address, out) = unsafe { (cstr(address), out.as_mut()) };
         let out = required(out, "out")?;
         *out = std::ptr::null_mut();
+        // SAFETY: `options` is NULL or valid for its struct_size, per the contract.
+        let options = unsafe { read_sized(options, "options") }?;
         let address = text(address, "address")?;
-        let client = Client::connect(address, client_options(options)?)?;
+        let client = Client::connect(address, client_options(options.as_ref())?)?;
         *out = Box::into_raw(Box::new(shmlink_client {
             state: Mutex::new(Some(client)),
             address: address.to_string(),

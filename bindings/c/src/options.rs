@@ -51,14 +51,20 @@ pub const SHMLINK_WAIT_BUSY: u32 = 3;
 /// Options of a client. Zero in any field means its default; fill with
 /// `shmlink_client_options_init` or zero-initialise.
 ///
-/// Fields are only ever appended: `max_arena_bytes`, `arena_threshold` and
-/// `no_arena` were, so the struct is larger than in releases before them
-/// (`shm_required` took the padding after `no_arena`).
-/// The library reads the whole struct: rebuild code compiled against an
-/// older header (a zeroed struct keeps the old behaviour).
+/// Extensible: fields are only ever appended, and `struct_size` says how
+/// many bytes the caller's struct has (`shmlink_client_options_init` sets
+/// it; 0 means the struct of the first release with `struct_size`, this
+/// one). The library reads only those bytes, the fields it knows beyond
+/// them keep their defaults, and a larger struct (a newer header) is
+/// taken when the fields this library does not know are all zero, refused
+/// (`SHMLINK_E_INVALID_ARGUMENT`) otherwise: code compiled against an
+/// older or newer header keeps working without a new soname.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct shmlink_client_options {
+    /// Bytes of this struct as the caller compiled it: `sizeof`, set by
+    /// `shmlink_client_options_init` (0: this release's size).
+    pub struct_size: usize,
     /// Timeout of connecting and of each call, in microseconds (0: 5 s).
     pub timeout_us: u64,
     /// One of `SHMLINK_WAIT_*` (0: default).
@@ -96,13 +102,15 @@ pub struct shmlink_client_options {
 /// `shmlink_server_options_init` or zero-initialise. The arrays are read
 /// during `shmlink_server_bind` only.
 ///
-/// Fields are only ever appended: `refuse_fds`, then `max_arena_bytes` and
-/// `refuse_arena`, then `max_shm_bytes` were, so the struct is larger than in releases before
-/// them. The library reads the whole struct: rebuild code compiled against
-/// an older header (a zeroed struct keeps the old behaviour).
+/// Extensible as `shmlink_client_options` is: `struct_size` (set by
+/// `shmlink_server_options_init`; 0: this release's size) says how many
+/// bytes the library reads, and fields are only ever appended.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct shmlink_server_options {
+    /// Bytes of this struct as the caller compiled it: `sizeof`, set by
+    /// `shmlink_server_options_init` (0: this release's size).
+    pub struct_size: usize,
     /// Uids allowed besides the server's own (NULL when the length is 0).
     pub allowed_uids: *const u32,
     /// Number of entries in `allowed_uids`.
@@ -155,6 +163,7 @@ pub struct shmlink_server_options {
 impl Default for shmlink_server_options {
     fn default() -> Self {
         shmlink_server_options {
+            struct_size: 0,
             allowed_uids: std::ptr::null(),
             allowed_uids_len: 0,
             allowed_gids: std::ptr::null(),
@@ -184,6 +193,7 @@ impl Default for shmlink_server_options {
 pub unsafe extern "C" fn shmlink_client_options_init(options: *mut shmlink_client_options) {
     let d = ClientOptions::default();
     let filled = shmlink_client_options {
+        struct_size: std::mem::size_of::<shmlink_client_options>(),
         timeout_us: micros(d.timeout),
         wait: SHMLINK_WAIT_DEFAULT,
         spin_us: micros(WaitStrategy::DEFAULT_SPIN) as u32,
@@ -209,6 +219,7 @@ pub unsafe extern "C" fn shmlink_client_options_init(options: *mut shmlink_clien
 pub unsafe extern "C" fn shmlink_server_options_init(options: *mut shmlink_server_options) {
     let d = ServerOptions::default();
     let filled = shmlink_server_options {
+        struct_size: std::mem::size_of::<shmlink_server_options>(),
         socket_mode: d.effective_socket_mode(),
         max_sessions: u32::try_from(d.max_sessions).unwrap_or(u32::MAX),
         spin_us: micros(WaitStrategy::DEFAULT_SPIN) as u32,
@@ -226,6 +237,55 @@ pub unsafe extern "C" fn shmlink_server_options_init(options: *mut shmlink_serve
         // read the (possibly uninitialised) old value.
         unsafe { options.write(filled) };
     }
+}
+
+/// Reads an extensible options struct (`struct_size` first) the caller
+/// passed: `None` for NULL; else the first `struct_size` bytes (0: all of
+/// this release's), the rest at `T`'s default (zero); a caller's struct
+/// larger than this release's is taken only when its extra bytes are all
+/// zero (options this library does not know must not be silently lost).
+///
+/// # Safety
+/// `p` is NULL, or points to readable memory of `struct_size` bytes
+/// (`size_of::<T>()` when `struct_size` is 0) starting with a `usize`.
+pub(crate) unsafe fn read_sized<T: Copy + Default>(
+    p: *const T,
+    name: &str,
+) -> Result<Option<T>, Failure> {
+    if p.is_null() {
+        return Ok(None);
+    }
+    let full = std::mem::size_of::<T>();
+    // SAFETY: `p` points to at least the leading `usize`, per the contract.
+    let declared = unsafe { p.cast::<usize>().read_unaligned() };
+    let n = if declared == 0 { full } else { declared };
+    if n < std::mem::size_of::<usize>() {
+        return Err(invalid(
+            &format!("{name}.struct_size"),
+            format!("{n} is smaller than the struct_size field itself"),
+        ));
+    }
+    if n > full {
+        // SAFETY: the caller's struct is `n` bytes, per its struct_size.
+        let extra = unsafe { std::slice::from_raw_parts(p.cast::<u8>().add(full), n - full) };
+        if extra.iter().any(|&b| b != 0) {
+            return Err(invalid(
+                &format!("{name}.struct_size"),
+                format!(
+                    "the struct has {n} bytes and sets options past this library's {full} \
+                     (a newer header): upgrade the library, or leave those fields zero"
+                ),
+            ));
+        }
+    }
+    let mut out = T::default();
+    // SAFETY: the first min(n, full) bytes of the caller's struct are
+    // readable (per struct_size) and fit in `out`; every field of these
+    // structs is an integer or a pointer, for which any bytes are a value.
+    unsafe {
+        std::ptr::copy_nonoverlapping(p.cast::<u8>(), (&raw mut out).cast::<u8>(), n.min(full));
+    }
+    Ok(Some(out))
 }
 
 fn micros(d: Duration) -> u64 {

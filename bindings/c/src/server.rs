@@ -11,7 +11,7 @@ use shmlink::{
 };
 
 use crate::guard::{cstr, guard, required, slice, text};
-use crate::options::{server_options, shmlink_server_options};
+use crate::options::{read_sized, server_options, shmlink_server_options};
 use crate::response::shmlink_response;
 use crate::status::{shmlink_status, Failure};
 
@@ -303,10 +303,11 @@ pub unsafe extern "C" fn shmlink_server_bind(
         let (list, options, out) = unsafe {
             (
                 slice(addresses, address_count, "addresses"),
-                options.as_ref(),
+                read_sized(options, "options"),
                 out.as_mut(),
             )
         };
+        let options = options?;
         let out = required(out, "out")?;
         *out = std::ptr::null_mut();
         let mut texts = Vec::with_capacity(address_count);
@@ -315,7 +316,7 @@ pub unsafe extern "C" fn shmlink_server_bind(
             texts.push(text(unsafe { cstr(*p) }, &format!("addresses[{i}]"))?);
         }
         // SAFETY: the option arrays are valid for their lengths, per the contract.
-        let options = unsafe { server_options(options) }?;
+        let options = unsafe { server_options(options.as_ref()) }?;
         let lendable = lendable(&options);
         let server = Server::bind(&texts, options)?;
         let addresses = server

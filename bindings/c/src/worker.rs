@@ -7,7 +7,7 @@ use std::sync::{Mutex, MutexGuard, TryLockError};
 use ::shmlink_worker::PoolWorker as Worker;
 
 use crate::guard::{cstr, guard, required, slice, text};
-use crate::options::{client_options, shmlink_client_options};
+use crate::options::{client_options, read_sized, shmlink_client_options};
 use crate::status::{shmlink_status, Failure};
 
 /// A worker's session with its supervisor (opaque). One thread at a time.
@@ -51,10 +51,12 @@ pub unsafe extern "C" fn shmlink_worker_connect(
 ) -> shmlink_status {
     guard(|| {
         // SAFETY: the pointers are NULL or valid, per the contract.
-        let (address, options, out) = unsafe { (cstr(address), options.as_ref(), out.as_mut()) };
+        let (address, out) = unsafe { (cstr(address), out.as_mut()) };
         let out = required(out, "out")?;
         *out = std::ptr::null_mut();
-        let options = client_options(options)?;
+        // SAFETY: `options` is NULL or valid for its struct_size, per the contract.
+        let options = unsafe { read_sized(options, "options") }?;
+        let options = client_options(options.as_ref())?;
         let worker = match address {
             Some(a) => Worker::connect(text(Some(a), "address")?, options)?,
             None => Worker::from_env(options)?,

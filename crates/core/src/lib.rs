@@ -40,6 +40,7 @@ mod kept;
 mod layout;
 mod le;
 mod line;
+mod line_wire;
 mod link;
 mod options;
 mod response;

@@ -293,8 +293,17 @@ impl Spinner {
         } else {
             Duration::ZERO
         };
+        // Mid-message with the peer on another CPU: the peer is sending or
+        // reading this very message, so the wait is short unless the peer
+        // is off its CPU; a sleep here costs it a wake-up syscall per chunk
+        // whether this CPU is contended or not.
+        let floor = if streaming && self.adapts() && self.peer == PeerCpu::Elsewhere {
+            FREE_STREAM_SPIN
+        } else {
+            STREAM_SPIN
+        };
         match self.budget() {
-            Some(b) if streaming => Some(b.max(STREAM_SPIN).max(predicted)),
+            Some(b) if streaming => Some(b.max(floor).max(predicted)),
             Some(b) => Some(b.max(predicted)),
             None => None,
         }
@@ -414,6 +423,11 @@ mod tests {
         assert!(s.spins(), "no calm while the peer is elsewhere");
         assert!(!s.probes(later), "slow yields do not end the spin");
         assert_eq!(s.budget_for(false, later), Some(MIN_ADAPTIVE_SPIN));
+        assert_eq!(
+            s.budget_for(true, later),
+            Some(FREE_STREAM_SPIN),
+            "mid-message, a peer elsewhere is worth spinning for"
+        );
         s.refresh(later, PeerCpu::Here);
         assert!(s.probes(later), "probing again once the peer may be here");
 

@@ -47,5 +47,5 @@ pub use crate::inspect_wire::{
 pub use crate::layout::{
     SegmentHeader, DATA_AT, LAYOUT_VERSION, RING_HEADERS_AT, SEGMENT_HEADER_LEN, SEGMENT_MAGIC,
 };
-pub use crate::line::wire::{LineBody, Op as LineOp, GRANT_FDS, LINE_LEN};
+pub use crate::line_wire::{LineBody, Op as LineOp, GRANT_FDS, LINE_LEN};
 pub use shmlink_ring::{RingHeader, RECORD_HEADER, TAG_DATA, TAG_PAD};

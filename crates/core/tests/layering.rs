@@ -2,7 +2,10 @@
 //! crates of the workspace) import each other,
 //! directly or through others. Reads the sources, builds the graph of which
 //! module names which (`use` lines and inline `crate::`/`super::` paths, and
-//! a parent naming its child modules), and fails on any cycle, printing it.
+//! a parent naming its child modules), and fails on any cycle, printing it;
+//! then the same between rooms (each module counted as the top-level module
+//! or folder it lies in), so two folders cannot import each other either.
+//! The crates checked are the workspace's members, read from its Cargo.toml.
 //! Test modules (`#[cfg(test)] mod tests { .. }`) and comments are ignored.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -370,12 +373,40 @@ fn name(m: &Module) -> String {
     }
 }
 
+/// The graph between rooms: each module counts as the top-level module it
+/// lies in (`server::admit` as `server`, `session` and `session::lend` as
+/// `session`), so two folders (or a folder and a file) that import each
+/// other through any of their modules form a cycle.
+fn rooms(edges: &BTreeMap<Module, BTreeSet<Module>>) -> BTreeMap<Module, BTreeSet<Module>> {
+    let room = |m: &Module| m.iter().take(1).cloned().collect::<Module>();
+    let mut out: BTreeMap<Module, BTreeSet<Module>> = BTreeMap::new();
+    for (from, tos) in edges {
+        let (a, set) = (room(from), out.entry(room(from)).or_default());
+        for to in tos {
+            let b = room(to);
+            if b != a && !b.is_empty() {
+                set.insert(b);
+            }
+        }
+    }
+    out
+}
+
 fn assert_acyclic(crate_dir: &str) {
     let src = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join(crate_dir)
         .join("src");
-    let edges = graph(&src);
-    let found = cycles(&edges);
+    let modules = graph(&src);
+    check_acyclic(crate_dir, "modules", &modules);
+    check_acyclic(
+        crate_dir,
+        "rooms (top-level modules and folders)",
+        &rooms(&modules),
+    );
+}
+
+fn check_acyclic(crate_dir: &str, what: &str, edges: &BTreeMap<Module, BTreeSet<Module>>) {
+    let found = cycles(edges);
     let mut report = String::new();
     for comp in &found {
         let set: BTreeSet<&Module> = comp.iter().collect();
@@ -390,7 +421,7 @@ fn assert_acyclic(crate_dir: &str) {
     }
     assert!(
         found.is_empty(),
-        "{crate_dir}: modules import each other\n{report}"
+        "{crate_dir}: {what} import each other\n{report}"
     );
 }
 
@@ -399,20 +430,25 @@ fn no_module_of_the_core_imports_one_that_imports_it() {
     assert_acyclic(".");
 }
 
-/// The same rule for the other crates of the workspace.
+/// The same rule for every other member of the workspace (read from the
+/// workspace's Cargo.toml, so a new crate is checked without a word here).
 #[test]
 fn nor_in_the_other_crates() {
-    for dir in [
-        "../sys",
-        "../ring",
-        "../arena",
-        "../http",
-        "../worker",
-        "../pool",
-        "../cli",
-        "../../bindings/c",
-    ] {
-        assert_acyclic(dir);
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).expect("workspace Cargo.toml");
+    let line = manifest
+        .lines()
+        .find(|l| l.trim_start().starts_with("members"))
+        .expect("a members line in the workspace's Cargo.toml");
+    let members: Vec<&str> = line
+        .split('"')
+        .skip(1)
+        .step_by(2)
+        .filter(|m| *m != "crates/core")
+        .collect();
+    assert!(members.len() >= 8, "members read: {members:?}");
+    for m in members {
+        assert_acyclic(&format!("../../{m}"));
     }
 }
 
@@ -440,4 +476,35 @@ fn the_checker_sees_a_cycle() {
     let mut comp: Vec<String> = found[0].iter().map(name).collect();
     comp.sort();
     assert_eq!(comp, ["a", "a::c", "b"]);
+}
+
+/// Two folders that import each other through different modules: no two
+/// modules form a cycle, the rooms do.
+#[test]
+fn the_checker_sees_a_cycle_between_folders() {
+    let dir = std::env::temp_dir().join(format!("shmlink-rooms-{}", std::process::id()));
+    let src = dir.join("src");
+    for d in ["x", "y"] {
+        std::fs::create_dir_all(src.join(d)).expect("mkdir");
+    }
+    let files = [
+        ("lib.rs", "mod x;\nmod y;\n"),
+        ("x/mod.rs", "mod p;\nmod r;\n"),
+        ("x/p.rs", "use crate::y::q::Q;\n"),
+        ("x/r.rs", "pub(crate) struct R;\n"),
+        ("y/mod.rs", "pub(crate) mod q;\n"),
+        ("y/q.rs", "pub(crate) struct Q(crate::x::r::R);\n"),
+    ];
+    for (f, text) in files {
+        std::fs::write(src.join(f), text).expect("write");
+    }
+    let edges = graph(&src);
+    let modules = cycles(&edges);
+    let rooms = cycles(&rooms(&edges));
+    std::fs::remove_dir_all(&dir).expect("cleanup");
+    assert!(modules.is_empty(), "no module cycle: {edges:?}");
+    assert_eq!(rooms.len(), 1, "{edges:?}");
+    let mut comp: Vec<String> = rooms[0].iter().map(name).collect();
+    comp.sort();
+    assert_eq!(comp, ["x", "y"]);
 }

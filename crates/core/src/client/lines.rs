@@ -11,8 +11,8 @@ use crate::deadline::Deadline;
 use crate::error::{Error, RemoteError, Result};
 use crate::frame::{Kind, Message};
 use crate::line::caller::{Asking, CallerLine};
-use crate::line::wire::{LineBody, Op};
 use crate::line::{self, End};
+use crate::line_wire::{LineBody, Op};
 use crate::worker::{CODE_WORKER_DIED, CODE_WORKER_TIMEOUT};
 
 impl Client {

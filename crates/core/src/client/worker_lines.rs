@@ -12,8 +12,8 @@ use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::frame::Kind;
 use crate::handshake::{CAP_LINES, CAP_SERVE};
-use crate::line::wire::{LineBody, Op};
 use crate::line::{self, LineAsk, LineHold, LineOffer};
+use crate::line_wire::{LineBody, Op};
 
 impl Client {
     /// Whether this worker serves direct lines (it agreed to capability bit

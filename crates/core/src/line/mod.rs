@@ -18,7 +18,6 @@
 //! its mapping after the line ends sees nothing of the caller's later calls.
 
 pub(crate) mod caller;
-pub(crate) mod wire;
 
 use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
@@ -27,13 +26,13 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::handshake::CAP_CHUNKED;
+use crate::line_wire::{LineBody, Op};
 use crate::link::shm::ShmLink;
 use crate::link::Link;
 use crate::options::WaitStrategy;
 use crate::segment::{Endpoints, Segment};
 use crate::session::Session;
 use crate::watch::{Spinner, Watch};
-use wire::{LineBody, Op};
 
 /// A line made by a supervisor, before its ends are handed out.
 #[derive(Debug)]

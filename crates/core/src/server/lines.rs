@@ -11,8 +11,8 @@ use super::shared::Shared;
 use crate::deadline::Deadline;
 use crate::error::Error;
 use crate::frame::Message;
-use crate::line::wire::{LineBody, Op};
 use crate::line::LineAsk;
+use crate::line_wire::{LineBody, Op};
 use crate::link::Link;
 use crate::session::Session;
 

@@ -7,7 +7,7 @@ use super::Session;
 use crate::deadline::Deadline;
 use crate::error::Result;
 use crate::frame::{Kind, Message};
-use crate::line::wire::LineBody;
+use crate::line_wire::LineBody;
 
 impl Session {
     /// Sends a line frame; a grant with its two descriptors.

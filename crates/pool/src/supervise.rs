@@ -332,6 +332,36 @@ fn start_missing(inner: &Inner, t: &mut Table) {
             && !s.retire
             && !s.expiring(max_jobs, start)
     };
+    // A worker judged about to expire when its successor started may not be
+    // any more (its rate fell when the load stopped): then the pool holds
+    // more current workers than it runs, and nothing else would ever stop
+    // them. The surplus retires, those with most calls first; they stop
+    // once idle with the others serving (`hand_over`).
+    let surplus = t
+        .slots
+        .iter()
+        .filter(|s| current(s))
+        .count()
+        .saturating_sub(inner.opts.workers);
+    if surplus > 0 {
+        let mut older: Vec<(u64, usize)> = t
+            .slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| current(s) && s.phase != Phase::Starting)
+            .map(|(i, s)| (s.calls, i))
+            .collect();
+        older.sort_unstable_by(|a, b| b.cmp(a));
+        for (_, i) in older.into_iter().take(surplus) {
+            let s = &mut t.slots[i];
+            s.retire = true;
+            s.retire_why = Some(Restart::MaxJobs);
+            inner.say(&format!(
+                "worker {} retires: its successor started for --max-jobs, and the pool has {} workers",
+                s.pid, inner.opts.workers
+            ));
+        }
+    }
     while t.slots.iter().filter(|s| current(s)).count() < inner.opts.workers {
         let taken: Vec<usize> = t
             .slots

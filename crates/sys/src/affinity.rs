@@ -28,9 +28,3 @@ pub fn process_cpu_time() -> std::time::Duration {
         u32::try_from(ts.tv_nsec).unwrap_or(0),
     )
 }
-
-/// The CPU the calling thread runs on now (a vDSO read, tens of
-/// nanoseconds; it may have moved by the time the caller looks).
-pub fn current_cpu() -> u32 {
-    u32::try_from(rustix::thread::sched_getcpu()).unwrap_or(u32::MAX - 1)
-}

@@ -14,10 +14,13 @@
 //! `unsafe` code lives in [`mapping`] (mmap/munmap and raw access to the
 //! mapped bytes), in [`fdpass::is_open`] (an `fcntl` on a descriptor
 //! number a C caller handed in) and in [`inherit`] (descriptors placed for a
-//! child between fork and exec, and taken by it); `grep -rn 'allow(unsafe_code)'` lists it.
+//! child between fork and exec, and taken by it), and in [`clock`] and
+//! [`cpu`] (libc calls that read the vDSO, which rustix's own lookup cannot
+//! do under valgrind); `grep -rn 'allow(unsafe_code)'` lists it.
 
 pub mod affinity;
 pub mod clock;
+pub mod cpu;
 pub mod cred;
 pub mod epoll;
 pub mod eventfd;

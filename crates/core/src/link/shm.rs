@@ -220,7 +220,9 @@ impl ShmLink {
     /// ring it consumes) and whether the peer said another one (in the
     /// line the peer writes): docs/protocol.md, "CPU hints".
     fn peer_cpu(&self) -> PeerCpu {
-        let here = shmlink_sys::affinity::current_cpu();
+        let Some(here) = shmlink_sys::cpu::current_cpu() else {
+            return PeerCpu::Unknown;
+        };
         self.ends.consumer.say_cpu(here);
         match self.ends.producer.consumer_cpu() {
             None => PeerCpu::Unknown,

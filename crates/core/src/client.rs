@@ -441,6 +441,68 @@ impl Client {
         }
     }
 
+    /// The descriptor an event loop (epoll, tokio, asyncio, Go's poller,
+    /// `stream_select`) watches for this client: it becomes readable when
+    /// an answer has begun to arrive after [`Client::try_recv`] found none,
+    /// or when the session ends. Made on first use; over `shm:` the server
+    /// is then handed an eventfd it rings whenever it would wake this client
+    /// (docs/protocol.md, "Loop wake-ups"), so blocking calls and loops mix
+    /// freely on one client. The descriptor stays the client's: watch it,
+    /// never read or close it.
+    ///
+    /// # Errors
+    /// [`Error::NotAgreed`] over `shm:` with a server of an older build;
+    /// out of descriptors; a broken session.
+    pub fn poll_fd(&mut self) -> Result<BorrowedFd<'_>> {
+        let mut deadline = Deadline::In(self.options.timeout);
+        self.session.poll_fd(&mut deadline)
+    }
+
+    /// Receives the next answer of a pipelined call if one has arrived,
+    /// never waiting for one to begin: `Ok(None)` when none has, and then
+    /// the descriptor of [`Client::poll_fd`] (opened before) becomes readable
+    /// when one does. An answer whose first bytes are there is received
+    /// whole (its other chunks waited for, within the client's timeout).
+    /// Answers to abandoned calls are dropped on the way.
+    ///
+    /// # Errors
+    /// [`Error::NothingInFlight`] when no call is in flight; peer gone,
+    /// protocol errors.
+    pub fn try_recv(&mut self) -> Result<Option<Reply>> {
+        if let Some(r) = self.ready.pop_front() {
+            return Ok(Some(r));
+        }
+        if self.in_flight.is_empty() {
+            return Err(Error::NothingInFlight {
+                address: self.address.to_string(),
+            });
+        }
+        let mut deadline = Deadline::In(self.options.timeout);
+        loop {
+            let mut m = Message::blank();
+            if !self.session.try_recv_into(&mut deadline, &mut m)? {
+                return Ok(None);
+            }
+            if let Some(reply) = self.accept(m)? {
+                return Ok(Some(reply));
+            }
+        }
+    }
+
+    /// Gives up on a call sent with [`Client::send`]: its answer is dropped
+    /// when it comes (or now, if it came). `false` when `id` is not in
+    /// flight (answered and received, abandoned already, or never sent).
+    pub fn abandon(&mut self, id: CallId) -> bool {
+        if self.in_flight.remove(&id) {
+            self.abandoned.insert(id);
+            return true;
+        }
+        match self.ready.iter().position(|r| r.id == id) {
+            Some(at) => self.ready.remove(at).is_some(),
+            None => false,
+        }
+    }
+
     /// Waits up to `timeout` until the next response has begun to arrive,
     /// without receiving it: `true` when [`Client::recv`] will not wait for
     /// its first bytes (a response streamed in chunks may still be arriving),

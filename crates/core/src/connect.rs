@@ -45,8 +45,9 @@ pub(crate) fn connect(address: &Address, opts: &ClientOptions, role: Role) -> Re
         (Role::Worker, _) => handshake::CAPS | handshake::CAP_SERVE,
     } | match (role, address) {
         (Role::Caller, Address::Shm(_)) if !opts.shm_required => {
-            handshake::CAP_STREAM_FALLBACK | handshake::CAP_LINES
+            handshake::CAP_STREAM_FALLBACK | handshake::CAP_LINES | handshake::CAP_BELL
         }
+        (Role::Caller, Address::Shm(_)) => handshake::CAP_LINES | handshake::CAP_BELL,
         (_, Address::Shm(_)) => handshake::CAP_LINES,
         _ => 0,
     };
@@ -205,7 +206,7 @@ pub(crate) fn connect(address: &Address, opts: &ClientOptions, role: Role) -> Re
             })?;
             // Descriptors sent with messages (and line grants) travel on the
             // control socket, which the watch then shares.
-            let (watch, fd_channel) = if caps & (handshake::CAP_FDS | handshake::CAP_LINES) != 0 {
+            let (watch, fd_channel) = if caps & handshake::CONTROL_FDS != 0 {
                 let ctrl = Arc::new(Stream::Unix(ctrl));
                 (Watch::FdSocket(Arc::clone(&ctrl) as _), Some(ctrl))
             } else {

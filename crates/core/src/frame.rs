@@ -77,10 +77,14 @@ pub enum Kind {
     /// granted, refused, revoked or given back (capability bit 7;
     /// `crate::line`).
     Line = 9,
+    /// The sender waits for its incoming ring through an event loop: the
+    /// frame carries one eventfd, which the receiver writes to whenever it
+    /// wakes the sender (capability bit 9, `shm:` only; [`crate::handshake::CAP_BELL`]).
+    Bell = 10,
 }
 
 /// Kinds by wire value (a table: every frame header is decoded).
-const KINDS: [Option<Kind>; 10] = [
+const KINDS: [Option<Kind>; 11] = [
     None,
     Some(Kind::Request),
     Some(Kind::Response),
@@ -91,6 +95,7 @@ const KINDS: [Option<Kind>; 10] = [
     Some(Kind::Segment),
     Some(Kind::Release),
     Some(Kind::Line),
+    Some(Kind::Bell),
 ];
 
 impl Kind {

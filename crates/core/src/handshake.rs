@@ -56,6 +56,16 @@ pub const CAP_LINES: u64 = 1 << 7;
 /// ([`crate::wire::Report`]), and closes. Offered alone, with ring sizes
 /// 0/0 (`shmlink inspect`, [`crate::inspect`]).
 pub const CAP_INSPECT: u64 = 1 << 8;
+/// Capability: either side of an `shm:` session may ask the other to ring
+/// an eventfd of its own whenever it would wake it (a `Bell` frame carrying
+/// the descriptor), so that it can wait for its incoming ring in an event
+/// loop (epoll, tokio, asyncio) instead of on the futex. Offered by `shm:`
+/// callers; agreed by servers on `shm:` sessions that got their segment.
+pub const CAP_BELL: u64 = 1 << 9;
+/// Capabilities under which descriptors travel on an `shm:` session's
+/// control socket (each message's in a record), which then carries nothing
+/// else.
+pub(crate) const CONTROL_FDS: u64 = CAP_FDS | CAP_LINES | CAP_BELL;
 /// Capabilities this build offers (a worker adds [`CAP_SERVE`]).
 pub const CAPS: u64 = CAP_CHUNKED | CAP_ONE_WAY;
 

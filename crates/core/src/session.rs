@@ -2,7 +2,7 @@
 //! checked before anything is sent, and the broken state after a fatal error.
 
 use std::collections::VecDeque;
-use std::os::fd::BorrowedFd;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::Arc;
 
 use crate::deadline::Deadline;
@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::frame::{
     Assembler, FrameHeader, Kind, Message, CODE_CLOSED, CODE_PROTOCOL_ERROR, FLAG_MORE, MAX_FDS,
 };
-use crate::handshake::{CAP_CHUNKED, CAP_FDS, CAP_LINES, CAP_ONE_WAY};
+use crate::handshake::{CAP_BELL, CAP_CHUNKED, CAP_FDS, CAP_LINES, CAP_ONE_WAY};
 use crate::link::{Inbox, Link};
 use crate::tally::Tally;
 
@@ -269,7 +269,8 @@ impl Session {
             });
         }
         let line_grant = kind == Kind::Line && self.caps & CAP_LINES != 0;
-        if self.caps & CAP_FDS == 0 && !line_grant {
+        let bell = kind == Kind::Bell && self.caps & CAP_BELL != 0;
+        if self.caps & CAP_FDS == 0 && !line_grant && !bell {
             return Err(Error::NotAgreed {
                 address: self.address.clone(),
                 capability: "file descriptors (capability bit 4): the server does not accept them",
@@ -428,6 +429,43 @@ impl Session {
     /// peer gone, protocol errors (session broken).
     #[inline(always)]
     pub(crate) fn recv_into(&mut self, deadline: &mut Deadline, m: &mut Message) -> Result<()> {
+        loop {
+            self.take_next(deadline, m)?;
+            if self.pass(m)? {
+                return Ok(());
+            }
+        }
+    }
+
+    /// [`Session::recv_into`] without waiting for a message to begin: `false`
+    /// when none has, the readiness descriptor ([`Session::poll_fd`]) then
+    /// armed to become ready when one does. A message whose first frame is
+    /// there is received whole (its other chunks waited for until
+    /// `deadline`).
+    ///
+    /// # Errors
+    /// As [`Session::recv_into`].
+    pub(crate) fn try_recv_into(&mut self, deadline: &mut Deadline, m: &mut Message) -> Result<bool> {
+        loop {
+            self.check_usable()?;
+            if self.drained.is_empty() && !self.link.ready_now() {
+                match self.link.arm(deadline) {
+                    Ok(true) => return Ok(false),
+                    Ok(false) => {}
+                    Err(e) => return Err(self.recv_failed(e)),
+                }
+            }
+            self.link.disarm();
+            self.take_next(deadline, m)?;
+            if self.pass(m)? {
+                return Ok(true);
+            }
+        }
+    }
+
+    /// The next message into `m`: one filed while sending, or the link's.
+    #[inline(always)]
+    fn take_next(&mut self, deadline: &mut Deadline, m: &mut Message) -> Result<()> {
         self.check_usable()?;
         match self.drained.pop_front() {
             Some(d) => *m = d,
@@ -437,20 +475,27 @@ impl Session {
                 }
             }
         }
-        match m.kind {
-            Kind::Request if m.id != 0 => {}
-            Kind::Response | Kind::Error if m.id != 0 && !m.has_extra() => {}
-            _ => return self.recv_other(m, deadline),
-        }
-        self.tally.received(m.body.len());
         Ok(())
     }
 
-    /// The rest of [`Session::recv_into`] for a message of another kind:
-    /// screened, and when the arena took it, the next one received.
+    /// Whether a received message goes to the caller: calls, responses and
+    /// errors as they are; other kinds screened (`false`: taken on the way,
+    /// by the arena or as a bell).
+    #[inline(always)]
+    fn pass(&mut self, m: &mut Message) -> Result<bool> {
+        match m.kind {
+            Kind::Request if m.id != 0 => {}
+            Kind::Response | Kind::Error if m.id != 0 && !m.has_extra() => {}
+            _ => return self.pass_other(m),
+        }
+        self.tally.received(m.body.len());
+        Ok(true)
+    }
+
+    /// The rest of [`Session::pass`] for a message of another kind.
     #[cold]
     #[inline(never)]
-    fn recv_other(&mut self, m: &mut Message, deadline: &mut Deadline) -> Result<()> {
+    fn pass_other(&mut self, m: &mut Message) -> Result<bool> {
         let taken = std::mem::replace(m, Message::blank());
         match self.screen(taken)? {
             Some(screened) => {
@@ -458,10 +503,68 @@ impl Session {
                     self.tally.received(screened.body.len());
                 }
                 *m = screened;
-                Ok(())
+                Ok(true)
             }
-            None => self.recv_into(deadline, m),
+            None => Ok(false),
         }
+    }
+
+    /// The descriptor an event loop watches for this session, made on first
+    /// use: readable when a message has begun to arrive (after
+    /// [`Session::try_recv_into`] found none) or the session ends. Over
+    /// `shm:` the peer is handed a bell then (a `Bell` frame, capability
+    /// bit 9); a session whose bell could not be sent is broken.
+    ///
+    /// # Errors
+    /// [`Error::NotAgreed`] over `shm:` with a peer that does not ring
+    /// bells; out of descriptors; the errors of a send.
+    pub(crate) fn poll_fd(&mut self, deadline: &mut Deadline) -> Result<BorrowedFd<'_>> {
+        self.check_usable()?;
+        if matches!(self.link, Link::Shm(_)) && self.caps & CAP_BELL == 0 {
+            return Err(Error::NotAgreed {
+                address: self.address.clone(),
+                capability: "loop wake-ups (capability bit 9): the server is of an older build, so wait for its answers with blocking calls",
+            });
+        }
+        if self.link.poll_fd().is_none() {
+            if let Some(bell) = self.link.open_readiness()? {
+                let sent = self.send_with_fds(Kind::Bell, 0, &[], &[bell.as_fd()], deadline);
+                if let Err(e) = sent {
+                    self.break_with(format!("the session's bell could not be sent: {e}"));
+                    return Err(e);
+                }
+            }
+        }
+        match self.link.poll_fd() {
+            Some(fd) => Ok(fd),
+            None => Err(self.closed("the readiness descriptor is gone")),
+        }
+    }
+
+    /// A `Bell` frame: the peer's eventfd, rung from now on whenever the
+    /// peer is woken (docs/protocol.md, "Loop wake-ups").
+    #[cold]
+    fn take_bell(&mut self, mut m: Message) -> Result<Option<Message>> {
+        if m.fds().len() != 1 || !m.body.is_empty() {
+            return Err(self.violation(format!(
+                "bell frame with {} descriptors and {} payload bytes; it carries one eventfd and no payload",
+                m.fds().len(),
+                m.body.len()
+            )));
+        }
+        let Some(fd) = m.take_extra().fds.pop() else {
+            return Ok(None);
+        };
+        let bell = match shmlink_sys::eventfd::EventFd::adopt(fd) {
+            Ok(b) => b,
+            Err(e) => return Err(self.violation(format!("bell frame's descriptor refused: {e}"))),
+        };
+        if !self.link.take_peer_bell(bell) {
+            return Err(self.violation(
+                "bell frame on a stream session; bells travel on shm: sessions only".into(),
+            ));
+        }
+        Ok(None)
     }
 
     /// The rules for the other kinds and ids: a one-way message needs its
@@ -473,12 +576,12 @@ impl Session {
     fn screen(&mut self, m: Message) -> Result<Option<Message>> {
         let fds_allowed = match m.kind {
             Kind::Request => self.caps & CAP_FDS != 0,
-            Kind::Segment | Kind::Line => true,
+            Kind::Segment | Kind::Line | Kind::Bell => true,
             _ => false,
         };
         if !m.fds().is_empty() && !fds_allowed {
             return Err(self.violation(format!(
-                "{:?} frame with {} file descriptors; only requests (capability bit 4), segment notices and line grants carry descriptors",
+                "{:?} frame with {} file descriptors; only requests (capability bit 4), segment notices, line grants and bells carry descriptors",
                 m.kind,
                 m.fds().len()
             )));
@@ -496,13 +599,17 @@ impl Session {
             Kind::Line if m.id == 0 => Err(self.violation(
                 "line frame, but direct lines (capability bit 7) were not agreed".into(),
             )),
+            Kind::Bell if m.id == 0 && self.caps & CAP_BELL != 0 => self.take_bell(m),
+            Kind::Bell if m.id == 0 => Err(self.violation(
+                "bell frame, but loop wake-ups (capability bit 9) were not agreed".into(),
+            )),
             k => Err(self.violation(format!(
                 "{k:?} frame with call id {}: {}",
                 m.id,
                 if m.id == 0 {
                     "requests, responses and errors need a non-zero id"
                 } else {
-                    "one-way, goodbye and line frames carry id 0"
+                    "one-way, goodbye, line and bell frames carry id 0"
                 }
             ))),
         }

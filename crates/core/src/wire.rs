@@ -35,7 +35,7 @@ pub use crate::frame::{
     FLAG_MORE, HEADER_LEN, MIN_MESSAGE_LIMIT,
 };
 pub use crate::handshake::{
-    negotiate_version, Hello, Welcome, Wire, CAPS, CAP_CHUNKED, CAP_DESCRIPTORS, CAP_FDS,
+    negotiate_version, Hello, Welcome, Wire, CAPS, CAP_BELL, CAP_CHUNKED, CAP_DESCRIPTORS, CAP_FDS,
     CAP_INSPECT, CAP_LENT_RESPONSES, CAP_LINES, CAP_ONE_WAY, CAP_SERVE, CAP_STREAM_FALLBACK,
     HELLO_LEN, MAX_REFUSAL_TEXT, PROTOCOL_MAX, PROTOCOL_MIN, WELCOME_LEN,
 };

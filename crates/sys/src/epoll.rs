@@ -112,6 +112,15 @@ impl Epoll {
     }
 }
 
+impl AsFd for Epoll {
+    /// The set's own descriptor: readable while a watched descriptor is
+    /// ready, so one set nests in another loop (epoll, poll, a runtime's
+    /// reactor).
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.0.as_fd()
+    }
+}
+
 /// What [`Epoll::wait_events`] reports of one descriptor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Event {

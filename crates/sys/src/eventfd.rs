@@ -52,6 +52,31 @@ impl EventFd {
     }
 }
 
+impl EventFd {
+    /// Takes a descriptor a peer sent as its bell, after checking that it
+    /// is an eventfd (its `/proc/self/fd` link reads `anon_inode:[eventfd]`)
+    /// and making it non-blocking (`fcntl(F_SETFL, O_NONBLOCK)`: a signal
+    /// must never block, whatever the sender set), so that writing to it can
+    /// neither block this process nor reach a file or a pipe.
+    ///
+    /// # Errors
+    /// `InvalidInput` naming what the descriptor is when it is not an
+    /// eventfd; the errors of `readlink(2)` and `fcntl(2)`.
+    pub fn adopt(fd: OwnedFd) -> io::Result<EventFd> {
+        use std::os::fd::AsRawFd;
+        let link = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))?;
+        if link.as_os_str() != "anon_inode:[eventfd]" {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("not an eventfd but {}", link.display()),
+            ));
+        }
+        let flags = rustix::fs::fcntl_getfl(&fd)?;
+        rustix::fs::fcntl_setfl(&fd, flags | rustix::fs::OFlags::NONBLOCK)?;
+        Ok(EventFd(fd))
+    }
+}
+
 impl AsFd for EventFd {
     fn as_fd(&self) -> BorrowedFd<'_> {
         self.0.as_fd()
@@ -74,5 +99,17 @@ mod tests {
         assert_eq!(readable(&e, None).expect("poll"), Ready::Yes);
         e.clear();
         assert_eq!(readable(&e, soon).expect("poll"), Ready::TimedOut);
+    }
+
+    #[test]
+    fn adopts_eventfds_only() {
+        let e = EventFd::new().expect("eventfd");
+        let dup = e.as_fd().try_clone_to_owned().expect("dup");
+        let adopted = EventFd::adopt(dup).expect("an eventfd is adopted");
+        adopted.signal();
+        assert_eq!(readable(&e, None).expect("poll"), Ready::Yes);
+        let file = std::fs::File::open("/dev/null").expect("open");
+        let err = EventFd::adopt(file.into()).expect_err("a file is refused");
+        assert!(err.to_string().contains("/dev/null"), "{err}");
     }
 }

@@ -4,6 +4,7 @@
 //! [`StreamLink`](stream::StreamLink) moves the same frames over a Unix or TCP
 //! stream. The session layer above chunks messages into frames.
 
+mod bell;
 mod fds;
 mod inbox;
 pub(crate) mod shm;
@@ -12,7 +13,7 @@ mod wait;
 
 pub(crate) use inbox::Inbox;
 
-use std::os::fd::BorrowedFd;
+use std::os::fd::{BorrowedFd, OwnedFd};
 
 use crate::address::Transport;
 use crate::deadline::Deadline;
@@ -168,6 +169,57 @@ impl Link {
         match self {
             Link::Shm(l) => l.control_socket(),
             Link::Stream(l) => l.control_socket(),
+        }
+    }
+
+    /// Makes the readiness descriptor a loop watches, on first use; over
+    /// `shm:` returns the eventfd the peer must be handed (a `Bell` frame).
+    ///
+    /// # Errors
+    /// Out of descriptors.
+    pub(crate) fn open_readiness(&mut self) -> Result<Option<OwnedFd>> {
+        match self {
+            Link::Shm(l) => l.open_readiness(),
+            Link::Stream(l) => l.open_readiness().map(|()| None),
+        }
+    }
+
+    /// The readiness descriptor, once opened.
+    pub(crate) fn poll_fd(&self) -> Option<BorrowedFd<'_>> {
+        match self {
+            Link::Shm(l) => l.poll_fd(),
+            Link::Stream(l) => l.poll_fd(),
+        }
+    }
+
+    /// Before a loop waits on the readiness descriptor: `true` to wait,
+    /// `false` when a frame (or bytes of one) can be taken now.
+    ///
+    /// # Errors
+    /// Peer gone, corrupted ring, socket errors.
+    pub(crate) fn arm(&mut self, deadline: &mut Deadline) -> Result<bool> {
+        match self {
+            Link::Shm(l) => l.arm(),
+            Link::Stream(l) => l.arm(deadline),
+        }
+    }
+
+    /// Withdraws what [`Link::arm`] announced (a frame was found).
+    pub(crate) fn disarm(&mut self) {
+        if let Link::Shm(l) = self {
+            l.disarm();
+        }
+    }
+
+    /// Takes the peer's bell: `false` when this link has no use for one (a
+    /// stream, where the socket itself tells a loop of data).
+    pub(crate) fn take_peer_bell(&mut self, bell: shmlink_sys::eventfd::EventFd) -> bool {
+        match self {
+            Link::Shm(l) => {
+                l.take_peer_bell(bell);
+                true
+            }
+            Link::Stream(_) => false,
         }
     }
 

@@ -1,14 +1,16 @@
 //! Frames through the shared-memory rings, with the futex doorbell. Waits
 //! (for data, for room) go through the one wait loop in [`super::wait`].
 
-use std::os::fd::BorrowedFd;
+use std::os::fd::{BorrowedFd, OwnedFd};
 use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use shmlink_ring::{Pop, Push, Record, RingError};
+use shmlink_sys::eventfd::EventFd;
 use shmlink_sys::futex;
 
+use super::bell::Readiness;
 use super::fds;
 use super::inbox::Inbox;
 use super::stream::Stream;
@@ -18,7 +20,7 @@ use crate::error::{Error, Result};
 use crate::frame::{Assembler, FrameHeader, Message, HEADER_LEN};
 use crate::kept;
 use crate::segment::{Endpoints, RingConsumer, RingProducer, Segment};
-use crate::watch::{PeerCpu, Spinner, Verdict, Watch, LIVENESS_SLICE};
+use crate::watch::{verdict_error, PeerCpu, Spinner, Verdict, Watch, LIVENESS_SLICE};
 
 /// One side of a shared-memory session.
 #[derive(Debug)]
@@ -41,6 +43,12 @@ pub(crate) struct ShmLink {
     /// Whether the segment may come back in a later session at all (not a
     /// direct line's: each line has a segment of its own, used once).
     keepable: bool,
+    /// The peer's bell (a `Bell` frame): rung whenever the peer is woken.
+    peer_bell: Option<EventFd>,
+    /// Our readiness descriptor, once a loop asked for it.
+    readiness: Option<Readiness>,
+    /// Whether our sleep is announced for the loop (until data is taken).
+    armed: bool,
 }
 
 impl Drop for ShmLink {
@@ -62,6 +70,9 @@ impl ShmLink {
             fd_channel: None,
             keep_mapping: false,
             keepable: true,
+            peer_bell: None,
+            readiness: None,
+            armed: false,
         }
     }
 
@@ -132,7 +143,7 @@ impl ShmLink {
             match self.ends.producer.try_push(&[&head, payload]) {
                 Ok(Push::Done { wake }) => {
                     if wake {
-                        futex::wake(&self.ends.producer.header().data_bell, 1);
+                        self.wake_peer();
                     }
                     return Ok(());
                 }
@@ -236,11 +247,85 @@ impl ShmLink {
         match self.ends.producer.try_push(&[&h.encode(), payload]) {
             Ok(Push::Done { wake }) => {
                 if wake {
-                    futex::wake(&self.ends.producer.header().data_bell, 1);
+                    self.wake_peer();
                 }
                 true
             }
             _ => false,
+        }
+    }
+
+    /// Wakes the consumer of our outgoing ring: its futex, and its bell
+    /// when it gave one (docs/protocol.md, "Loop wake-ups").
+    #[inline(always)]
+    fn wake_peer(&self) {
+        futex::wake(&self.ends.producer.header().data_bell, 1);
+        if let Some(bell) = &self.peer_bell {
+            bell.signal();
+        }
+    }
+
+    /// Takes the peer's bell (a later one replaces it), ringing it once: a
+    /// wake-up owed before it came went to the futex only.
+    pub(crate) fn take_peer_bell(&mut self, bell: EventFd) {
+        bell.signal();
+        self.peer_bell = Some(bell);
+    }
+
+    /// Makes our readiness descriptor on first use: `Some(eventfd)` then,
+    /// for the `Bell` frame that hands it to the peer.
+    ///
+    /// # Errors
+    /// Out of descriptors.
+    pub(crate) fn open_readiness(&mut self) -> Result<Option<OwnedFd>> {
+        if self.readiness.is_some() {
+            return Ok(None);
+        }
+        let r = Readiness::with_bell(self.watch.socket(), &self.address)?;
+        let bell = r.bell_to_send(&self.address)?;
+        self.readiness = Some(r);
+        Ok(bell)
+    }
+
+    /// The readiness descriptor, once opened.
+    pub(crate) fn poll_fd(&self) -> Option<BorrowedFd<'_>> {
+        self.readiness.as_ref().map(Readiness::fd)
+    }
+
+    /// Before a loop waits on the readiness descriptor: quiets it, then
+    /// announces sleep on the incoming ring (the peer then rings the bell)
+    /// and re-checks. `true`: wait; `false`: a frame is there now.
+    ///
+    /// # Errors
+    /// Peer gone, corrupted ring.
+    pub(crate) fn arm(&mut self) -> Result<bool> {
+        let Some(r) = self.readiness.as_mut() else {
+            return Ok(!self.ready_now());
+        };
+        r.quiet();
+        let cons = &mut self.ends.consumer;
+        // A new epoch each time: the peer owes one ring per announcement.
+        match cons.prepare_sleep() {
+            Ok(Some(_)) => self.armed = true,
+            Ok(None) => {
+                cons.finish_sleep();
+                self.armed = false;
+                return Ok(false);
+            }
+            Err(e) => return Err(corrupt(&self.address, &e)),
+        }
+        // After quieting: a hang-up from now on makes the set ready.
+        match verdict_error(self.watch.check(), &self.address) {
+            Some(e) => Err(e),
+            None => Ok(true),
+        }
+    }
+
+    /// Withdraws the loop's sleep announcement (data was found).
+    pub(crate) fn disarm(&mut self) {
+        if self.armed {
+            self.ends.consumer.finish_sleep();
+            self.armed = false;
         }
     }
 

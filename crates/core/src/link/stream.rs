@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use shmlink_sys::poll::{self, Ready};
 
+use super::bell::Readiness;
 use super::fds;
 use super::inbox::Inbox;
 use crate::deadline::Deadline;
@@ -182,6 +183,8 @@ pub(crate) struct StreamLink {
     /// Descriptors received (`SCM_RIGHTS`) and not yet claimed by a frame,
     /// in order; `Some` when the session agreed on descriptors.
     fd_queue: Option<Vec<OwnedFd>>,
+    /// Our readiness descriptor, once a loop asked for it.
+    readiness: Option<Readiness>,
 }
 
 /// Reads some bytes, collecting the descriptors that come with them when
@@ -248,6 +251,7 @@ impl StreamLink {
             address,
             pending: Vec::new(),
             fd_queue: None,
+            readiness: None,
         })
     }
 
@@ -582,6 +586,53 @@ impl StreamLink {
                 after: t0.elapsed(),
             }),
         }
+    }
+
+    /// Makes our readiness descriptor (the socket in a set of its own) on
+    /// first use.
+    ///
+    /// # Errors
+    /// Out of descriptors.
+    pub(crate) fn open_readiness(&mut self) -> Result<()> {
+        if self.readiness.is_none() {
+            self.readiness = Some(Readiness::on_socket(self.sock.as_fd(), &self.address)?);
+        }
+        Ok(())
+    }
+
+    /// The readiness descriptor, once opened.
+    pub(crate) fn poll_fd(&self) -> Option<BorrowedFd<'_>> {
+        self.readiness.as_ref().map(Readiness::fd)
+    }
+
+    /// Before a loop waits on the readiness descriptor: the rest of a frame
+    /// a send timeout cut off goes out first (the peer may need it to
+    /// answer; waiting for room up to `deadline`). `true`: wait; `false`:
+    /// bytes are there now.
+    ///
+    /// # Errors
+    /// Timeout flushing, socket errors.
+    pub(crate) fn arm(&mut self, deadline: &mut Deadline) -> Result<bool> {
+        let t0 = Instant::now();
+        let at = deadline.at_from(t0);
+        while !self.try_flush()? {
+            match poll::writable(&*self.sock, at).map_err(|e| self.io_error(e))? {
+                Ready::Yes => {}
+                Ready::HungUp => return Ok(false),
+                Ready::TimedOut => {
+                    return Err(Error::Timeout {
+                        address: self.address.clone(),
+                        op: "sending on the socket",
+                        after: t0.elapsed(),
+                    })
+                }
+            }
+        }
+        if self.rend > self.rpos {
+            return Ok(false);
+        }
+        let now = poll::readable(&*self.sock, Some(Instant::now())).map_err(|e| self.io_error(e))?;
+        Ok(now == Ready::TimedOut)
     }
 
     /// Receives until a whole message is assembled.

@@ -311,12 +311,19 @@ fn agreed_caps(shared: &Shared, hello: &Hello, conn: &Stream) -> u64 {
         Mode::Serve => shared.opts.lines,
         Mode::TakeWorkers => true,
     };
-    let lines = if lines && hello.wire == Wire::Shm && matches!(conn, Stream::Unix(_)) {
+    let shm = hello.wire == Wire::Shm && matches!(conn, Stream::Unix(_));
+    let lines = if lines && shm {
         handshake::CAP_LINES
     } else {
         0
     };
-    hello.caps & (ours | lines)
+    // Loop wake-ups: a caller's `shm:` session may hand us a bell.
+    let bell = if shm && shared.mode == Mode::Serve {
+        handshake::CAP_BELL
+    } else {
+        0
+    };
+    hello.caps & (ours | lines | bell)
 }
 
 /// The welcome of an accepted session, naming ring sizes `rings`.
@@ -376,7 +383,8 @@ fn open(
                     caps &= !(handshake::CAP_DESCRIPTORS | handshake::CAP_LENT_RESPONSES);
                 }
                 // A line is shared memory between `shm:` sessions' ends.
-                caps &= !handshake::CAP_LINES;
+                // So is a bell: the socket itself tells a loop of data.
+                caps &= !(handshake::CAP_LINES | handshake::CAP_BELL);
                 open_stream(shared, conn, a, (id, caps), watch, &name, (0, 0))?
             }
             Err(why) => {
@@ -492,7 +500,7 @@ fn open_shm(
     let spinner = Spinner::new(shared.opts.wait);
     let conn = Arc::new(conn);
     // Line grants travel as descriptors too (to callers and to workers).
-    let fds = (caps & (handshake::CAP_FDS | handshake::CAP_LINES) != 0).then(|| Arc::clone(&conn));
+    let fds = (caps & handshake::CONTROL_FDS != 0).then(|| Arc::clone(&conn));
     let link = ShmLink::new(ends, spinner, watch, peer.to_string()).with_fds(fds);
     Some((Link::Shm(link), conn))
 }

@@ -19,7 +19,7 @@ use crate::callee::{panic_text, reply, Limits};
 use crate::deadline::Deadline;
 use crate::error::{Error, RemoteError};
 use crate::frame::{Extra, Kind, Message, CODE_HANDLER_PANICKED, CODE_SHUTTING_DOWN};
-use crate::handshake::CAP_FDS;
+use crate::handshake::{CAP_BELL, CAP_FDS};
 use crate::link::stream::Stream;
 use crate::link::Link;
 use crate::session::Session;
@@ -48,7 +48,7 @@ pub(crate) fn serve(shared: &Shared, est: Established, handler: &dyn Handler) {
         Link::Shm(l) => (Wake::Shm(Arc::clone(l.segment())), Some(sock)),
         Link::Stream(_) => (Wake::Stream(sock), None),
     };
-    let fds = session.agreed(CAP_FDS);
+    let fds = session.agreed(CAP_FDS | CAP_BELL);
     let about = About {
         pid,
         uid,

@@ -19,6 +19,7 @@ step "format and lints"
 cargo fmt --all -- --check
 rustfmt --edition 2021 --check fuzz/src/*.rs fuzz/fuzz_targets/*.rs # a workspace of their own
 cargo clippy --workspace --all-targets --release -- -D warnings
+cargo clippy -p shmlink --features tokio --all-targets --release -- -D warnings
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo clippy -p shmlink-ring --tests -- -D warnings
 # Atomics of the ring come only from its sync shim, so loom replaces all of them.
 if grep -rn "std::sync::atomic" crates/ring/src | grep -v "crates/ring/src/sync.rs"; then
@@ -35,6 +36,7 @@ python3 ci/entry-docs.py
 
 step "unit, integration and multi-process tests"
 cargo test --workspace --release
+cargo test --release -p shmlink --features tokio --test tokio_client # the async client (feature tokio)
 
 step "C ABI: header drift, install, GoogleTest (plain and ASan/UBSan), examples"
 make check-header

@@ -48,6 +48,8 @@ mod segment;
 mod server;
 mod session;
 mod tally;
+#[cfg(feature = "tokio")]
+pub mod tokio;
 mod watch;
 pub mod wire;
 mod worker;

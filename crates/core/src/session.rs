@@ -445,7 +445,11 @@ impl Session {
     ///
     /// # Errors
     /// As [`Session::recv_into`].
-    pub(crate) fn try_recv_into(&mut self, deadline: &mut Deadline, m: &mut Message) -> Result<bool> {
+    pub(crate) fn try_recv_into(
+        &mut self,
+        deadline: &mut Deadline,
+        m: &mut Message,
+    ) -> Result<bool> {
         loop {
             self.check_usable()?;
             if self.drained.is_empty() && !self.link.ready_now() {

@@ -1072,7 +1072,7 @@ fn garbage_s2c(seg: &Seg, ctl: &UnixStream, k: usize, rng: &mut Rng) -> (&'stati
             seg.publish(d, t);
             (
                 "a response carrying a descriptor",
-                Want::Protocol("only requests (capability bit 4), segment notices and line grants carry descriptors"),
+                Want::Protocol("only requests (capability bit 4), segment notices, line grants and bells carry descriptors"),
             )
         }
         _ => unreachable!(),

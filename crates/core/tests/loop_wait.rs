@@ -10,7 +10,6 @@ use std::os::fd::BorrowedFd;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use shmlink::{Server, ServerOptions};
 use support::child::Peer;
 use support::{connect, opts_timeout, start, watchdog, xform, xform_into, T};
 
@@ -75,13 +74,19 @@ fn abandoned_answers_are_dropped(t: T) {
     watchdog("abandon", Duration::from_secs(60), move || {
         let (go_tx, go_rx) = mpsc::channel::<()>();
         let go_rx = std::sync::Mutex::new(go_rx);
-        let srv = start(t, Default::default(), move |req: &[u8], resp: &mut Vec<u8>| {
-            if req == b"hold" {
-                let _ = go_rx.lock().map(|rx| rx.recv_timeout(Duration::from_secs(10)));
-            }
-            xform_into(req, resp);
-            Ok(())
-        });
+        let srv = start(
+            t,
+            Default::default(),
+            move |req: &[u8], resp: &mut Vec<u8>| {
+                if req == b"hold" {
+                    let _ = go_rx
+                        .lock()
+                        .map(|rx| rx.recv_timeout(Duration::from_secs(10)));
+                }
+                xform_into(req, resp);
+                Ok(())
+            },
+        );
         let mut c = connect(&srv.addr, opts_timeout(Duration::from_secs(10)));
         c.poll_fd().expect("poll_fd");
         let held = c.send(b"hold").expect("send");
@@ -125,23 +130,9 @@ const ROLE: &str = "SHMLINK_LOOP_ROLE";
 /// The child: a server whose handler never answers `block`.
 #[test]
 fn role_child() {
-    let Ok(addr) = std::env::var(ROLE) else {
-        return;
-    };
-    let server = Server::bind(&[addr.as_str()], ServerOptions::default()).expect("child bind");
-    println!("@@READY {}@@", server.addresses()[0]);
-    server
-        .serve(|req: &[u8], resp: &mut Vec<u8>| {
-            if req == b"block" {
-                println!("@@ENTERED@@");
-                loop {
-                    std::thread::park();
-                }
-            }
-            xform_into(req, resp);
-            Ok(())
-        })
-        .expect("serve");
+    if let Ok(addr) = std::env::var(ROLE) {
+        support::child::blocking_server(&addr);
+    }
 }
 
 /// The server killed (-9) while a call waits in the loop: the descriptor
@@ -174,7 +165,10 @@ fn a_killed_server_wakes_the_loop(t: T) {
             }
         };
         assert!(
-            matches!(end, shmlink::Error::PeerGone { .. } | shmlink::Error::Closed { .. }),
+            matches!(
+                end,
+                shmlink::Error::PeerGone { .. } | shmlink::Error::Closed { .. }
+            ),
             "{end}"
         );
     });
@@ -188,4 +182,32 @@ fn shm_a_killed_server_wakes_the_loop() {
 #[test]
 fn unix_a_killed_server_wakes_the_loop() {
     a_killed_server_wakes_the_loop(T::Unix);
+}
+
+/// A `Bell` frame needs capability bit 9 (and is never sent over a
+/// stream, where it is not agreed either): the server ends the session with
+/// a protocol error naming the bit.
+fn a_bell_without_the_capability_is_refused(t: T) {
+    use shmlink::wire::{FrameHeader, Kind};
+    use support::raw::{hello, RawSession};
+    watchdog("bell", Duration::from_secs(30), move || {
+        let srv = start(t, Default::default(), |req: &[u8], resp: &mut Vec<u8>| {
+            xform_into(req, resp);
+            Ok(())
+        });
+        let (_, raw) = RawSession::open(&srv.addr, &hello(t));
+        let mut raw = raw.expect("a session");
+        raw.send(FrameHeader::whole(Kind::Bell, 0, 0), b"");
+        raw.expect_protocol_goodbye("capability bit 9", "a bell without bit 9");
+    });
+}
+
+#[test]
+fn shm_a_bell_without_the_capability_is_refused() {
+    a_bell_without_the_capability_is_refused(T::Shm);
+}
+
+#[test]
+fn unix_a_bell_without_the_capability_is_refused() {
+    a_bell_without_the_capability_is_refused(T::Unix);
 }

@@ -135,7 +135,7 @@ fn broken_rules_are_told_and_logged(t: T) {
         ),
         (
             "an unknown frame kind",
-            raw_header(10, 0, 1, 4, 4),
+            raw_header(11, 0, 1, 4, 4),
             b"ping",
             "unknown frame kind",
         ),

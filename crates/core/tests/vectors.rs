@@ -312,6 +312,14 @@ fn frames() -> Vec<Value> {
             &release,
         ),
         frame(
+            "bell: an eventfd to ring (kind 10, capability bit 9)",
+            FrameHeader {
+                fds: 1,
+                ..FrameHeader::whole(Kind::Bell, 0, 0)
+            },
+            b"",
+        ),
+        frame(
             "goodbye, normal close",
             FrameHeader::whole(Kind::Goodbye, 0, 0),
             b"",
@@ -346,7 +354,7 @@ fn frames() -> Vec<Value> {
         x
     };
     out.push(invalid("kind 0", &with(4, 0), "unknown frame kind 0"));
-    out.push(invalid("kind 10", &with(4, 10), "unknown frame kind 10"));
+    out.push(invalid("kind 11", &with(4, 11), "unknown frame kind 11"));
     out.push(invalid(
         "unknown flag bit 1",
         &with(5, 2),

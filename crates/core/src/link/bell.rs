@@ -84,5 +84,8 @@ impl Readiness {
 }
 
 fn io(peer: &str, call: &str, e: std::io::Error) -> Error {
-    Error::io(format!("{call} for the readiness descriptor of session {peer}"), e)
+    Error::io(
+        format!("{call} for the readiness descriptor of session {peer}"),
+        e,
+    )
 }

@@ -631,7 +631,8 @@ impl StreamLink {
         if self.rend > self.rpos {
             return Ok(false);
         }
-        let now = poll::readable(&*self.sock, Some(Instant::now())).map_err(|e| self.io_error(e))?;
+        let now =
+            poll::readable(&*self.sock, Some(Instant::now())).map_err(|e| self.io_error(e))?;
         Ok(now == Ready::TimedOut)
     }
 

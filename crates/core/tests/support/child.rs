@@ -150,3 +150,29 @@ pub fn echo_server(bind: &str, opts: shmlink::ServerOptions) -> shmlink::Running
     println!("@@READY {}@@", server.addresses()[0]);
     server
 }
+
+/// The child side: a server bound to `bind` that answers each request with
+/// its `xform`, except `block`, which it never answers (`@@ENTERED@@` once
+/// it holds it), and `slow`, answered after 100 ms (the handler's own
+/// pace: a caller that gave up before must not see it); serves until killed.
+#[allow(dead_code)] // not every test binary runs a server child
+pub fn blocking_server(bind: &str) {
+    let server =
+        shmlink::Server::bind(&[bind], shmlink::ServerOptions::default()).expect("child bind");
+    println!("@@READY {}@@", server.addresses()[0]);
+    server
+        .serve(|req: &[u8], resp: &mut Vec<u8>| {
+            if req == b"block" {
+                println!("@@ENTERED@@");
+                loop {
+                    std::thread::park();
+                }
+            }
+            if req == b"slow" {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            super::xform_into(req, resp);
+            Ok(())
+        })
+        .expect("serve");
+}

@@ -21,7 +21,7 @@ HPP := bindings/cpp/include/shmlink.hpp
 LIBDIR := $(DESTDIR)$(PREFIX)/lib
 INCDIR := $(DESTDIR)$(PREFIX)/include
 CMAKEDIR := $(LIBDIR)/cmake/shmlink
-EXAMPLES := examples/cpp-daemon examples/c-client examples/cpp-client bench/c-client
+EXAMPLES := examples/cpp-daemon examples/c-client examples/c-loop examples/cpp-client bench/c-client
 JOBS ?= 2
 
 .PHONY: all lib install uninstall header check-header examples clean

@@ -21,13 +21,14 @@ source ci/lib/common.sh
 # php-guzzlehttp-psr7 (+ the PSR-7/PSR-17 interfaces): Shmlink\Psr7\Worker's
 # tests run against both implementations; php-symfony-framework-bundle and
 # php-symfony-runtime, -twig-bundle (5.4): Shmlink\Runtime\SymfonyRuntime's test app;
-# php-laravel-framework (8.83) + php8.2-intl: Shmlink\Laravel\Worker's.
+# php-laravel-framework (8.83) + php8.2-intl: Shmlink\Laravel\Worker's;
+# php-amphp-amp (2.6): the PHP client's event-loop test (041-loop-amphp).
 apt_install_missing build-essential pkg-config util-linux procps cmake libgtest-dev clang-format \
   fonts-dejavu-core php8.2-dev php8.2-cli php8.2-fpm php-parser valgrind nginx curl redis-server \
   php8.2-redis wrk php8.2-gd python3-venv prometheus \
   php-nyholm-psr7 php-guzzlehttp-psr7 php-psr-http-factory php-psr-http-message \
   php-symfony-framework-bundle php-symfony-runtime php-symfony-twig-bundle php-twig \
-  php-laravel-framework php8.2-intl
+  php-laravel-framework php8.2-intl php-amphp-amp
 
 if ! command -v cargo >/dev/null 2>&1; then
   echo "setup: installing Rust with rustup is required (https://rustup.rs); cargo not found" >&2

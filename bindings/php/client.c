@@ -1,5 +1,8 @@
 /* shmlink PHP extension: Shmlink\Client. */
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include "php_shmlink.h"
 
 /* Responses are copied into PHP strings; a library buffer grown past this by
@@ -9,6 +12,7 @@
 typedef struct {
   php_shmlink_session *session; /* NULL once closed */
   zend_string *address;         /* NULL until constructed */
+  zend_resource *stream;        /* stream() made it (a reference of ours), or NULL */
   zend_object std;
 } php_shmlink_client;
 
@@ -28,8 +32,11 @@ static zend_object *client_create(zend_class_entry *ce) {
   return &c->std;
 }
 
+static void stream_drop(php_shmlink_client *c);
+
 static void client_free(zend_object *obj) {
   php_shmlink_client *c = client_of(obj);
+  stream_drop(c);
   if (c->session != NULL) {
     php_shmlink_session_release(c->session);
     c->session = NULL;
@@ -220,7 +227,8 @@ ZEND_METHOD(Shmlink_Client, receive) {
     ZEND_TRY_ASSIGN_REF_LONG(id_ref, (zend_long)id);
   }
   if (status != SHMLINK_OK) {
-    call_failed(status);
+    PHP_SHMLINK_COUNT(errors);
+    php_shmlink_throw_answer(status, id);
     RETURN_THROWS();
   }
   response_string(s, return_value);
@@ -272,8 +280,159 @@ ZEND_METHOD(Shmlink_Client, transport) {
 ZEND_METHOD(Shmlink_Client, close) {
   ZEND_PARSE_PARAMETERS_NONE();
   php_shmlink_client *c = THIS_CLIENT();
+  stream_drop(c);
   if (c->session != NULL) {
     php_shmlink_session_close(c->session);
     c->session = NULL;
   }
+}
+
+/* The stream of Client::stream(): a duplicate of the client's readiness
+ * descriptor (an epoll set the library owns), for stream_select() and event
+ * loops to watch. Never read: its read and write fail. */
+typedef struct {
+  int fd;
+} watch_stream;
+
+static ssize_t watch_write(php_stream *stream, const char *buf, size_t count) {
+  (void)stream, (void)buf, (void)count;
+  php_error_docref(NULL, E_WARNING,
+                   "the stream of Shmlink\\Client::stream() cannot be written to: it is only "
+                   "watched for readability");
+  return -1;
+}
+
+static ssize_t watch_read(php_stream *stream, char *buf, size_t count) {
+  (void)stream, (void)buf, (void)count;
+  php_error_docref(NULL, E_WARNING,
+                   "the stream of Shmlink\\Client::stream() is not read: watch it for "
+                   "readability, then take answers with Shmlink\\Client::tryReceive()");
+  return -1;
+}
+
+static int watch_close(php_stream *stream, int close_handle) {
+  watch_stream *w = stream->abstract;
+  if (close_handle && w->fd >= 0) {
+    close(w->fd);
+  }
+  efree(w);
+  return 0;
+}
+
+static int watch_flush(php_stream *stream) {
+  (void)stream;
+  return 0;
+}
+
+/* The descriptor for select() (stream_select, the loops built on it) and
+ * for the loops that take a descriptor (ev, event, uv). */
+static int watch_cast(php_stream *stream, int castas, void **ret) {
+  watch_stream *w = stream->abstract;
+  switch (castas) {
+    case PHP_STREAM_AS_FD_FOR_SELECT:
+    case PHP_STREAM_AS_FD:
+    case PHP_STREAM_AS_SOCKETD:
+      if (ret != NULL) {
+        *(int *)ret = w->fd; /* php_socket_t is an int here */
+      }
+      return SUCCESS;
+    default:
+      return FAILURE;
+  }
+}
+
+static const php_stream_ops watch_ops = {
+    .write = watch_write,
+    .read = watch_read,
+    .close = watch_close,
+    .flush = watch_flush,
+    .label = "shmlink",
+    .cast = watch_cast,
+};
+
+/* Closes the stream stream() made (if the user has not) and lets go of it. */
+static void stream_drop(php_shmlink_client *c) {
+  if (c->stream == NULL) {
+    return;
+  }
+  zend_resource *res = c->stream;
+  c->stream = NULL;
+  if (res->ptr != NULL) {
+    zend_list_close(res);
+  }
+  zend_list_delete(res);
+}
+
+ZEND_METHOD(Shmlink_Client, stream) {
+  ZEND_PARSE_PARAMETERS_NONE();
+  php_shmlink_client *c = THIS_CLIENT();
+  php_shmlink_session *s = open_session(c);
+  if (s == NULL) {
+    RETURN_THROWS();
+  }
+  if (c->stream != NULL && c->stream->ptr != NULL) {
+    GC_ADDREF(c->stream);
+    RETURN_RES(c->stream);
+  }
+  stream_drop(c); /* closed with fclose(): a new one */
+  int fd = -1;
+  shmlink_status status = shmlink_client_fd(s->client, &fd);
+  if (status != SHMLINK_OK) {
+    call_failed(status);
+    RETURN_THROWS();
+  }
+  int own = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (own < 0) {
+    PHP_SHMLINK_COUNT(errors);
+    zend_throw_exception_ex(php_shmlink_exception_ce, 0,
+                            "the readiness descriptor of the client of %s cannot be duplicated: %s",
+                            ZSTR_VAL(c->address), strerror(errno));
+    RETURN_THROWS();
+  }
+  watch_stream *w = emalloc(sizeof *w);
+  w->fd = own;
+  php_stream *stream = php_stream_alloc(&watch_ops, w, NULL, "r");
+  stream->flags |= PHP_STREAM_FLAG_NO_BUFFER;
+  php_stream_to_zval(stream, return_value);
+  c->stream = stream->res;
+  GC_ADDREF(c->stream);
+}
+
+ZEND_METHOD(Shmlink_Client, tryReceive) {
+  ZEND_PARSE_PARAMETERS_NONE();
+  php_shmlink_session *s = open_session(THIS_CLIENT());
+  if (s == NULL) {
+    RETURN_THROWS();
+  }
+  uint64_t id = 0;
+  shmlink_status status = shmlink_client_try_receive(s->client, &id, &s->buffer);
+  /* Nothing in flight: nothing will arrive either, so a loop draining
+   * answers stops on null rather than on an exception. */
+  if (status == SHMLINK_E_WOULD_BLOCK || status == SHMLINK_E_NOTHING_IN_FLIGHT) {
+    RETURN_NULL();
+  }
+  if (status != SHMLINK_OK) {
+    PHP_SHMLINK_COUNT(errors);
+    php_shmlink_throw_answer(status, id);
+    RETURN_THROWS();
+  }
+  zval response;
+  response_string(s, &response);
+  array_init_size(return_value, 2);
+  add_next_index_long(return_value, (zend_long)id);
+  add_next_index_zval(return_value, &response);
+}
+
+ZEND_METHOD(Shmlink_Client, abandon) {
+  zend_long id;
+  ZEND_PARSE_PARAMETERS_START(1, 1)
+  Z_PARAM_LONG(id)
+  ZEND_PARSE_PARAMETERS_END();
+
+  /* Nothing is in flight on a closed session: no exception for giving up. */
+  php_shmlink_session *s = THIS_CLIENT()->session;
+  if (s == NULL || s->closed || !php_shmlink_session_owned(s) || id <= 0) {
+    RETURN_FALSE;
+  }
+  RETURN_BOOL(shmlink_client_abandon(s->client, (uint64_t)id) == 1);
 }

@@ -34,6 +34,14 @@ void php_shmlink_throw(shmlink_status status) {
   zend_throw_exception(class_of(status), detail, code);
 }
 
+void php_shmlink_throw_answer(shmlink_status status, uint64_t id) {
+  php_shmlink_throw(status);
+  if (status == SHMLINK_E_REMOTE && EG(exception) != NULL) {
+    zend_update_property_long(php_shmlink_remote_exception_ce, EG(exception), ZEND_STRL("callId"),
+                              (zend_long)id);
+  }
+}
+
 void php_shmlink_throw_closed(const char *format, ...) {
   va_list args;
   va_start(args, format);

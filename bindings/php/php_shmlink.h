@@ -47,6 +47,10 @@ extern php_shmlink_counters php_shmlink_stats;
 /* errors.c: throws the exception for a failed library call, with
  * shmlink_last_error() as its message. */
 void php_shmlink_throw(shmlink_status status);
+/* errors.c: php_shmlink_throw for the answer to call id (received with
+ * Client::receive() or tryReceive()): a RemoteException carries the id as
+ * its callId. */
+void php_shmlink_throw_answer(shmlink_status status, uint64_t id);
 /* errors.c: throws Shmlink\ClosedException with a formatted message. */
 void php_shmlink_throw_closed(const char *format, ...) ZEND_ATTRIBUTE_FORMAT(printf, 1, 2);
 

@@ -33,6 +33,32 @@ namespace Shmlink {
         /** The next response of a sent call; $id receives its call id. */
         public function receive(?int &$id = null, ?float $timeout = null): string {}
 
+        /**
+         * The next response of a sent call if one has arrived, never
+         * waiting for one: [int $id, string $response], or null when none
+         * has (then stream() becomes readable when one does) or no call is
+         * in flight. A remote error throws RemoteException with the call's
+         * id as its callId.
+         */
+        public function tryReceive(): ?array {}
+
+        /**
+         * Gives up on a call sent with send(): its response is dropped when
+         * it comes (or now, if it came). True when the call was in flight.
+         */
+        public function abandon(int $id): bool {}
+
+        /**
+         * A read-only stream for stream_select() and event loops (ReactPHP,
+         * amphp, Revolt) to watch, never to read: readable when a response
+         * has begun to arrive after tryReceive() returned null, or when the
+         * session ends. The same stream each time; closed with the client;
+         * fclose() on it leaves the client open.
+         *
+         * @return resource
+         */
+        public function stream() {}
+
         /** Sends a one-way message: no response. */
         public function notify(string $message): void {}
 
@@ -224,7 +250,14 @@ namespace Shmlink {
     class ClosedException extends Exception {}
 
     /** The handler answered with an error: getCode() is its code. */
-    class RemoteException extends Exception {}
+    class RemoteException extends Exception
+    {
+        /**
+         * The id of the failed call when it was received with receive() or
+         * tryReceive() (null from call()).
+         */
+        public ?int $callId = null;
+    }
 
     class ProtocolException extends Exception {}
 

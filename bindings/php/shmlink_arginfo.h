@@ -1,5 +1,5 @@
 /* This is a generated file, edit the .stub.php file instead.
- * Stub hash: e1b89cd8db289306b67ceb7dc0dc8244dda89e92 */
+ * Stub hash: e0f87414640858581cee7d5f4350b452c639298a */
 
 ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_Shmlink_stats, 0, 0, IS_ARRAY, 0)
 ZEND_END_ARG_INFO()
@@ -21,6 +21,16 @@ ZEND_END_ARG_INFO()
 ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_class_Shmlink_Client_receive, 0, 0, IS_STRING, 0)
 	ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(1, id, IS_LONG, 1, "null")
 	ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, timeout, IS_DOUBLE, 1, "null")
+ZEND_END_ARG_INFO()
+
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_class_Shmlink_Client_tryReceive, 0, 0, IS_ARRAY, 1)
+ZEND_END_ARG_INFO()
+
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_class_Shmlink_Client_abandon, 0, 1, _IS_BOOL, 0)
+	ZEND_ARG_TYPE_INFO(0, id, IS_LONG, 0)
+ZEND_END_ARG_INFO()
+
+ZEND_BEGIN_ARG_INFO_EX(arginfo_class_Shmlink_Client_stream, 0, 0, 0)
 ZEND_END_ARG_INFO()
 
 ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_class_Shmlink_Client_notify, 0, 1, IS_VOID, 0)
@@ -78,14 +88,13 @@ ZEND_END_ARG_INFO()
 
 #define arginfo_class_Shmlink_Worker_end arginfo_class_Shmlink_Client_close
 
-ZEND_BEGIN_ARG_INFO_EX(arginfo_class_Shmlink_HttpRequest___construct, 0, 0, 0)
-ZEND_END_ARG_INFO()
+#define arginfo_class_Shmlink_HttpRequest___construct arginfo_class_Shmlink_Client_stream
 
 ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_class_Shmlink_HttpRequest_header, 0, 1, IS_STRING, 1)
 	ZEND_ARG_TYPE_INFO(0, name, IS_STRING, 0)
 ZEND_END_ARG_INFO()
 
-#define arginfo_class_Shmlink_HttpRequest_bodyStream arginfo_class_Shmlink_HttpRequest___construct
+#define arginfo_class_Shmlink_HttpRequest_bodyStream arginfo_class_Shmlink_Client_stream
 
 #define arginfo_class_Shmlink_HttpRequest_globals arginfo_class_Shmlink_Client_close
 
@@ -101,6 +110,9 @@ ZEND_METHOD(Shmlink_Client, __construct);
 ZEND_METHOD(Shmlink_Client, call);
 ZEND_METHOD(Shmlink_Client, send);
 ZEND_METHOD(Shmlink_Client, receive);
+ZEND_METHOD(Shmlink_Client, tryReceive);
+ZEND_METHOD(Shmlink_Client, abandon);
+ZEND_METHOD(Shmlink_Client, stream);
 ZEND_METHOD(Shmlink_Client, notify);
 ZEND_METHOD(Shmlink_Client, isConnected);
 ZEND_METHOD(Shmlink_Client, transport);
@@ -135,6 +147,9 @@ static const zend_function_entry class_Shmlink_Client_methods[] = {
 	ZEND_ME(Shmlink_Client, call, arginfo_class_Shmlink_Client_call, ZEND_ACC_PUBLIC)
 	ZEND_ME(Shmlink_Client, send, arginfo_class_Shmlink_Client_send, ZEND_ACC_PUBLIC)
 	ZEND_ME(Shmlink_Client, receive, arginfo_class_Shmlink_Client_receive, ZEND_ACC_PUBLIC)
+	ZEND_ME(Shmlink_Client, tryReceive, arginfo_class_Shmlink_Client_tryReceive, ZEND_ACC_PUBLIC)
+	ZEND_ME(Shmlink_Client, abandon, arginfo_class_Shmlink_Client_abandon, ZEND_ACC_PUBLIC)
+	ZEND_ME(Shmlink_Client, stream, arginfo_class_Shmlink_Client_stream, ZEND_ACC_PUBLIC)
 	ZEND_ME(Shmlink_Client, notify, arginfo_class_Shmlink_Client_notify, ZEND_ACC_PUBLIC)
 	ZEND_ME(Shmlink_Client, isConnected, arginfo_class_Shmlink_Client_isConnected, ZEND_ACC_PUBLIC)
 	ZEND_ME(Shmlink_Client, transport, arginfo_class_Shmlink_Client_transport, ZEND_ACC_PUBLIC)
@@ -376,6 +391,12 @@ static zend_class_entry *register_class_Shmlink_RemoteException(zend_class_entry
 
 	INIT_NS_CLASS_ENTRY(ce, "Shmlink", "RemoteException", class_Shmlink_RemoteException_methods);
 	class_entry = zend_register_internal_class_ex(&ce, class_entry_Shmlink_Exception);
+
+	zval property_callId_default_value;
+	ZVAL_NULL(&property_callId_default_value);
+	zend_string *property_callId_name = zend_string_init("callId", sizeof("callId") - 1, 1);
+	zend_declare_typed_property(class_entry, property_callId_name, &property_callId_default_value, ZEND_ACC_PUBLIC, NULL, (zend_type) ZEND_TYPE_INIT_MASK(MAY_BE_LONG|MAY_BE_NULL));
+	zend_string_release(property_callId_name);
 
 	return class_entry;
 }

@@ -1,6 +1,7 @@
 // shmlink.hpp: RAII, move semantics, exceptions and Status results, handlers
 // as lambdas (HandlerError, other exceptions), call_view, pipelining and the
 // server's serve/start/stop/wait on every transport.
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -90,6 +91,32 @@ TEST_P(CppTest, CallAndCallView) {
   std::string big = pattern(3 << 20, 1);
   EXPECT_TRUE(c.call(big) == big);
   EXPECT_EQ(c.call_view("size:100000"), pattern(100000));
+}
+
+TEST_P(CppTest, AnEventLoopWaitsOnTheClientsDescriptor) {
+  shmlink::Client c = shmlink::Client::connect(address_);
+  int fd = c.fd();
+  ASSERT_GE(fd, 0);
+  std::map<uint64_t, std::string> want;
+  for (int i = 0; i < 32; ++i) {
+    std::string req = "loop" + std::to_string(i);
+    want[c.send(req)] = req;
+  }
+  uint64_t dropped = c.send("dropped");
+  EXPECT_TRUE(c.abandon(dropped));
+  while (!want.empty()) {
+    auto got = c.try_receive();
+    if (!got) {
+      pollfd p{fd, POLLIN, 0};
+      ASSERT_EQ(::poll(&p, 1, 10'000), 1) << "no wake-up in 10 s";
+      continue;
+    }
+    auto it = want.find(got->first);
+    ASSERT_NE(it, want.end()) << "an answer to no call: " << got->first;
+    EXPECT_EQ(got->second, it->second);
+    want.erase(it);
+  }
+  EXPECT_EQ(c.call("after"), "after");
 }
 
 TEST_P(CppTest, ScopeExitClosesTheSession) {

@@ -179,6 +179,41 @@ TEST_P(ServerKilledMidCall, CallFailsWithPeerGoneWithinOneSecond) {
   EXPECT_EQ(shmlink_client_is_connected(idle.get()), 0);
 }
 
+// A client waiting in an event loop (on shmlink_client_fd) when its server
+// is killed: the descriptor becomes readable and try_receive reports the
+// death.
+TEST_P(ServerKilledMidCall, ALoopWaitingOnTheDescriptorWakesWithPeerGone) {
+  TempDir dir;
+  Child server(SHMLINK_TEST_SERVER, {bind_address(GetParam(), dir)});
+  auto ready = server.read_line(Clock::now() + 20s);
+  ASSERT_TRUE(ready.has_value()) << "test_server did not print ready";
+  std::istringstream words(*ready);
+  std::string word, address;
+  words >> word >> address;
+  ASSERT_EQ(word, "ready") << *ready;
+  ClientPtr c = connect_by(address, Clock::now() + 10s);
+  ASSERT_TRUE(c);
+  int fd = -1;
+  ASSERT_EQ(shmlink_client_fd(c.get(), &fd), SHMLINK_OK) << last_error();
+  uint64_t id = 0;
+  ASSERT_EQ(shmlink_client_send(c.get(), bytes("sleep"), 5, &id), SHMLINK_OK) << last_error();
+  ASSERT_EQ(server.read_line(Clock::now() + 10s).value_or("<nothing>"), "entered");
+  Buffer out;
+  ASSERT_EQ(shmlink_client_try_receive(c.get(), &id, out.get()), SHMLINK_E_WOULD_BLOCK);
+  server.kill_now();
+  server.reap();
+  shmlink_status st = SHMLINK_E_WOULD_BLOCK;
+  auto deadline = Clock::now() + 5s;
+  while (st == SHMLINK_E_WOULD_BLOCK) {
+    ASSERT_LT(Clock::now(), deadline) << "the death never showed";
+    pollfd p{fd, POLLIN, 0};
+    ASSERT_EQ(poll(&p, 1, 5'000), 1) << "no wake-up in 5 s after SIGKILL";
+    st = shmlink_client_try_receive(c.get(), &id, out.get());
+  }
+  EXPECT_TRUE(st == SHMLINK_E_PEER_GONE || st == SHMLINK_E_CLOSED)
+      << shmlink_error_string(st) << ": " << last_error();
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, ServerKilledMidCall,
                          ::testing::Values(Transport::Shm, Transport::Unix, Transport::Tcp),
                          transport_name);

@@ -127,6 +127,10 @@ typedef enum shmlink_status {
   // goes on: send or free loans, or call with `shmlink_client_call` (it
   // streams).
   SHMLINK_E_ARENA_FULL = 17,
+  // `shmlink_client_try_receive`: no answer has arrived yet. Not a
+  // failure: wait until the descriptor of `shmlink_client_fd` is
+  // readable, then try again.
+  SHMLINK_E_WOULD_BLOCK = 18,
 } shmlink_status;
 
 // A client session (opaque). One thread at a time: a call made while another
@@ -602,6 +606,41 @@ enum shmlink_status shmlink_client_recv(struct shmlink_client *client,
                                         uint64_t timeout_us,
                                         uint64_t *out_id,
                                         struct shmlink_buffer *response);
+
+// The descriptor an event loop (epoll, poll, libuv, Go's poller) watches
+// for this client: it becomes readable when an answer has begun to arrive
+// after `shmlink_client_try_receive` returned `SHMLINK_E_WOULD_BLOCK`, or
+// when the session ends. Made on first use (over `shm:` the server is then
+// handed an eventfd it rings whenever it would wake this client; blocking
+// calls still work on the same client). The descriptor stays the
+// client's: watch it, never read or close it; it is closed with the
+// client. `SHMLINK_E_NOT_AGREED` over `shm:` with a server of an older
+// build.
+//
+// # Safety
+// `client` is NULL or a live client; `out_fd` is writable.
+enum shmlink_status shmlink_client_fd(struct shmlink_client *client, int *out_fd);
+
+// Receives the next answer of a pipelined call if one has arrived, never
+// waiting for one to begin: `SHMLINK_E_WOULD_BLOCK` when none has (the
+// descriptor of `shmlink_client_fd`, asked for before, then becomes
+// readable when one does). An answer whose first bytes are there is
+// received whole. `*out_id` gets the call id, also with `SHMLINK_E_REMOTE`.
+//
+// # Safety
+// As `shmlink_client_recv`.
+enum shmlink_status shmlink_client_try_receive(struct shmlink_client *client,
+                                               uint64_t *out_id,
+                                               struct shmlink_buffer *response);
+
+// Gives up on a call sent with `shmlink_client_send`: its answer is
+// dropped when it comes (or now, if it came). 1 when the call was in
+// flight, 0 when not (answered and received, abandoned already, never
+// sent, or a NULL or closed client).
+//
+// # Safety
+// `client` is NULL or a live client.
+int32_t shmlink_client_abandon(struct shmlink_client *client, uint64_t id);
 
 // Sends a one-way message: no response, no id.
 //

@@ -753,6 +753,96 @@ pub unsafe extern "C" fn shmlink_client_recv(
     })
 }
 
+/// The descriptor an event loop (epoll, poll, libuv, Go's poller) watches
+/// for this client: it becomes readable when an answer has begun to arrive
+/// after `shmlink_client_try_receive` returned `SHMLINK_E_WOULD_BLOCK`, or
+/// when the session ends. Made on first use (over `shm:` the server is then
+/// handed an eventfd it rings whenever it would wake this client; blocking
+/// calls still work on the same client). The descriptor stays the
+/// client's: watch it, never read or close it; it is closed with the
+/// client. `SHMLINK_E_NOT_AGREED` over `shm:` with a server of an older
+/// build.
+///
+/// # Safety
+/// `client` is NULL or a live client; `out_fd` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn shmlink_client_fd(
+    client: *mut shmlink_client,
+    out_fd: *mut std::ffi::c_int,
+) -> shmlink_status {
+    guard(|| {
+        // SAFETY: the pointers are NULL or valid, per the contract.
+        let (client, out_fd) = unsafe { (client.as_ref(), out_fd.as_mut()) };
+        let client = required(client, "client")?;
+        let out_fd = required(out_fd, "out_fd")?;
+        *out_fd = client.with(|c| {
+            use std::os::fd::AsRawFd;
+            Ok(c.poll_fd()?.as_raw_fd())
+        })?;
+        Ok(())
+    })
+}
+
+/// Receives the next answer of a pipelined call if one has arrived, never
+/// waiting for one to begin: `SHMLINK_E_WOULD_BLOCK` when none has (the
+/// descriptor of `shmlink_client_fd`, asked for before, then becomes
+/// readable when one does). An answer whose first bytes are there is
+/// received whole. `*out_id` gets the call id, also with `SHMLINK_E_REMOTE`.
+///
+/// # Safety
+/// As `shmlink_client_recv`.
+#[no_mangle]
+pub unsafe extern "C" fn shmlink_client_try_receive(
+    client: *mut shmlink_client,
+    out_id: *mut u64,
+    response: *mut shmlink_buffer,
+) -> shmlink_status {
+    guard(|| {
+        // SAFETY: the pointers are NULL or valid, per the contract.
+        let (client, out_id, response) =
+            unsafe { (client.as_ref(), out_id.as_mut(), response.as_mut()) };
+        let client = required(client, "client")?;
+        let response = required(response, "response")?;
+        let reply = client.with(|c| {
+            // SAFETY: the buffer is all zero or was filled by the library.
+            c.recycle(unsafe { response.take() });
+            c.try_recv()?.ok_or_else(|| {
+                Failure::new(
+                    shmlink_status::SHMLINK_E_WOULD_BLOCK,
+                    "no answer has arrived yet: wait until the descriptor of shmlink_client_fd is readable",
+                )
+            })
+        })?;
+        if let Some(out) = out_id {
+            *out = reply.id;
+        }
+        response.put(reply.result.map_err(shmlink::Error::Remote)?);
+        Ok(())
+    })
+}
+
+/// Gives up on a call sent with `shmlink_client_send`: its answer is
+/// dropped when it comes (or now, if it came). 1 when the call was in
+/// flight, 0 when not (answered and received, abandoned already, never
+/// sent, or a NULL or closed client).
+///
+/// # Safety
+/// `client` is NULL or a live client.
+#[no_mangle]
+pub unsafe extern "C" fn shmlink_client_abandon(client: *mut shmlink_client, id: u64) -> i32 {
+    // SAFETY: `client` is NULL or valid, per the contract.
+    let client = unsafe { client.as_ref() };
+    let Some(client) = client else {
+        return 0;
+    };
+    let mut was = false;
+    let _ = guard(|| {
+        was = client.with(|c| Ok(c.abandon(id)))?;
+        Ok(())
+    });
+    i32::from(was)
+}
+
 /// Sends a one-way message: no response, no id.
 ///
 /// # Safety

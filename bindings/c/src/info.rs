@@ -21,7 +21,7 @@ pub extern "C" fn shmlink_version() -> *const c_char {
 #[no_mangle]
 pub extern "C" fn shmlink_error_string(code: i32) -> *const c_char {
     use shmlink_status::*;
-    const ALL: [shmlink_status; 18] = [
+    const ALL: [shmlink_status; 19] = [
         SHMLINK_OK,
         SHMLINK_E_INVALID_ARGUMENT,
         SHMLINK_E_INVALID_ADDRESS,
@@ -40,6 +40,7 @@ pub extern "C" fn shmlink_error_string(code: i32) -> *const c_char {
         SHMLINK_E_STATE,
         SHMLINK_E_UNSUPPORTED,
         SHMLINK_E_ARENA_FULL,
+        SHMLINK_E_WOULD_BLOCK,
     ];
     ALL.iter()
         .find(|s| **s as i32 == code)

@@ -54,6 +54,10 @@ pub enum shmlink_status {
     /// goes on: send or free loans, or call with `shmlink_client_call` (it
     /// streams).
     SHMLINK_E_ARENA_FULL = 17,
+    /// `shmlink_client_try_receive`: no answer has arrived yet. Not a
+    /// failure: wait until the descriptor of `shmlink_client_fd` is
+    /// readable, then try again.
+    SHMLINK_E_WOULD_BLOCK = 18,
 }
 
 use shmlink_status::*;
@@ -80,6 +84,7 @@ impl shmlink_status {
             SHMLINK_E_STATE => c"wrong state",
             SHMLINK_E_UNSUPPORTED => c"not supported by the transport",
             SHMLINK_E_ARENA_FULL => c"arena full",
+            SHMLINK_E_WOULD_BLOCK => c"nothing has arrived yet",
         }
     }
 

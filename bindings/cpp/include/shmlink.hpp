@@ -688,6 +688,34 @@ class Client {
     return s;
   }
 
+  // The descriptor an event loop (epoll, poll, asio, libuv) watches: it
+  // becomes readable when an answer has begun to arrive after try_receive
+  // returned nothing, or when the session ends. The client's own: watch it,
+  // never read or close it. Throws Error (SHMLINK_E_NOT_AGREED over shm:
+  // with a server of an older build).
+  int fd() {
+    require();
+    int out = -1;
+    detail::check(shmlink_client_fd(handle_, &out));
+    return out;
+  }
+
+  // The next pipelined answer if one has arrived, never waiting for one to
+  // begin: {call id, response}, or nothing (fd() then becomes readable when
+  // one does). A handler's error throws RemoteError naming the call.
+  std::optional<std::pair<uint64_t, std::string>> try_receive() {
+    require();
+    uint64_t id = 0;
+    shmlink_status code = shmlink_client_try_receive(handle_, &id, &buffer_);
+    if (code == SHMLINK_E_WOULD_BLOCK) return std::nullopt;
+    if (code != SHMLINK_OK) detail::raise(detail::capture(code), id);
+    return std::make_pair(id, std::string(detail::view(buffer_)));
+  }
+
+  // Gives up on a sent call: its answer is dropped when it comes. False
+  // when it was not in flight.
+  bool abandon(uint64_t id) noexcept { return shmlink_client_abandon(handle_, id) == 1; }
+
   // Sends a one-way message: no response, no id. Throws Error.
   void notify(std::string_view message) {
     require();

@@ -8,4 +8,4 @@ $argv = [__FILE__];
 require dirname(__DIR__) . '/tools/check-arginfo.php';
 ?>
 --EXPECT--
-check-arginfo: 11 classes, 25 methods and 1 functions agree with shmlink.stub.php
+check-arginfo: 11 classes, 28 methods and 1 functions agree with shmlink.stub.php

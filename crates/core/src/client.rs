@@ -394,6 +394,7 @@ impl Client {
             .send_with_fds(Kind::Request, id, request, fds, deadline)?;
         self.next_id += 1;
         self.in_flight.insert(id);
+        self.session.expect_answer();
         Ok(id)
     }
 
@@ -473,6 +474,10 @@ impl Client {
             return Ok(Some(r));
         }
         if self.in_flight.is_empty() {
+            // Nothing is expected: the descriptor goes quiet (a loop that
+            // watches it level-triggered must not wake for the last ring),
+            // until the session ends or something arrives after all.
+            self.session.quiet();
             return Err(Error::NothingInFlight {
                 address: self.address.to_string(),
             });

@@ -513,6 +513,18 @@ impl Session {
         }
     }
 
+    /// After a call was sent: see [`Link::expect_answer`].
+    #[inline(always)]
+    pub(crate) fn expect_answer(&mut self) {
+        self.link.expect_answer();
+    }
+
+    /// Makes the readiness descriptor not ready until something arrives or
+    /// the session ends (nothing is expected: no sleep is announced).
+    pub(crate) fn quiet(&mut self) {
+        self.link.quiet();
+    }
+
     /// The descriptor an event loop watches for this session, made on first
     /// use: readable when a message has begun to arrive (after
     /// [`Session::try_recv_into`] found none) or the session ends. Over

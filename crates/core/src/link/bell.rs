@@ -77,6 +77,13 @@ impl Readiness {
         let _ = self.set.wait(&mut self.tokens, true);
     }
 
+    /// Makes the descriptor readable now (data is already there).
+    pub(crate) fn ring(&self) {
+        if let Some(b) = &self.bell {
+            b.signal();
+        }
+    }
+
     /// The descriptor a loop watches.
     pub(crate) fn fd(&self) -> BorrowedFd<'_> {
         self.set.as_fd()

@@ -204,6 +204,23 @@ impl Link {
         }
     }
 
+    /// After a call was sent: with a loop watching, its answer will make the
+    /// readiness descriptor readable (a stream's socket does by itself).
+    #[inline(always)]
+    pub(crate) fn expect_answer(&mut self) {
+        if let Link::Shm(l) = self {
+            l.expect_answer();
+        }
+    }
+
+    /// Makes the readiness descriptor not ready (without announcing a
+    /// sleep: the eventfd rings again only after the next [`Link::arm`]).
+    pub(crate) fn quiet(&mut self) {
+        if let Link::Shm(l) = self {
+            l.quiet();
+        }
+    }
+
     /// Withdraws what [`Link::arm`] announced (a frame was found).
     pub(crate) fn disarm(&mut self) {
         if let Link::Shm(l) = self {

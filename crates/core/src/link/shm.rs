@@ -321,6 +321,37 @@ impl ShmLink {
         }
     }
 
+    /// After a call was sent, with a loop watching: makes sure its answer
+    /// will make the descriptor readable, whether or not the loop asks
+    /// [`ShmLink::arm`] first. Announces sleep unless announced already (an
+    /// atomic store and a read-modify-write, no syscall); when data is
+    /// already there, rings our own eventfd instead.
+    pub(crate) fn expect_answer(&mut self) {
+        let Some(r) = self.readiness.as_ref() else {
+            return;
+        };
+        if self.armed {
+            return;
+        }
+        let cons = &mut self.ends.consumer;
+        match cons.prepare_sleep() {
+            Ok(Some(_)) => self.armed = true,
+            Ok(None) => {
+                cons.finish_sleep();
+                r.ring();
+            }
+            // A corrupted ring: the next receive reports it.
+            Err(_) => r.ring(),
+        }
+    }
+
+    /// Quiets the readiness descriptor without announcing a sleep.
+    pub(crate) fn quiet(&mut self) {
+        if let Some(r) = self.readiness.as_mut() {
+            r.quiet();
+        }
+    }
+
     /// Withdraws the loop's sleep announcement (data was found).
     pub(crate) fn disarm(&mut self) {
         if self.armed {

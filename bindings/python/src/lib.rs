@@ -9,11 +9,18 @@
 //!   GIL released, so a thread blocked in a call never holds the GIL and a
 //!   thread holding the GIL never waits for the mutex: concurrent use from
 //!   several Python threads is serialized, never deadlocked.
+//! - The asyncio forms (`acall`...) live in Python (`python/shmlink/
+//!   _aio.py`) on four primitives here: `fileno()` (the core's readiness
+//!   descriptor, watched by the event loop), `try_recv()` (never waits for
+//!   an answer to begin), `abandon(id)`, and a wake hook that a blocking
+//!   `call`/`recv` runs when it returns, because it may have taken answers
+//!   the loop waits for off the session without the descriptor telling.
 //! - A `Server` serves on the core's threads (one per session); each request
 //!   takes the GIL to run the Python handler. `serve()` waits on its own
 //!   thread, waking every 50 ms to run Python signal handlers, so
 //!   `signal.signal(SIGTERM, lambda *_: server.stop())` and Ctrl-C work.
 
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Mutex, TryLockError};
@@ -204,9 +211,37 @@ struct PyClient {
     /// what `is_connected` says while another thread is in a call.
     usable: AtomicBool,
     address: String,
+    /// The client's default timeout (for the asyncio layer's own timers).
+    timeout: Duration,
+    /// Whether a wake hook is set (read without the lock on every
+    /// blocking call).
+    hooked: AtomicBool,
+    /// Called after a blocking `call`/`recv` returns while set: the asyncio
+    /// layer's `kick`, which looks for answers such a call filed for it.
+    hook: Mutex<Option<Py<PyAny>>>,
 }
 
 impl PyClient {
+    /// Runs the wake hook, if set (after a blocking receive). An exception
+    /// it raises is reported as unraisable: the blocking call succeeded.
+    fn run_hook(&self, py: Python<'_>) {
+        if !self.hooked.load(Ordering::Relaxed) {
+            return;
+        }
+        let hook = match self.hook.try_lock() {
+            Ok(guard) => guard.as_ref().map(|h| h.clone_ref(py)),
+            Err(TryLockError::Poisoned(p)) => p.into_inner().as_ref().map(|h| h.clone_ref(py)),
+            // Only ever held with the GIL, briefly, by the setter: with the
+            // GIL held here, nobody holds it.
+            Err(TryLockError::WouldBlock) => None,
+        };
+        if let Some(hook) = hook {
+            if let Err(e) = hook.call0(py) {
+                e.write_unraisable(py, Some(hook.bind(py)));
+            }
+        }
+    }
+
     /// Runs `f` on the client with the GIL released.
     fn with<T: Send>(
         &self,
@@ -252,6 +287,7 @@ impl PyClient {
             // Large requests lent through the arena, as the core defaults.
             ..defaults
         };
+        let timeout = options.timeout;
         let client = py
             .allow_threads(|| shmlink::Client::connect(address, options))
             .map_err(|e| py_err(py, e))?;
@@ -259,6 +295,9 @@ impl PyClient {
             inner: Mutex::new(Some(client)),
             usable: AtomicBool::new(true),
             address: address.to_string(),
+            timeout,
+            hooked: AtomicBool::new(false),
+            hook: Mutex::new(None),
         })
     }
 
@@ -281,7 +320,9 @@ impl PyClient {
         let response = self.with(py, |c| match timeout {
             Some(t) => c.call_timeout(request, t),
             None => c.call(request),
-        })?;
+        });
+        self.run_hook(py);
+        let response = response?;
         let out = PyBytes::new(py, &response);
         // Give the buffer back for the next response if nobody else is
         // using the client now (try_lock never waits, so holding the GIL here
@@ -315,7 +356,9 @@ impl PyClient {
         let reply = self.with(py, |c| match timeout {
             Some(t) => c.recv_timeout(t),
             None => c.recv(),
-        })?;
+        });
+        self.run_hook(py);
+        let reply = reply?;
         match reply.result {
             Ok(body) => Ok((reply.id, PyBytes::new(py, &body))),
             Err(r) => Err(remote_err(py, r, reply.id)),
@@ -327,6 +370,82 @@ impl PyClient {
         let input = input(data, "data")?;
         let message = input.bytes();
         self.with(py, |c| c.notify(message))
+    }
+
+    /// The descriptor an event loop watches for this client (what
+    /// ``acall`` registers with ``loop.add_reader``): readable when an
+    /// answer has begun to arrive after ``try_recv()`` returned None, or
+    /// when the session ends. Made on first use (over ``shm:`` the server
+    /// is handed an eventfd to ring). It stays the client's: watch it
+    /// (``select``, ``selectors``, ``os.dup`` it for a loop), never read or
+    /// close it; it is closed with the client.
+    ///
+    /// Raises Error over ``shm:`` with a server of an older build (no loop
+    /// wake-ups: use the blocking calls), ClosedError.
+    fn fileno(&self, py: Python<'_>) -> PyResult<i32> {
+        self.with(py, |c| c.poll_fd().map(|fd| fd.as_raw_fd()))
+    }
+
+    /// The next answer of a call made with ``send()``, if one has arrived:
+    /// ``(call_id, response)``, where a failed handler's answer is a
+    /// RemoteError instance (returned, not raised; its ``.call_id`` names
+    /// the call). Never waits for an answer to begin: None when none has
+    /// (the ``fileno()`` descriptor then becomes readable when one does)
+    /// or when no call is in flight. An answer whose first bytes are there
+    /// is received whole (its other chunks within the client's timeout).
+    /// Answers of abandoned calls are dropped on the way.
+    ///
+    /// Raises ClosedError when the session ended (server gone),
+    /// ProtocolError.
+    fn try_recv(&self, py: Python<'_>) -> PyResult<Option<(u64, Py<PyAny>)>> {
+        let reply = self.with(py, |c| match c.try_recv() {
+            Err(Error::NothingInFlight { .. }) => Ok(None),
+            r => r,
+        })?;
+        Ok(reply.map(|r| {
+            let value = match r.result {
+                Ok(body) => PyBytes::new(py, &body).into_any().unbind(),
+                Err(e) => remote_err(py, e, r.id).into_value(py).into_any(),
+            };
+            (r.id, value)
+        }))
+    }
+
+    /// Gives up on a call made with ``send()``: its answer is dropped when
+    /// it comes (or now, if it came and was not received). False when the
+    /// call is not in flight (received already, abandoned, never sent).
+    fn abandon(&self, py: Python<'_>, call_id: u64) -> PyResult<bool> {
+        self.with(py, |c| Ok(c.abandon(call_id)))
+    }
+
+    /// The client's timeout in seconds (the ``timeout`` given to the
+    /// constructor): the default of ``call``, ``recv``, ``acall``, ``arecv``.
+    #[getter]
+    fn timeout(&self) -> f64 {
+        self.timeout.as_secs_f64()
+    }
+
+    /// Sets (or with None clears) a callable run with no arguments after
+    /// each blocking ``call``/``recv`` returns, on the thread that made it:
+    /// the asyncio layer's hook, since such a call may take answers off the
+    /// session that the loop waits for. Internal to ``shmlink``.
+    #[pyo3(signature = (hook))]
+    fn _set_wake_hook(&self, py: Python<'_>, hook: Option<Py<PyAny>>) -> PyResult<()> {
+        if let Some(h) = &hook {
+            if !h.bind(py).is_callable() {
+                return Err(PyTypeError::new_err(
+                    "the wake hook must be callable or None",
+                ));
+            }
+        }
+        let mut guard = self.hook.lock().unwrap_or_else(|p| p.into_inner());
+        self.hooked.store(hook.is_some(), Ordering::Relaxed);
+        let old = std::mem::replace(&mut *guard, hook);
+        drop(guard);
+        // The old hook is released after the lock (its release may run
+        // Python code).
+        drop(old);
+        Ok(())
     }
 
     /// Number of calls sent and not yet received with ``recv()``.

@@ -1,4 +1,5 @@
-"""The GIL is released while waiting; the asyncio forms do not block the loop."""
+"""The GIL is released while waiting; the asyncio forms do not block the loop
+(more of them, against servers in other processes: test_asyncio.py)."""
 
 import asyncio
 import threading
@@ -64,7 +65,8 @@ def test_acall_does_not_block_the_loop(serve):
             assert await c.acall(b"abc") == b"cba"
             task = asyncio.ensure_future(c.acall(b"wait"))
             ticks = 0
-            # The loop keeps running while the call waits in a thread.
+            # The loop keeps running while the call waits (on the loop: the
+            # handler runs on a server thread of this process).
             while ticks < 100:
                 await asyncio.sleep(0)
                 ticks += 1

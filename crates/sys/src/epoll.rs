@@ -13,6 +13,10 @@ use rustix::io::Errno;
 pub enum Interest {
     /// Readable, level-triggered (`EPOLLIN`): listeners and event fds.
     Readable,
+    /// Readable, edge-triggered (`EPOLLIN | EPOLLET`): reported once for
+    /// each time the descriptor is signalled (an eventfd written to), even
+    /// when it was readable already, so it never needs to be read.
+    Signalled,
     /// The peer hung up, edge-triggered (`EPOLLRDHUP | EPOLLIN | EPOLLET`):
     /// reported once when the other end of a socket closes (or sends bytes,
     /// which a control socket never should after the handshake).
@@ -28,6 +32,7 @@ impl Interest {
     fn flags(self) -> EventFlags {
         match self {
             Interest::Readable => EventFlags::IN,
+            Interest::Signalled => EventFlags::IN | EventFlags::ET,
             Interest::HangUp => EventFlags::RDHUP | EventFlags::IN | EventFlags::ET,
             Interest::Edge => EventFlags::IN | EventFlags::OUT | EventFlags::RDHUP | EventFlags::ET,
         }

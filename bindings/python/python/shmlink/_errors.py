@@ -40,7 +40,8 @@ class RemoteError(Error):
     """The handler on the other side failed.
 
     Attributes: ``code`` (int), ``message`` (the handler's message) and
-    ``call_id`` (for errors returned by ``Client.recv``, else None)."""
+    ``call_id`` (for errors from ``Client.recv``, ``arecv``, ``acall`` and
+    ``try_recv``, else None)."""
 
     code: int = 0
     message: str = ""

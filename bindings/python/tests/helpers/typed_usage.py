@@ -16,7 +16,17 @@ with shmlink.Client("shm:/tmp/x.sock", timeout=1.0) as c:
 
 async def main() -> bytes:
     async with shmlink.Client("shm:/tmp/x.sock") as c2:
-        return await c2.acall(b"x")
+        fd: int = c2.fileno()
+        t: float = c2.timeout
+        got = c2.try_recv()
+        if got is not None:
+            gid, value = got
+            if isinstance(value, shmlink.RemoteError):
+                c2.abandon(gid)
+        cid2: int = await c2.asend(b"y")
+        rid, rbody = await c2.arecv(timeout=t)
+        await c2.anotify(b"z")
+        return await c2.acall(b"x", timeout=0.5)
 
 try:
     pass

@@ -15,14 +15,26 @@ use shmlink_sys::eventfd::EventFd;
 
 use crate::error::{Error, Result};
 
-/// One session's readiness descriptor.
+/// Token of the eventfd in the set.
+const BELL: u64 = 0;
+/// Token of the control socket in the set.
+const CONTROL: u64 = 1;
+
+/// One session's readiness descriptor. Both members are edge-triggered:
+/// each ring of the eventfd and each stir of the control socket puts an
+/// event in the set, which makes the set readable until the event is
+/// taken ([`Readiness::quiet`], one `epoll_wait` that does not wait); the
+/// eventfd's count is never read.
 #[derive(Debug)]
 pub(crate) struct Readiness {
     set: Epoll,
     /// The eventfd the peer rings (`shm:` only).
     bell: Option<EventFd>,
-    /// Room for harvesting the set's edge-triggered events.
+    /// Room for taking the set's events.
     tokens: Vec<u64>,
+    /// The control socket stirred (bytes, or a hang-up) since the session
+    /// last looked at its peer's liveness.
+    stirred: bool,
 }
 
 impl Readiness {
@@ -31,16 +43,17 @@ impl Readiness {
     pub(crate) fn with_bell(control: Option<BorrowedFd<'_>>, peer: &str) -> Result<Readiness> {
         let set = Epoll::new().map_err(|e| io(peer, "epoll_create1", e))?;
         let bell = EventFd::new().map_err(|e| io(peer, "eventfd", e))?;
-        set.add(&bell, 0, Interest::Readable)
+        set.add(&bell, BELL, Interest::Signalled)
             .map_err(|e| io(peer, "epoll_ctl", e))?;
         if let Some(sock) = control {
-            set.add(sock, 1, Interest::HangUp)
+            set.add(sock, CONTROL, Interest::HangUp)
                 .map_err(|e| io(peer, "epoll_ctl", e))?;
         }
         Ok(Readiness {
             set,
             bell: Some(bell),
             tokens: Vec::with_capacity(2),
+            stirred: true,
         })
     }
 
@@ -48,12 +61,13 @@ impl Readiness {
     /// come.
     pub(crate) fn on_socket(sock: BorrowedFd<'_>, peer: &str) -> Result<Readiness> {
         let set = Epoll::new().map_err(|e| io(peer, "epoll_create1", e))?;
-        set.add(sock, 0, Interest::Readable)
+        set.add(sock, BELL, Interest::Readable)
             .map_err(|e| io(peer, "epoll_ctl", e))?;
         Ok(Readiness {
             set,
             bell: None,
             tokens: Vec::with_capacity(1),
+            stirred: false,
         })
     }
 
@@ -67,14 +81,21 @@ impl Readiness {
             .map_err(|e| io(peer, "dup", e))
     }
 
-    /// Makes the descriptor not ready until the next ring or hang-up: the
-    /// eventfd's count reset, the set's edge-triggered events taken. Done
+    /// Makes the descriptor not ready until the next ring or stir: the
+    /// set's events taken (one `epoll_wait` that does not wait). Done
     /// before the side re-checks its ring and tells the loop to wait.
     pub(crate) fn quiet(&mut self) {
-        if let Some(b) = &self.bell {
-            b.clear();
-        }
+        // A failure here leaves the set readable: the loop looks again.
         let _ = self.set.wait(&mut self.tokens, true);
+        if self.tokens.contains(&CONTROL) {
+            self.stirred = true;
+        }
+    }
+
+    /// Whether the control socket stirred since the last call: the peer's
+    /// liveness needs a look.
+    pub(crate) fn take_stirred(&mut self) -> bool {
+        std::mem::take(&mut self.stirred)
     }
 
     /// Makes the descriptor readable now (data is already there).

@@ -303,6 +303,7 @@ impl ShmLink {
             return Ok(!self.ready_now());
         };
         r.quiet();
+        let stirred = r.take_stirred();
         let cons = &mut self.ends.consumer;
         // A new epoch each time: the peer owes one ring per announcement.
         match cons.prepare_sleep() {
@@ -314,7 +315,11 @@ impl ShmLink {
             }
             Err(e) => return Err(corrupt(&self.address, &e)),
         }
-        // After quieting: a hang-up from now on makes the set ready.
+        // The control socket stirred since the last look (a hang-up from
+        // now on makes the set ready again).
+        if !stirred {
+            return Ok(true);
+        }
         match verdict_error(self.watch.check(), &self.address) {
             Some(e) => Err(e),
             None => Ok(true),
@@ -455,8 +460,14 @@ impl ShmLink {
             cons: &mut self.ends.consumer,
             address: &self.address,
         };
-        let waited = wait::wait(&mut w, &terms)?;
-        if waited == Waited::Contended {
+        let waited = wait::wait(&mut w, &terms);
+        // A blocking wait that slept withdrew its announcement, and with it
+        // the loop's: announce again for the loop.
+        if self.armed {
+            self.armed = false;
+            self.expect_answer();
+        }
+        if waited? == Waited::Contended {
             self.spinner.contended(Instant::now());
         }
         self.spinner.record(started.elapsed());

@@ -15,7 +15,7 @@ for f in latest.md latest.json latest.png scenario-latest.md scenario-latest.jso
   pool-dispatch-latest.json http-latest.md http-latest.json http-latest.png arena-latest.md \
   arena-latest.json arena-latest.png arena-memory-latest.md arena-memory-latest.json python-latest.md go-latest.md \
   matrix-latest.md matrix-latest.json python-matrix-latest.md pool-prometheus-latest.md \
-  frameworks-latest.md frameworks-latest.json; do
+  frameworks-latest.md frameworks-latest.json async-latest.md; do
   [ -s "$r/$f" ] || { echo "publish: $r/$f missing: run ci/main.sh first" >&2; exit 1; }
 done
 for ext in md json png; do cp "$r/latest.$ext" "$r/$name.$ext"; done
@@ -30,6 +30,7 @@ cp "$r/python-latest.md" "$r/$name-python.md"
 cp "$r/python-matrix-latest.md" "$r/$name-python-matrix.md"
 cp "$r/pool-prometheus-latest.md" "$r/$name-pool-prometheus.md"
 cp "$r/go-latest.md" "$r/$name-go.md"
+cp "$r/async-latest.md" "$r/$name-async.md"
 
 headline=$(php bench/headline.php "$r/$name.json" "$r/$name-scenario.json" docs/benchmarks.md)
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
@@ -232,6 +233,10 @@ conditions() { sed -n '/^- /p;/^## /q' "$1"; }
   conditions "$r/$name-go.md"
   echo
   sed -n '/^## Against/,$p' "$r/$name-go.md" | sed 's/^## /### /'
+  echo
+  echo "Source: [\`bench/results/$name-async.md\`](../bench/results/$name-async.md)."
+  echo
+  sed 's/^### /#### /' "$r/$name-async.md"
   echo
   cat bench/reading.md
 } >docs/benchmarks.md

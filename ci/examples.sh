@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the examples against the installed package and runs them: the C++
 # daemon on shm, unix and tcp (plus its raw-socket listeners), the C and C++
-# clients against each address, the C bench client once, `shmlink inspect`
+# clients against each address, the C event-loop client (epoll, 3 sessions), the C bench client once, `shmlink inspect`
 # on it (the CLI must be built: target/release/shmlink), then SIGTERM.
 #   SHMLINK_PREFIX   where `make install` put shmlink (default target/stage)
 set -euo pipefail
@@ -33,6 +33,8 @@ for a in "${addresses[@]}"; do
   case $a in raw:*) continue ;; esac
   "$bin/c-client/shmlink-c-client" "$a" 2000
   "$bin/cpp-client/shmlink-cpp-client" "$a" 2000
+  # One thread on epoll: 3 sessions with 64 calls in flight each.
+  "$bin/c-loop/shmlink-c-loop" "$a" 3 64 20
 done
 out=$("$bin/bench-c-client/shmlink-c-bench" "shm:$dir/d.sock" 2048 2000 100)
 echo "$out" | grep -Eq '^\{"size":2048,"calls":2000,"p50_ns":[0-9]+,"p99_ns":[0-9]+,"p999_ns":[0-9]+,"mean_ns":[0-9.]+,"cpu_ns":[0-9]+\}$' \

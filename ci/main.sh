@@ -12,6 +12,8 @@
 #      -> bench/results/arena-memory-latest.{md,json};
 #      the Python and Go bindings against Python's socket module, Go's
 #      net.UnixConn and shmipc-go -> bench/results/{python,go}-latest.md;
+#      async calls beside blocking ones (bench/async/run.sh: Rust on tokio,
+#      C on epoll, Python on asyncio) -> bench/results/async-latest.md;
 #   2. the HTTP benchmark (bench/http/run.sh): three PHP apps under
 #      shmlink pool --http, nginx + PHP-FPM and nginx + PHP-FPM + preload,
 #      loaded by wrk -> bench/results/http-latest.{md,json,png}; a Symfony
@@ -116,6 +118,11 @@ venv=target/python-venv
 "$venv/bin/python" bindings/python/bench.py "${python_args[@]}" --markdown "$out/python-latest.md"
 "$venv/bin/python" bindings/python/wait_matrix.py "${python_matrix_args[@]}" --markdown "$out/python-matrix-latest.md"
 bindings/go/bench.sh "${go_args[@]}" --markdown "$out/go-latest.md" >/dev/null
+
+step "async calls beside blocking ones: Rust (tokio), C (epoll), Python (asyncio)"
+async_args=()
+[ "$quick" = 1 ] && async_args=(--quick)
+bench/async/run.sh "${async_args[@]}" --markdown "$out/async-latest.md"
 
 step "the pool's dispatch: a PHP worker called directly and through shmlink pool; the pool under churn"
 target/release/shmlink pool bench --calls "$requests" --rounds 5 --churn-seconds "$churn" --json "$out/pool-dispatch-latest.json" -- \

@@ -38,6 +38,10 @@ fn main() -> shmlink::Result<()> {
         std::process::exit(2);
     };
     let calls: usize = args.get(2).and_then(|c| c.parse().ok()).unwrap_or(20_000);
+    // 1,000 sessions take a few thousand descriptors: the soft limit up to
+    // the hard one (Debian's soft default is 1,024).
+    let (_, hard) = shmlink_sys::process::descriptor_limit();
+    let _ = shmlink_sys::process::set_descriptor_limit(hard);
     let req = [7u8; 64];
 
     // Blocking, sleep wait.

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Async calls beside blocking ones, in one run against one server
+# (`shmlink echo`, answers whole): at 64 B, one call at a time through an
+# event loop (p50) beside the blocking call with the sleep wait (p50), CPU
+# per call for each, pipelined async calls from one task or thread, and the
+# CPU 1,000 idle async sessions take; for Rust (tokio), C (epoll) and
+# Python (asyncio, its own script and server), shm and unix.
+#   bench/async/run.sh [--calls N] [--markdown FILE]
+# Needs: cargo, target/release/shmlink, the staged C library and
+# examples (make install + make examples), the Python venv with the binding.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+calls=20000
+markdown=""
+python_args=(--rounds 3 --seconds 0.3)
+while [ $# -gt 0 ]; do
+  case $1 in
+    --calls) calls=$2; shift 2 ;;
+    --markdown) markdown=$2; shift 2 ;;
+    --quick) calls=2000; python_args=(--rounds 1 --seconds 0.05); shift ;;
+    *) echo "usage: $0 [--calls N] [--quick] [--markdown FILE]" >&2; exit 2 ;;
+  esac
+done
+cargo build --quiet --release -p shmlink --features tokio --example async_bench
+shmlink=target/release/shmlink
+loop=target/examples/c-loop/shmlink-c-loop
+[ -x "$loop" ] || { echo "async: no $loop (make examples PREFIX=target/stage)" >&2; exit 1; }
+
+dir=$(mktemp -d)
+server=""
+cleanup() {
+  if [ -n "$server" ]; then kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; fi
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+"$shmlink" echo --listen "shm:$dir/a.sock" --listen "unix:$dir/a-unix.sock" --reply-ratio 1 \
+  --max-sessions 4096 --ready-file "$dir/ready" >"$dir/log" 2>&1 &
+server=$!
+for _ in $(seq 500); do   # up to 5 s for the server to listen
+  [ -s "$dir/ready" ] && break
+  kill -0 "$server" 2>/dev/null || { cat "$dir/log"; echo "async: server died" >&2; exit 1; }
+  sleep 0.01
+done
+[ -s "$dir/ready" ] || { echo "async: server not ready in 5 s" >&2; exit 1; }
+
+for t in shm unix; do
+  addr="$t:$dir/a.sock"
+  [ "$t" = unix ] && addr="unix:$dir/a-unix.sock"
+  echo "rust $t $(target/release/examples/async_bench "$addr" "$calls")" >>"$dir/rows"
+  echo "c $t $("$loop" "$addr" --bench "$calls")" >>"$dir/rows"
+done
+python_md="$dir/python.md"
+if [ -x target/python-venv/bin/python ]; then
+  target/python-venv/bin/python bindings/python/async_bench.py "${python_args[@]}" \
+    --markdown "$python_md" >/dev/null
+fi
+
+python3 - "$dir/rows" "$python_md" "$markdown" <<'PY'
+import json, os, sys
+rows, python_md, out = sys.argv[1], sys.argv[2], sys.argv[3]
+lines = ["## Async calls beside blocking ones", "",
+         "`bench/async/run.sh`: one `shmlink echo` server, 64 B requests, each figure from this run. "
+         "*Blocking* is a call with the sleep wait; *async* is one call at a time through an event loop "
+         "(tokio's `AsyncClient::call`, or C `shmlink_client_send` + `epoll_wait` + "
+         "`shmlink_client_try_receive`); *pipelined* keeps 256 calls in flight from one task (Rust) or "
+         "thread (C). CPU is the caller's, per call.", "",
+         "| language | transport | blocking p50 | async p50 | async ÷ blocking | blocking CPU/call | async CPU/call | pipelined async calls/s | pipelined CPU/call | 1,000 idle sessions, CPU |",
+         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+checks = []
+for line in open(rows):
+    lang, t, js = line.split(" ", 2)
+    r = json.loads(js)
+    a = r.get("async_p50_ns", r.get("loop_p50_ns"))
+    acpu = r.get("async_cpu_ns", r.get("loop_cpu_ns"))
+    b = r["blocking_sleep_p50_ns"]
+    ratio = a / b
+    idle = r.get("idle_1000_sessions_cpu_pct")
+    name = {"rust": "Rust (tokio)", "c": "C (epoll)"}[lang]
+    lines.append(f"| {name} | {t} | {b/1e3:.2f} µs | {a/1e3:.2f} µs | {ratio:.2f}× | "
+                 f"{r['blocking_sleep_cpu_ns']/1e3:.2f} µs | {acpu/1e3:.2f} µs | "
+                 f"{r['pipelined_calls_per_s']:,.0f} | {r['pipelined_cpu_ns']/1e3:.2f} µs | "
+                 f"{'' if idle is None else f'{idle:.2f} %'} |")
+    if t == "shm":
+        checks.append(f"- {name}, shm: async ÷ blocking {ratio:.2f}× (goal ≤ 1.3×): {'PASS' if ratio <= 1.3 else 'FAIL'}")
+        if lang == "rust":
+            pp = r["pipelined_calls_per_s"]
+            checks.append(f"- Rust (tokio), shm: pipelined {pp:,.0f} calls/s (goal ≥ 2,000,000): {'PASS' if pp >= 2e6 else 'FAIL'}")
+            checks.append(f"- Rust (tokio), shm: 1,000 idle sessions take {idle:.2f} % of a CPU (goal 0 %): {'PASS' if idle < 0.5 else 'FAIL'}")
+lines += ["", "Goals (issue 36):", ""] + checks
+if os.path.exists(python_md) and os.path.getsize(python_md) > 0:
+    lines += ["", "### Python (asyncio)", "", "`bindings/python/async_bench.py`, in the same run (its own server):", ""]
+    lines += [l.rstrip("\n") for l in open(python_md) if not l.startswith("# ")]
+text = "\n".join(lines) + "\n"
+print(text)
+if out:
+    open(out, "w").write(text)
+PY

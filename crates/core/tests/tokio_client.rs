@@ -151,3 +151,62 @@ fn shm_cancelled_calls_leave_the_session_usable() {
 fn unix_cancelled_calls_leave_the_session_usable() {
     cancelled_calls_leave_the_session_usable(T::Unix);
 }
+
+/// An async handler: each request's `async fn` runs on the runtime (here it
+/// awaits a timer before answering), sessions concurrently.
+fn an_async_handler_answers(t: T) {
+    watchdog("serve", Duration::from_secs(60), move || {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(async move {
+            let dir = TempDir::new(t.scheme());
+            let bind = t.bind_addr(&dir, "a");
+            let server = shmlink::tokio::serve(&[bind.as_str()], |req: Vec<u8>| async move {
+                if req == b"fail" {
+                    return Err(shmlink::RemoteError::new(7, "asked to fail"));
+                }
+                tokio::time::sleep(Duration::from_millis(1)).await;
+                Ok(xform(&req))
+            })
+            .expect("serve");
+            let addr = server.addresses()[0].to_string();
+            let mut tasks = Vec::new();
+            for s in 0..4u32 {
+                let c = AsyncClient::connect(&addr, Default::default())
+                    .await
+                    .expect("connect");
+                for i in 0..50u32 {
+                    let c = c.clone();
+                    tasks.push(tokio::spawn(async move {
+                        let req = format!("{s}.{i}").into_bytes();
+                        assert_eq!(c.call(&req).await.expect("call"), xform(&req));
+                    }));
+                }
+            }
+            for t in tasks {
+                t.await.expect("task");
+            }
+            let c = AsyncClient::connect(&addr, Default::default())
+                .await
+                .expect("connect");
+            match c.call(b"fail").await {
+                Err(shmlink::Error::Remote(r)) => assert_eq!(r.code, 7),
+                other => panic!("a remote error, got {other:?}"),
+            }
+            tokio::task::block_in_place(|| server.stop()).expect("stop");
+        });
+    });
+}
+
+#[test]
+fn shm_an_async_handler_answers() {
+    an_async_handler_answers(T::Shm);
+}
+
+#[test]
+fn unix_an_async_handler_answers() {
+    an_async_handler_answers(T::Unix);
+}

@@ -12,6 +12,10 @@
 //! ([`Client::abandon`]); its answer is dropped when it comes, and the
 //! session stays usable.
 //!
+//! The server side: [`serve`] (or [`AsyncHandler`] given to a
+//! [`crate::Server`]) answers each request with an `async fn` run on the
+//! runtime.
+//!
 //! Sends do not wait for an answer, but one that finds the outgoing ring
 //! (or socket) full waits for room on the calling thread, within the
 //! client's timeout, as [`Client::send`] does: the server empties it
@@ -40,6 +44,9 @@ use crate::error::{Error, RemoteError, Result};
 use crate::options::ClientOptions;
 
 mod fd;
+mod serve;
+
+pub use serve::{serve, AsyncHandler};
 
 /// Where a call's answer waits for it.
 enum Slot {

@@ -25,6 +25,11 @@ RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo clippy -p shmlink-ring
 if grep -rn "std::sync::atomic" crates/ring/src | grep -v "crates/ring/src/sync.rs"; then
   echo "ring: use crate::sync instead of std::sync::atomic" >&2; exit 1
 fi
+# Clocks and the CPU number come through libc (crates/sys/src/clock.rs,
+# cpu.rs), never rustix's own vDSO lookup, which crashes under valgrind.
+if grep -rn "rustix::time::clock_gettime\|rustix::thread::sched_getcpu\|rustix::time::ClockId" crates bindings --include=*.rs; then
+  echo "sys: read clocks and the CPU through crates/sys/src/{clock,cpu}.rs (libc), not rustix's vDSO" >&2; exit 1
+fi
 # C and C++ sources follow .clang-format (the generated header excepted).
 git ls-files -co --exclude-standard '*.c' '*.h' '*.cpp' '*.hpp' \
   | grep -v '^bindings/c/include/shmlink.h$' | grep -v '_arginfo.h$' \

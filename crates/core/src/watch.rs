@@ -155,24 +155,14 @@ pub(crate) struct Spinner {
     /// How long waits for data have taken lately (a moving average, each
     /// wait weighing a quarter, capped at [`TYPICAL_CAP`]).
     typical: Duration,
-    /// Where the peer said it runs, when it last waited, against this
-    /// side's CPU now (the default strategy; `Unknown` otherwise).
-    peer: PeerCpu,
-}
-
-/// Where the peer runs, as far as its CPU hint says (docs/protocol.md,
-/// "CPU hints").
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum PeerCpu {
-    /// It said nothing (an older build, or it never waited yet).
-    Unknown,
-    /// On this side's CPU: a slow yield may have run it (handing the CPU
-    /// over at every look instead was measured slower: 10.5 against 7.7 µs
-    /// for Go beside a hog, 7.5-10 against 6.3-7.3 µs for Python).
-    Here,
-    /// On another CPU: a slow yield here is some other thread's doing, and
-    /// spinning delays nothing the answer needs.
-    Elsewhere,
+    /// Whether the peer said, when it last waited, that it runs on another
+    /// CPU than this side's now (docs/protocol.md, "CPU hints"; the default
+    /// strategy only). Then a slow yield here is some other thread's doing,
+    /// and spinning delays nothing the answer needs. A peer on this CPU, or
+    /// one that said nothing, may be what a slow yield ran (handing the CPU
+    /// over at every look in that case was measured slower: 10.5 against
+    /// 7.7 µs for Go beside a hog, 7.5-10 against 6.3-7.3 µs for Python).
+    peer_elsewhere: bool,
 }
 
 /// Longest spin of the default strategy when recent waits predict the
@@ -215,7 +205,7 @@ impl Spinner {
                 && strategy != WaitStrategy::Spin(Duration::ZERO),
             calm_until: None,
             typical: Duration::ZERO,
-            peer: PeerCpu::Unknown,
+            peer_elsewhere: false,
         }
     }
 
@@ -231,7 +221,7 @@ impl Spinner {
     /// ends there: the default strategy's, outside a calm period (during
     /// one it waits as `sleep` does).
     pub(crate) fn probes(&self, now: Instant) -> bool {
-        self.adapts() && !self.calm(now) && self.peer != PeerCpu::Elsewhere
+        self.adapts() && !self.calm(now) && !self.peer_elsewhere
     }
 
     fn calm(&self, now: Instant) -> bool {
@@ -253,14 +243,9 @@ impl Spinner {
     /// CPU's other threads are no reason to sleep: spinning delays nothing
     /// the answer needs, and a woken sleeper costs the peer a syscall and
     /// this side a wake-up).
-    pub(crate) fn refresh(&mut self, now: Instant, peer: PeerCpu) {
-        self.peer = if self.adapts() {
-            peer
-        } else {
-            PeerCpu::Unknown
-        };
-        let elsewhere = self.peer == PeerCpu::Elsewhere;
-        if !self.spins && self.adapts() && (elsewhere || !self.calm(now)) {
+    pub(crate) fn refresh(&mut self, now: Instant, peer_elsewhere: bool) {
+        self.peer_elsewhere = peer_elsewhere && self.adapts();
+        if !self.spins && self.adapts() && (self.peer_elsewhere || !self.calm(now)) {
             self.calm_until = None;
             self.spins = true;
         }
@@ -293,25 +278,18 @@ impl Spinner {
         } else {
             Duration::ZERO
         };
-        // Mid-message with the peer on another CPU: the peer is sending or
-        // reading this very message, so the wait is short unless the peer
-        // is off its CPU; a sleep here costs it a wake-up syscall per chunk
-        // whether this CPU is contended or not.
-        let floor = if streaming && self.adapts() && self.peer == PeerCpu::Elsewhere {
-            FREE_STREAM_SPIN
-        } else {
-            STREAM_SPIN
-        };
         match self.budget() {
-            Some(b) if streaming => Some(b.max(floor).max(predicted)),
+            Some(b) if streaming => Some(b.max(STREAM_SPIN).max(predicted)),
             Some(b) => Some(b.max(predicted)),
             None => None,
         }
     }
 
-    /// The longer spin of a wait in the middle of a streamed message,
-    /// kept while this side's CPU is free ([`FREE_STREAM_SPIN`]; the
-    /// default strategy outside a calm period): the peer is busy with the
+    /// The longer spin of a wait in the middle of a streamed message
+    /// ([`FREE_STREAM_SPIN`]; the default strategy outside a calm period),
+    /// kept while this side's CPU is free, and whatever this CPU's
+    /// contention while the peer is on another CPU (a slow yield then ends
+    /// nothing: see [`Spinner::probes`]): the peer is busy with the
     /// message, so the wait ends when the peer runs again (a peer whose CPU
     /// is shared with other work is off it for a scheduler slice, ms), and
     /// a side that slept meanwhile costs the peer a wake-up syscall per
@@ -406,29 +384,29 @@ mod tests {
         s.contended(now);
         assert!(!s.probes(now));
         assert!(!s.spins(), "no spin before the sleep while calm");
-        s.refresh(now, PeerCpu::Unknown);
+        s.refresh(now, false);
         assert!(!s.spins(), "still calm");
         assert_eq!(s.budget_for(false, now), Some(Duration::ZERO));
         assert_eq!(s.budget_for(true, now), Some(STREAM_SPIN));
         let later = now + CALM;
         assert!(s.probes(later));
-        s.refresh(later, PeerCpu::Unknown);
+        s.refresh(later, false);
         assert!(s.spins(), "spinning again after the calm");
         assert_eq!(s.budget_for(false, later), Some(MIN_ADAPTIVE_SPIN));
 
         // A peer on another CPU: a contended CPU here is some other
         // thread's doing; the spin neither ends at a slow yield nor calms.
         s.contended(later);
-        s.refresh(later, PeerCpu::Elsewhere);
+        s.refresh(later, true);
         assert!(s.spins(), "no calm while the peer is elsewhere");
         assert!(!s.probes(later), "slow yields do not end the spin");
         assert_eq!(s.budget_for(false, later), Some(MIN_ADAPTIVE_SPIN));
         assert_eq!(
-            s.budget_for(true, later),
+            s.free_spin(true, later),
             Some(FREE_STREAM_SPIN),
-            "mid-message, a peer elsewhere is worth spinning for"
+            "mid-message, a peer elsewhere is worth spinning for (slow yields end nothing)"
         );
-        s.refresh(later, PeerCpu::Here);
+        s.refresh(later, false);
         assert!(s.probes(later), "probing again once the peer may be here");
 
         let mut fixed = Spinner::new(WaitStrategy::Spin(30 * US));

@@ -19,12 +19,3 @@ pub fn pin_current_thread(cpu: usize) -> io::Result<()> {
     set.set(cpu);
     Ok(sched_setaffinity(None, &set)?)
 }
-
-/// CPU time (user + system) consumed so far by the whole calling process.
-pub fn process_cpu_time() -> std::time::Duration {
-    let ts = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
-    std::time::Duration::new(
-        u64::try_from(ts.tv_sec).unwrap_or(0),
-        u32::try_from(ts.tv_nsec).unwrap_or(0),
-    )
-}

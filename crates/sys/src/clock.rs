@@ -35,6 +35,11 @@ pub fn coarse_ms() -> u64 {
         .map_or(0, |t| nanos(t) / 1_000_000)
 }
 
+/// CPU time (user + system) the whole calling process has used so far.
+pub fn process_cpu_time() -> std::time::Duration {
+    std::time::Duration::from_nanos(read(libc::CLOCK_PROCESS_CPUTIME_ID).map_or(0, nanos))
+}
+
 /// CPU time this thread has used, in nanoseconds (0 when unknown).
 pub fn thread_cpu_ns() -> u64 {
     read(libc::CLOCK_THREAD_CPUTIME_ID).map_or(0, nanos)

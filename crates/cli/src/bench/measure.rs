@@ -156,9 +156,9 @@ pub(crate) fn sequential(
     let mut latency = Latency::new()?;
     let server_cpu = |pid: Option<u32>| pid.map(child::process_cpu_time).transpose();
     let s0 = server_cpu(ctx.server_pid)?;
-    let c0 = shmlink_sys::affinity::process_cpu_time();
+    let c0 = shmlink_sys::clock::process_cpu_time();
     let (calls, elapsed) = timed_loop(ctx.budget, ctx.interrupt, Some(&mut latency), &mut call)?;
-    let c1 = shmlink_sys::affinity::process_cpu_time();
+    let c1 = shmlink_sys::clock::process_cpu_time();
     let s1 = server_cpu(ctx.server_pid)?;
     Ok(Sequential {
         latency,

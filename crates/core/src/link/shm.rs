@@ -20,7 +20,7 @@ use crate::error::{Error, Result};
 use crate::frame::{Assembler, FrameHeader, Message, HEADER_LEN};
 use crate::kept;
 use crate::segment::{Endpoints, RingConsumer, RingProducer, Segment};
-use crate::watch::{verdict_error, PeerCpu, Spinner, Verdict, Watch, LIVENESS_SLICE};
+use crate::watch::{verdict_error, Spinner, Verdict, Watch, LIVENESS_SLICE};
 
 /// One side of a shared-memory session.
 #[derive(Debug)]
@@ -197,7 +197,7 @@ impl ShmLink {
         inbox: &mut Option<Inbox<'_>>,
     ) -> Result<()> {
         let started = Instant::now();
-        let peer = self.peer_cpu();
+        let peer = self.peer_elsewhere();
         self.spinner.refresh(started, peer);
         let spin = self.spinner.budget_for(streaming, started);
         let terms = Terms {
@@ -230,16 +230,12 @@ impl ShmLink {
     /// Says which CPU this side waits on (in the line it writes of the
     /// ring it consumes) and whether the peer said another one (in the
     /// line the peer writes): docs/protocol.md, "CPU hints".
-    fn peer_cpu(&self) -> PeerCpu {
+    fn peer_elsewhere(&self) -> bool {
         let Some(here) = shmlink_sys::cpu::current_cpu() else {
-            return PeerCpu::Unknown;
+            return false;
         };
         self.ends.consumer.say_cpu(here);
-        match self.ends.producer.consumer_cpu() {
-            None => PeerCpu::Unknown,
-            Some(p) if p == here => PeerCpu::Here,
-            Some(_) => PeerCpu::Elsewhere,
-        }
+        self.ends.producer.consumer_cpu().is_some_and(|p| p != here)
     }
 
     /// Sends one frame if the ring has room now; never waits.
@@ -442,7 +438,7 @@ impl ShmLink {
     #[cold]
     fn wait_data(&mut self, deadline: &mut Deadline, mid_message: bool) -> Result<()> {
         let started = Instant::now();
-        let peer = self.peer_cpu();
+        let peer = self.peer_elsewhere();
         self.spinner.refresh(started, peer);
         let spin = self.spinner.budget_for(mid_message, started);
         let terms = Terms {

@@ -81,9 +81,10 @@ pub(crate) trait Waiter {
 pub(crate) struct Terms<'a> {
     /// How long to spin before sleeping: `None` forever.
     pub(crate) spin: Option<Duration>,
-    /// A longer spin, kept while this side's CPU is free (every yield
-    /// fast): the peer is mid-message, so the answer only waits for the
-    /// peer to run again, and spinning costs nobody else anything.
+    /// A longer spin, for a peer mid-message: the answer only waits for the
+    /// peer to run again. Kept while this side's CPU is free (every yield
+    /// fast), and while a slow yield ends nothing (`yield_ends_it` false:
+    /// the peer on another CPU), so spinning costs the peer nothing.
     pub(crate) spin_if_free: Option<Duration>,
     /// When to give up.
     pub(crate) deadline: Option<Instant>,
@@ -163,7 +164,7 @@ fn spin(w: &mut impl Waiter, t: &Terms<'_>) -> Result<Spun> {
     let cheap_watch = t.watch.is_cheap();
     let mut next_check = t.started + CHECK_EVERY;
     let mut next_yield = t.started + YIELD_EVERY;
-    let mut bound = match (t.spin, t.spin_if_free) {
+    let bound = match (t.spin, t.spin_if_free) {
         (Some(b), Some(free)) => Some(b.max(free)),
         (b, _) => b,
     };
@@ -187,11 +188,11 @@ fn spin(w: &mut impl Waiter, t: &Terms<'_>) -> Result<Spun> {
         if now >= next_yield {
             std::thread::yield_now();
             let back = Instant::now();
-            if back - now >= YIELD_SLOW {
-                if t.yield_ends_it {
-                    return Ok(Spun::Contended);
-                }
-                bound = t.spin;
+            // A slow yield ends an adaptive spin that probes; where it does
+            // not (the peer on another CPU, `busy`, a fixed bound, a calm
+            // period), it changes nothing.
+            if back - now >= YIELD_SLOW && t.yield_ends_it {
+                return Ok(Spun::Contended);
             }
             next_yield = back + YIELD_EVERY;
         }

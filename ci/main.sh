@@ -1,33 +1,41 @@
 #!/usr/bin/env bash
 # The README's main command: installs what is missing, builds everything
-# (Rust workspace, C library, C/C++ examples, PHP extension) and runs the
-# main job:
+# (Rust workspace, C library, C/C++ examples, PHP extension) and answers the
+# first question in minutes: how much faster than what you use now.
+#
+#   ci/main.sh [--full | --quick] [--no-redis]
+#
+# Without a flag (a few minutes after the build): the headline tables, each
+# against its baseline in the same run, to target/main/ and printed:
+#   - the scenario (bench/scenario/run.sh): the example C++ daemon on shm,
+#     unix and tcp, the PHP client over each, plain PHP sockets and a Redis
+#     broker beside it, the PHP pool's dispatch;
+#   - the HTTP front (bench/http/run.sh, short rows): PHP apps under
+#     shmlink pool --http against nginx + PHP-FPM (Swoole when SWOOLE_SO
+#     names its extension);
+#   - zero copy at 16 MiB (shmlink bench --paths copy,arena,loan) and the
+#     latency and CPU plot from 64 B to 16 MiB.
+# --full (about 20 minutes): the publication run, to bench/results/ (then
+#   bench/publish.sh NAME writes docs/benchmarks.md and the README figures):
 #   1. `shmlink bench`: every transport and wait strategy against raw socket
 #      baselines measured in the same run, the C library's client beside the
-#      Rust one -> bench/results/latest.{md,json}; the latency and CPU plot
-#      from 64 B to 16 MiB -> bench/results/latest.png; large requests
-#      (64 KiB to 1 GiB) streamed, lent through the arena and written in
-#      place (--paths copy,arena,loan) -> bench/results/arena-latest.{md,json,png},
+#      Rust one -> bench/results/latest.{md,json}; the wait matrix; the plot
+#      -> latest.png; large requests (64 KiB to 1 GiB) streamed, lent
+#      through the arena and written in place -> arena-latest.{md,json,png},
 #      and 1,000 calls of 1 GiB lent both ways for the memory they leave
-#      -> bench/results/arena-memory-latest.{md,json};
+#      -> arena-memory-latest.{md,json};
 #      the Python and Go bindings against Python's socket module, Go's
-#      net.UnixConn and shmipc-go -> bench/results/{python,go}-latest.md;
+#      net.UnixConn and shmipc-go -> {python,go}-latest.md;
 #      async calls beside blocking ones (bench/async/run.sh: Rust on tokio,
-#      C on epoll, Python on asyncio) -> bench/results/async-latest.md;
-#   2. the HTTP benchmark (bench/http/run.sh): three PHP apps under
-#      shmlink pool --http, nginx + PHP-FPM and nginx + PHP-FPM + preload,
-#      loaded by wrk -> bench/results/http-latest.{md,json,png}; a Symfony
-#      and a Laravel app under the pool and under nginx + PHP-FPM
-#      (bench/http/frameworks.sh) -> bench/results/frameworks-latest.{md,json};
-#   3. the scenario (bench/scenario/run.sh): the example C++ daemon on shm,
-#      unix and tcp, the PHP client over each, plain PHP sockets and a Redis
-#      broker beside it -> bench/results/scenario-latest.{md,json}, and its
-#      table printed last.
-#
-#   ci/main.sh [--quick] [--no-redis]
-#
-# --quick: tiny counts (a smoke run of everything, about a minute after the
-# build; ci/test.sh runs it, writing to target/main-quick instead);
+#      C on epoll, Python on asyncio) -> async-latest.md;
+#      the pool's dispatch and churn, its metrics scraped by Prometheus;
+#   2. the HTTP benchmark: three PHP apps under shmlink pool --http, Swoole,
+#      nginx + PHP-FPM and + preload, loaded by wrk -> http-latest.{md,json,png};
+#      Symfony and Laravel under the pool and under nginx + PHP-FPM
+#      -> frameworks-latest.{md,json};
+#   3. the scenario -> scenario-latest.{md,json}, its table printed last.
+# --quick: tiny counts of every step of --full (a smoke run, about a minute
+#   after the build; ci/test.sh runs it, writing to target/main-quick).
 # --no-redis: no Redis row. A run after an interrupted one cleans up what
 # that one left (see bench/scenario/run.sh).
 set -euo pipefail
@@ -36,12 +44,14 @@ step_prefix=main
 # shellcheck source=ci/lib/common.sh
 source ci/lib/common.sh
 quick=0
+mode=first
 scenario_args=()
 for a in "$@"; do
   case $a in
-    --quick) quick=1 ;;
+    --quick) quick=1; mode=full ;;
+    --full) mode=full ;;
     --no-redis) scenario_args+=(--no-redis) ;;
-    *) echo "usage: ci/main.sh [--quick] [--no-redis]" >&2; exit 2 ;;
+    *) echo "usage: ci/main.sh [--full | --quick] [--no-redis]" >&2; exit 2 ;;
   esac
 done
 out=bench/results
@@ -82,6 +92,26 @@ ci/php-build.sh --no-valgrind >target/php-build-main.log 2>&1 || {
   cat target/php-build-main.log >&2
   exit 1
 }
+
+if [ "$mode" = first ]; then
+  out=target/main
+  mkdir -p "$out"
+  step "zero copy at 16 MiB: streamed, lent through the arena, written in place"
+  target/release/shmlink bench --quiet --sizes 16MiB --rounds 1 --duration 0.5 --paths copy,arena,loan \
+    --transports shm,unix --waits busy --no-baselines --markdown "$out/arena.md" >/dev/null
+  sed -n '/^## /,$p' "$out/arena.md"
+  step "shmlink bench --plot: latency and CPU from 64 B to 16 MiB"
+  target/release/shmlink bench --quiet --duration 0.05 --plot "$out/plot.png" >/dev/null
+  test -s "$out/plot.png"
+  step "HTTP: PHP apps under shmlink pool --http against nginx + PHP-FPM (short rows)"
+  bench/http/run.sh --out "$out" --duration 2 --rounds 1
+  step "the scenario: C++ daemon, PHP client, shm/unix/tcp, raw sockets, Redis, shmlink pool"
+  bench/scenario/run.sh --requests 5000 --out "$out" "${scenario_args[@]}"
+  step "done"
+  echo "tables: $out/arena.md $out/http-latest.md $out/scenario-latest.md; plot: $out/plot.png"
+  echo "the publication run, with every baseline and the bindings: ci/main.sh --full"
+  exit 0
+fi
 
 mkdir -p "$out"
 step "shmlink bench: transports and wait strategies against raw sockets"

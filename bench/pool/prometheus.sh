@@ -92,7 +92,7 @@ text=$(
   echo "# A Prometheus server scraping shmlink pool"
   echo
   echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); $(prometheus --version 2>&1 | head -1)"
-  echo "- command: \`bench/pool/prometheus.sh --calls $calls\` (in \`ci/main.sh\`): a pool of 2 native echo"
+  echo "- command: \`bench/pool/prometheus.sh --calls $calls\` (in \`ci/main.sh --full\`): a pool of 2 native echo"
   echo "  workers with \`--metrics\`, scraped every second; $calls calls and one failing call through the"
   echo "  pool (each a \`shmlink call\` process, so each on a session of its own), then \`pool reload\`"
   echo

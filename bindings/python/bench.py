@@ -226,7 +226,7 @@ def main():
                 f"- server: {peer}",
                 f"- {args.size} B requests; {args.rounds} rounds of {args.seconds:g} s per client, alternating;"
                 " median round",
-                "- command: `bindings/python/bench.py` (in `ci/main.sh`)",
+                "- command: `bindings/python/bench.py` (in `ci/main.sh --full`)",
                 "",
                 "## Calls/s",
                 "",

@@ -143,7 +143,7 @@ def main():
         "- server: the C++ example daemon, one per strategy (`--wait`), the client with the same",
         f"- {args.rounds} interleaved rounds of {args.seconds:g} s per point; median p50 across rounds;"
         " busy: `shmlink __hog` spinning, unpinned",
-        "- command: `bindings/python/wait_matrix.py` (in `ci/main.sh`)",
+        "- command: `bindings/python/wait_matrix.py` (in `ci/main.sh --full`)",
         "",
         "## Wait matrix",
         "",

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Go binding's figures, in one run: a 64 B sync ping-pong of the Go
-# client over shm against Go's own net.UnixConn (interleaved rounds in one
-# benchmark), then against shmipc-go (bench/shmipc, its own module,
+# client over shm against Go's own net.UnixConn, with the same call made
+# with a cancellable context beside the blocking one (interleaved rounds in
+# one benchmark), then against shmipc-go (bench/shmipc, its own module,
 # interleaved with shmlink in one benchmark), then the wait-strategy matrix
 # (BenchmarkWaitMatrix: sleep, spin = the default, busy at 64 B and 2 KiB)
 # twice: quiet, then beside a CPU hog (`shmlink __hog`, unpinned). Writes a
@@ -90,6 +91,9 @@ if sorted(runs) != sorted(want):
 unix, shmipc = runs["unix"], runs["shmipc"]
 def row(name, m, key):
     return f"| {name} | {m[key + '-p50-ns'] / 1e3:.2f} | {m[key + '-calls/s']:,.0f} |"
+def ctx_row(name, m, key):
+    r = m[key + "-p50-ns"] / m["shmlink-shm-p50-ns"]
+    return f"| {name} | {m[key + '-p50-ns'] / 1e3:.2f} | {m[key + '-calls/s']:,.0f} | {r:.2f} |"
 r_unix = unix["go-unixconn-p50-ns"] / unix["shmlink-shm-p50-ns"]
 r_ipc = shmipc["shmlink-shm-p50-ns"] / shmipc["shmipc-go-p50-ns"]
 ok = lambda c: "PASS" if c else "MISS"
@@ -98,7 +102,7 @@ lines = [
     "",
     f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
     f"- machine: {os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.2f}",
-    "- command: `bindings/go/bench.sh` (in `ci/main.sh`); each benchmark interleaves its clients in rounds of 500 calls after 1,000 warm-up calls",
+    "- command: `bindings/go/bench.sh` (in `ci/main.sh --full`); each benchmark interleaves its clients in rounds of 500 calls after 1,000 warm-up calls",
     "",
     "## Against Go's net.UnixConn (one benchmark)",
     "",
@@ -108,6 +112,17 @@ lines = [
     row("shmlink shm (sleep)", unix, "shmlink-shm-sleep"),
     row("shmlink unix", unix, "shmlink-unix"),
     row("Go net.UnixConn, 4-byte framing", unix, "go-unixconn"),
+    "",
+    "## Cancellable context (the same benchmark)",
+    "",
+    "| call over shm (spin), 64 B | p50 µs | calls/s | p50 ÷ blocking p50 |",
+    "| --- | ---: | ---: | ---: |",
+    ctx_row("blocking: `context.Background()`", unix, "shmlink-shm"),
+    ctx_row("`context.WithCancel` (sent, its answer tried for ≤ 50 µs in one crossing, then parked on Go's poller)", unix, "shmlink-shm-ctx"),
+    ctx_row("`context.WithCancel` on a client that parks on Go's poller at once", unix, "shmlink-shm-ctx-parked"),
+    "",
+    "Each on its own client to the same server, interleaved with the others above. The parked row is "
+    "what an answer slower than the 50 µs wait costs to be woken for (Go's poller, no polling).",
     "",
     "## Against shmipc-go (one benchmark)",
     "",

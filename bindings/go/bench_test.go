@@ -24,7 +24,10 @@ import (
 //   - shmlink over unix: the same server, for scale;
 //   - Go's net.UnixConn against a minimal Go echo server (the test binary
 //     re-executed) with 4-byte length framing: what a Go program would
-//     write without shmlink.
+//     write without shmlink;
+//   - shmlink over shm with a cancellable context (a request's), on a
+//     client that waits up to 50 µs in C first (the default) and on one
+//     that parks on Go's poller at once.
 //
 // in interleaved rounds (BenchmarkPingPong64), p50 from each call timed
 // with time.Now, calls/s, one line with the ratios.
@@ -143,25 +146,39 @@ func BenchmarkPingPong64(b *testing.B) {
 	const size = 64
 	req := pattern(size, 1)
 	echo := rustEcho(b, "--reply-ratio", "1")
-	ctx := context.Background()
+	// A request's context: cancellable, no deadline (one for all calls).
+	cancellable, cancel := context.WithCancel(context.Background())
+	defer cancel()
 
 	var ps []*pinger
 	for _, v := range []struct {
 		name, scheme string
 		wait         WaitStrategy
+		ctx          context.Context
+		parked       bool
 	}{
-		{"shmlink-shm", "shm:", WaitSpin},
+		{"shmlink-shm", "shm:", WaitSpin, context.Background(), false},
 		// The client sleeping on the futex at once: slower when both sides
 		// have a CPU, more robust when the machine is loaded (a spinning
 		// client holds the CPU the server would need).
-		{"shmlink-shm-sleep", "shm:", WaitSleep},
-		{"shmlink-unix", "unix:", WaitSpin},
+		{"shmlink-shm-sleep", "shm:", WaitSleep, context.Background(), false},
+		{"shmlink-unix", "unix:", WaitSpin, context.Background(), false},
+		// The same call with a cancellable context: sent and its answer
+		// tried for up to 50 µs in one crossing, else parked on Go's
+		// poller; and on a client that parks at once (what an answer
+		// slower than 50 µs costs to be woken for).
+		{"shmlink-shm-ctx", "shm:", WaitSpin, cancellable, false},
+		{"shmlink-shm-ctx-parked", "shm:", WaitSpin, cancellable, true},
 	} {
 		c, err := Dial(echo.addr(b, v.scheme), &Options{Wait: v.wait})
 		if err != nil {
 			b.Fatal(err)
 		}
 		defer c.Close()
+		if v.parked {
+			c.spinWait = 0
+		}
+		ctx := v.ctx
 		buf := make([]byte, 0, size)
 		ps = append(ps, &pinger{name: v.name, call: func() error {
 			var err error
@@ -241,6 +258,9 @@ func BenchmarkPingPong64(b *testing.B) {
 		"shm calls/s / UnixConn calls/s = %.1fx (sleep: %.1fx)",
 		b.N, shm.p50, shm.perSec, sleep.p50, sleep.perSec, unix.p50, unix.perSec, raw.p50, raw.perSec,
 		float64(raw.p50)/float64(shm.p50), float64(raw.p50)/float64(sleep.p50), shm.perSec/raw.perSec, sleep.perSec/raw.perSec)
+	cx, parked := res["shmlink-shm-ctx"], res["shmlink-shm-ctx-parked"]
+	fmt.Printf("; cancellable context: shm p50 %v (%.2fx the blocking call's), parked on Go's poller at once p50 %v (%.2fx)",
+		cx.p50, float64(cx.p50)/float64(shm.p50), parked.p50, float64(parked.p50)/float64(shm.p50))
 	if rust > 0 {
 		fmt.Printf("; Rust client (shmlink bench --connect --no-pin, spin, right after) shm p50 %v: Go client p50 / Rust client p50 = %.2fx",
 			rust, float64(shm.p50)/float64(rust))
@@ -293,10 +313,12 @@ func BenchmarkGoServerShm64(b *testing.B) {
 }
 
 // BenchmarkCallContexts: the price of the context kinds on a 64 B call over
-// shm to the Rust echo server, interleaved: context.Background() and a
-// deadline make one cgo crossing; a cancellable context without a deadline
-// is sent, then waited for in slices (two crossings and the in-flight
-// bookkeeping). p50 of each.
+// shm to the Rust echo server, interleaved: context.Background() makes one
+// cgo crossing (the C call sends and waits, spinning); a deadline or a
+// cancellable context sends and tries to take the answer for up to 50 µs in
+// one crossing too, else parks on Go's poller; cancellable-parked parks at once
+// (a client without that wait), which is what an answer slower than 50 µs
+// costs to be woken for. p50 of each.
 func BenchmarkCallContexts(b *testing.B) {
 	req := pattern(64, 5)
 	echo := rustEcho(b, "--reply-ratio", "1")
@@ -309,15 +331,26 @@ func BenchmarkCallContexts(b *testing.B) {
 	defer cancel1()
 	cancellable, cancel2 := context.WithCancel(context.Background())
 	defer cancel2()
+	// The same calls on a client that parks on Go's poller at once (no
+	// first wait in C): what an answer slower than that wait costs to be
+	// woken for.
+	parked, err := Dial(echo.addr(b, "shm:"), &Options{Wait: WaitSpin})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer parked.Close()
+	parked.spinWait = 0
 	buf := make([]byte, 0, 64)
 	var ps []*pinger
 	for _, v := range []struct {
 		name string
+		c    *Client
 		ctx  context.Context
-	}{{"background", context.Background()}, {"deadline", deadline}, {"cancellable", cancellable}} {
+	}{{"background", c, context.Background()}, {"deadline", c, deadline}, {"cancellable", c, cancellable},
+		{"cancellable-parked", parked, cancellable}} {
 		ps = append(ps, &pinger{name: v.name, call: func() error {
 			var err error
-			buf, err = c.CallAppend(v.ctx, buf[:0], req)
+			buf, err = v.c.CallAppend(v.ctx, buf[:0], req)
 			return err
 		}})
 	}

@@ -7,11 +7,14 @@
 // checks and the crash handling are the code every other binding runs. A
 // Client call crosses into C once (the C call sends and waits).
 //
-// Clients: Dial, then Call (context deadlines become the call's timeout;
-// cancellable contexts are watched), Send/Recv for pipelining, Notify for
-// one-way messages, Close. A Client is safe for use from several goroutines
-// (a mutex serialises its calls); give goroutines their own clients for
-// parallel calls.
+// Clients: Dial, then Call, Send/Recv for pipelining, Notify for one-way
+// messages, Close. A call with a context that can be cancelled or has a
+// deadline waits on the client's descriptor in Go's poller, without
+// polling: cancelling returns at once, the call is abandoned and the
+// session stays usable; many such calls from many goroutines share one
+// client, matched by id. A Client is safe for use from several goroutines
+// (a mutex serialises its calls into C; calls without a cancellable
+// context hold it for their whole wait).
 //
 // Servers: Listen, then Serve(handler) until Stop or Close; the handler runs
 // on the library's session threads, concurrently, and a *RemoteError it

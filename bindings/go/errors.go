@@ -32,6 +32,9 @@ const (
 	StatusState           Status = C.SHMLINK_E_STATE
 	StatusUnsupported     Status = C.SHMLINK_E_UNSUPPORTED
 	StatusArenaFull       Status = C.SHMLINK_E_ARENA_FULL
+	// StatusWouldBlock is internal to the binding (nothing has arrived
+	// yet); no error this package returns carries it.
+	StatusWouldBlock Status = C.SHMLINK_E_WOULD_BLOCK
 )
 
 // String is the library's short description of the code.

@@ -6,7 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -43,11 +45,25 @@ func helperServe() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	var held holds
+	held.cond = sync.NewCond(&held.mu)
 	err = srv.Serve(func(req []byte) ([]byte, error) {
-		if string(req) == "hang" {
+		switch r := string(req); {
+		case r == "hang":
 			// Tells the test the call is in the handler, then never answers.
 			os.WriteFile(os.Getenv("SHMLINK_GO_ENTERED"), nil, 0o600)
 			<-hang
+		case strings.HasPrefix(r, "hold"):
+			held.hold()
+		case strings.HasPrefix(r, "held?"):
+			// Answers once at least N calls are held (from another session).
+			n, _ := strconv.Atoi(strings.TrimPrefix(r, "held?"))
+			held.await(n)
+			return []byte("ok"), nil
+		case strings.HasPrefix(r, "release:"):
+			n, _ := strconv.Atoi(strings.TrimPrefix(r, "release:"))
+			held.release(n)
+			return []byte("ok"), nil
 		}
 		return req, nil
 	})
@@ -56,6 +72,43 @@ func helperServe() int {
 		return 1
 	}
 	return 0
+}
+
+// holds: the helper server's held calls ("hold..." requests wait in their
+// handler until released by "release:N" from another session; "held?N"
+// answers once N are held). Event-driven on both sides: no sleeping.
+type holds struct {
+	mu       sync.Mutex
+	cond     *sync.Cond
+	held     int // in their handler now
+	released int // releases not yet taken
+}
+
+func (h *holds) hold() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.held++
+	h.cond.Broadcast()
+	for h.released == 0 {
+		h.cond.Wait()
+	}
+	h.released--
+	h.held--
+}
+
+func (h *holds) await(n int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for h.held < n {
+		h.cond.Wait()
+	}
+}
+
+func (h *holds) release(n int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.released += n
+	h.cond.Broadcast()
 }
 
 // helperWorker is a worker of `shmlink pool`: "pid" answers its pid,

@@ -1,6 +1,7 @@
 #include "shim.h"
 
 #include <string.h>
+#include <time.h>
 
 #include "_cgo_export.h"
 
@@ -45,6 +46,37 @@ int32_t gs_recv(gs_client *c, uint64_t timeout_us) {
   c->id = 0;
   return gs_fail(shmlink_client_recv(c->client, timeout_us, &c->id, &c->buf), &c->err);
 }
+
+static uint64_t gs_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int32_t gs_send_wait(gs_client *c, const uint8_t *req, size_t len, uint64_t wait_ns) {
+  c->sent = 0;
+  int32_t st = shmlink_client_send(c->client, req, len, &c->sent);
+  if (st != SHMLINK_OK) {
+    c->sent = 0;
+    return gs_fail(st, &c->err);
+  }
+  uint64_t start = gs_now_ns();
+  for (;;) {
+    c->id = 0;
+    st = shmlink_client_try_receive(c->client, &c->id, &c->buf);
+    if (st != SHMLINK_E_WOULD_BLOCK) return gs_fail(st, &c->err);
+    if (gs_now_ns() - start >= wait_ns) return st; /* armed: the descriptor will say */
+  }
+}
+
+int32_t gs_try_receive(gs_client *c) {
+  c->id = 0;
+  int32_t st = shmlink_client_try_receive(c->client, &c->id, &c->buf);
+  if (st == SHMLINK_E_WOULD_BLOCK) return st;
+  return gs_fail(st, &c->err);
+}
+
+int32_t gs_fd(gs_client *c, int *fd) { return gs_fail(shmlink_client_fd(c->client, fd), &c->err); }
 
 int32_t gs_notify(gs_client *c, const uint8_t *msg, size_t len) {
   return gs_fail(shmlink_client_notify(c->client, msg, len), &c->err);

@@ -21,6 +21,7 @@ typedef struct gs_client {
   shmlink_client *client;
   shmlink_buffer buf;
   uint64_t id;
+  uint64_t sent; /* gs_send_wait: the id of the call it sent, 0 if none */
   gs_err err;
 } gs_client;
 
@@ -33,6 +34,15 @@ int32_t gs_call(gs_client *c, const uint8_t *req, size_t len, uint64_t timeout_u
 int32_t gs_send(gs_client *c, const uint8_t *req, size_t len);
 int32_t gs_recv(gs_client *c, uint64_t timeout_us);
 int32_t gs_notify(gs_client *c, const uint8_t *msg, size_t len);
+/* Sends, then takes the answer if one arrives within wait_ns, trying
+ * (shmlink_client_try_receive) again and again. c->sent: the id sent, 0
+ * when the send failed; c->id: the answer's. SHMLINK_E_WOULD_BLOCK (no
+ * detail copied): none yet, the client's descriptor armed. An answer is
+ * received whole (try_receive), never cut off by the wait. */
+int32_t gs_send_wait(gs_client *c, const uint8_t *req, size_t len, uint64_t wait_ns);
+/* shmlink_client_try_receive; SHMLINK_E_WOULD_BLOCK copies no detail. */
+int32_t gs_try_receive(gs_client *c);
+int32_t gs_fd(gs_client *c, int *fd);
 int32_t gs_close(gs_client *c);
 
 int32_t gs_bind(const char *const *addrs, size_t n, const shmlink_server_options *o,

@@ -614,12 +614,13 @@ enum shmlink_status shmlink_client_recv(struct shmlink_client *client,
 // handed an eventfd it rings whenever it would wake this client; blocking
 // calls still work on the same client). The descriptor stays the
 // client's: watch it, never read or close it; it is closed with the
-// client. `SHMLINK_E_NOT_AGREED` over `shm:` with a server of an older
+// client. `SHMLINK_E_INVALID_ARGUMENT` (the detail names capability bit 9) over `shm:` with a server of an older
 // build.
 //
 // # Safety
 // `client` is NULL or a live client; `out_fd` is writable.
-enum shmlink_status shmlink_client_fd(struct shmlink_client *client, int *out_fd);
+enum shmlink_status shmlink_client_fd(struct shmlink_client *client,
+                                      int *out_fd);
 
 // Receives the next answer of a pipelined call if one has arrived, never
 // waiting for one to begin: `SHMLINK_E_WOULD_BLOCK` when none has (the

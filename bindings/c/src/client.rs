@@ -760,7 +760,7 @@ pub unsafe extern "C" fn shmlink_client_recv(
 /// handed an eventfd it rings whenever it would wake this client; blocking
 /// calls still work on the same client). The descriptor stays the
 /// client's: watch it, never read or close it; it is closed with the
-/// client. `SHMLINK_E_NOT_AGREED` over `shm:` with a server of an older
+/// client. `SHMLINK_E_INVALID_ARGUMENT` (the detail names capability bit 9) over `shm:` with a server of an older
 /// build.
 ///
 /// # Safety

@@ -691,7 +691,7 @@ class Client {
   // The descriptor an event loop (epoll, poll, asio, libuv) watches: it
   // becomes readable when an answer has begun to arrive after try_receive
   // returned nothing, or when the session ends. The client's own: watch it,
-  // never read or close it. Throws Error (SHMLINK_E_NOT_AGREED over shm:
+  // never read or close it. Throws Error (SHMLINK_E_INVALID_ARGUMENT over shm:
   // with a server of an older build).
   int fd() {
     require();

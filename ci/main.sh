@@ -99,7 +99,7 @@ if [ "$mode" = first ]; then
   step "zero copy at 16 MiB: streamed, lent through the arena, written in place"
   target/release/shmlink bench --quiet --sizes 16MiB --rounds 1 --duration 0.5 --paths copy,arena,loan \
     --transports shm,unix --waits busy --no-baselines --markdown "$out/arena.md" >/dev/null
-  sed -n '/^## /,$p' "$out/arena.md"
+  sed -n '/^## Paths/,/^## Headline/p' "$out/arena.md" | sed '$d'
   step "shmlink bench --plot: latency and CPU from 64 B to 16 MiB"
   target/release/shmlink bench --quiet --duration 0.05 --plot "$out/plot.png" >/dev/null
   test -s "$out/plot.png"

@@ -733,6 +733,26 @@ pub unsafe extern "C" fn shmlink_client_recv(
     out_id: *mut u64,
     response: *mut shmlink_buffer,
 ) -> shmlink_status {
+    // SAFETY: the pointers are NULL or valid, per the contract.
+    unsafe {
+        receive_with(client, out_id, response, |c| {
+            let t = timeout(c, timeout_us);
+            Ok(c.recv_timeout(t)?)
+        })
+    }
+}
+
+/// Receives one reply with `take` into `response` (its id into `out_id`):
+/// the body of `shmlink_client_recv` and `shmlink_client_try_receive`.
+///
+/// # Safety
+/// As `shmlink_client_recv`.
+unsafe fn receive_with(
+    client: *mut shmlink_client,
+    out_id: *mut u64,
+    response: *mut shmlink_buffer,
+    take: impl FnOnce(&mut shmlink::Client) -> Result<shmlink::Reply, Failure>,
+) -> shmlink_status {
     guard(|| {
         // SAFETY: the pointers are NULL or valid, per the contract.
         let (client, out_id, response) =
@@ -742,8 +762,7 @@ pub unsafe extern "C" fn shmlink_client_recv(
         let reply = client.with(|c| {
             // SAFETY: the buffer is all zero or was filled by the library.
             c.recycle(unsafe { response.take() });
-            let t = timeout(c, timeout_us);
-            Ok(c.recv_timeout(t)?)
+            take(c)
         })?;
         if let Some(out) = out_id {
             *out = reply.id;
@@ -797,28 +816,17 @@ pub unsafe extern "C" fn shmlink_client_try_receive(
     out_id: *mut u64,
     response: *mut shmlink_buffer,
 ) -> shmlink_status {
-    guard(|| {
-        // SAFETY: the pointers are NULL or valid, per the contract.
-        let (client, out_id, response) =
-            unsafe { (client.as_ref(), out_id.as_mut(), response.as_mut()) };
-        let client = required(client, "client")?;
-        let response = required(response, "response")?;
-        let reply = client.with(|c| {
-            // SAFETY: the buffer is all zero or was filled by the library.
-            c.recycle(unsafe { response.take() });
+    // SAFETY: the pointers are NULL or valid, per the contract.
+    unsafe {
+        receive_with(client, out_id, response, |c| {
             c.try_recv()?.ok_or_else(|| {
                 Failure::new(
                     shmlink_status::SHMLINK_E_WOULD_BLOCK,
                     "no answer has arrived yet: wait until the descriptor of shmlink_client_fd is readable",
                 )
             })
-        })?;
-        if let Some(out) = out_id {
-            *out = reply.id;
-        }
-        response.put(reply.result.map_err(shmlink::Error::Remote)?);
-        Ok(())
-    })
+        })
+    }
 }
 
 /// Gives up on a call sent with `shmlink_client_send`: its answer is

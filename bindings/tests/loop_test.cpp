@@ -54,6 +54,25 @@ TEST_P(CApiLoopTest, TryReceiveSaysWouldBlockThenTheDescriptorWakes) {
   EXPECT_EQ(out.str(), "blocking");
 }
 
+TEST_P(CApiLoopTest, WaitReadableWaitsWithoutReceiving) {
+  ClientPtr c = connect();
+  uint64_t id = 0, got = 0;
+  int ready = -1;
+  EXPECT_EQ(shmlink_client_wait_readable(c.get(), 1000, &ready), SHMLINK_E_NOTHING_IN_FLIGHT);
+  ASSERT_EQ(shmlink_client_send(c.get(), bytes("gate"), 4, &id), SHMLINK_OK);
+  ASSERT_EQ(shmlink_client_wait_readable(c.get(), 20'000, &ready), SHMLINK_OK) << last_error();
+  EXPECT_EQ(ready, 0) << "the gate holds the answer";
+  EXPECT_EQ(shmlink_client_is_connected(c.get()), 1);
+  state_.release();
+  ASSERT_EQ(shmlink_client_wait_readable(c.get(), 10'000'000, &ready), SHMLINK_OK) << last_error();
+  EXPECT_EQ(ready, 1);
+  Buffer out;
+  ASSERT_EQ(shmlink_client_try_receive(c.get(), &got, out.get()), SHMLINK_OK) << last_error();
+  EXPECT_EQ(got, id);
+  EXPECT_EQ(out.str(), "gate done");
+  EXPECT_EQ(shmlink_client_wait_readable(c.get(), 0, nullptr), SHMLINK_E_INVALID_ARGUMENT);
+}
+
 TEST_P(CApiLoopTest, AbandonedAnswersAreDropped) {
   ClientPtr c = connect();
   int fd = -1;

@@ -634,6 +634,21 @@ enum shmlink_status shmlink_client_try_receive(struct shmlink_client *client,
                                                uint64_t *out_id,
                                                struct shmlink_buffer *response);
 
+// Waits up to `timeout_us` microseconds (0: the client's default) until
+// the next answer has begun to arrive, without receiving it: `*ready` is 1
+// when `shmlink_client_recv` or `shmlink_client_try_receive` will not wait
+// for its first bytes, 0 when the time passed first. Never cuts an answer
+// off (a timed-out `shmlink_client_recv` in the middle of a streamed
+// answer ends the session), so a caller may wait in short slices, e.g. to
+// look at a cancellation flag. `SHMLINK_E_NOTHING_IN_FLIGHT` when no call
+// is in flight.
+//
+// # Safety
+// `client` is NULL or a live client; `ready` is writable.
+enum shmlink_status shmlink_client_wait_readable(struct shmlink_client *client,
+                                                 uint64_t timeout_us,
+                                                 int32_t *ready);
+
 // Gives up on a call sent with `shmlink_client_send`: its answer is
 // dropped when it comes (or now, if it came). 1 when the call was in
 // flight, 0 when not (answered and received, abandoned already, never

@@ -829,6 +829,36 @@ pub unsafe extern "C" fn shmlink_client_try_receive(
     }
 }
 
+/// Waits up to `timeout_us` microseconds (0: the client's default) until
+/// the next answer has begun to arrive, without receiving it: `*ready` is 1
+/// when `shmlink_client_recv` or `shmlink_client_try_receive` will not wait
+/// for its first bytes, 0 when the time passed first. Never cuts an answer
+/// off (a timed-out `shmlink_client_recv` in the middle of a streamed
+/// answer ends the session), so a caller may wait in short slices, e.g. to
+/// look at a cancellation flag. `SHMLINK_E_NOTHING_IN_FLIGHT` when no call
+/// is in flight.
+///
+/// # Safety
+/// `client` is NULL or a live client; `ready` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn shmlink_client_wait_readable(
+    client: *mut shmlink_client,
+    timeout_us: u64,
+    ready: *mut i32,
+) -> shmlink_status {
+    guard(|| {
+        // SAFETY: the pointers are NULL or valid, per the contract.
+        let (client, ready) = unsafe { (client.as_ref(), ready.as_mut()) };
+        let client = required(client, "client")?;
+        let ready = required(ready, "ready")?;
+        *ready = i32::from(client.with(|c| {
+            let t = timeout(c, timeout_us);
+            Ok(c.wait_readable(t)?)
+        })?);
+        Ok(())
+    })
+}
+
 /// Gives up on a call sent with `shmlink_client_send`: its answer is
 /// dropped when it comes (or now, if it came). 1 when the call was in
 /// flight, 0 when not (answered and received, abandoned already, never

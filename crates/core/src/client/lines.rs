@@ -46,7 +46,10 @@ impl Client {
         let mut deadline = Deadline::In(limit);
         if let Err(e) = line.session.send(Kind::Request, id, request, &mut deadline) {
             if e.is_fatal() {
-                self.lose_line();
+                // The worker left the line (revoked for a reload, recycled)
+                // before this call: another worker may be ready at once.
+                self.close_line();
+                self.asking.ask_next();
             }
             return None;
         }
@@ -65,7 +68,14 @@ impl Client {
             }
             Err(e) => {
                 let (unread, line_id) = (line.session.sent_unread(), line.id);
-                self.lose_line();
+                if unread {
+                    // The worker left first (revoked, recycled) or died idle:
+                    // ask for another line at the next call.
+                    self.close_line();
+                    self.asking.ask_next();
+                } else {
+                    self.lose_line();
+                }
                 match e {
                     Error::Timeout { .. } if pools => Some(Err(Error::Remote(RemoteError::new(
                         CODE_WORKER_TIMEOUT,

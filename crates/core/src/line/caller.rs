@@ -46,6 +46,13 @@ impl Asking {
         true
     }
 
+    /// The next call asks (a line ended because its worker left, not
+    /// because lines fail here); refusals then back off from there.
+    pub(crate) fn ask_next(&mut self) {
+        self.calls = 0;
+        self.every = 1;
+    }
+
     pub(crate) fn back_off(&mut self) {
         self.every = (self.every * 2).min(MOST_CALLS_BETWEEN_ASKS);
     }

@@ -242,7 +242,8 @@ func TestServerKilledDuringWaitingCalls(t *testing.T) {
 	}
 }
 
-// 1,000 goroutines call at once on one client, each with a context (a
+// 10,000 goroutines (1,000 under the race detector) call at once on one
+// client, each with a context (a
 // deadline, or cancellable; every 10th cancelled while in flight, every 7th
 // without a context), beside a goroutine pipelining with Send/Recv: every
 // call gets its own answer (or context.Canceled), nothing is left over.
@@ -255,7 +256,7 @@ func TestManyConcurrentCallsWithContexts(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer c.Close()
-			const goroutines = 1000
+			const goroutines = manyGoroutines
 			var wg sync.WaitGroup
 			errs := make(chan error, goroutines+1)
 			var cancelledN, answered sync.Map

@@ -148,6 +148,38 @@ TEST_P(CApiLoopTest, ThreeSessionsShareOneEpoll) {
   ::close(ep);
 }
 
+TEST_P(CApiLoopTest, TenThousandCallsInFlight) {
+  ClientPtr c = connect();
+  int fd = -1;
+  ASSERT_EQ(shmlink_client_fd(c.get(), &fd), SHMLINK_OK) << last_error();
+  constexpr int kCalls = 10'000;
+  std::map<uint64_t, std::string> want;
+  for (int i = 0; i < kCalls; ++i) {
+    std::string req = "n" + std::to_string(i);
+    uint64_t id = 0;
+    // Sends wait for ring room while the server answers (the answers are
+    // kept for try_receive meanwhile).
+    ASSERT_EQ(shmlink_client_send(c.get(), bytes(req), req.size(), &id), SHMLINK_OK)
+        << last_error();
+    want[id] = req;
+  }
+  Buffer out;
+  while (!want.empty()) {
+    uint64_t id = 0;
+    shmlink_status st = shmlink_client_try_receive(c.get(), &id, out.get());
+    if (st == SHMLINK_E_WOULD_BLOCK) {
+      ASSERT_TRUE(readable(fd)) << want.size() << " answers missing after 10 s";
+      continue;
+    }
+    ASSERT_EQ(st, SHMLINK_OK) << last_error();
+    auto it = want.find(id);
+    ASSERT_NE(it, want.end()) << "an answer to no call, or twice: " << id;
+    EXPECT_EQ(out.str(), it->second);
+    want.erase(it);
+  }
+  EXPECT_EQ(shmlink_client_in_flight(c.get()), 0u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, CApiLoopTest,
                          ::testing::Values(Transport::Shm, Transport::Unix, Transport::Tcp),
                          transport_name);

@@ -6,8 +6,10 @@
 #include <poll.h>
 #include <sys/epoll.h>
 
+#include <atomic>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "c_api_fixture.hpp"
@@ -179,6 +181,105 @@ TEST_P(CApiLoopTest, TenThousandCallsInFlight) {
   }
   EXPECT_EQ(shmlink_client_in_flight(c.get()), 0u);
 }
+
+// A server answered from a loop of its own: requests queued, taken when
+// the descriptor of shmlink_server_start_queued is readable, answered in
+// any order (here two at a time, the later first), failed or freed.
+class QueuedServerTest : public ::testing::TestWithParam<Transport> {};
+
+shmlink_status shmlink_call(shmlink_client* c, std::string_view req, Buffer& out) {
+  return shmlink_client_call(c, bytes(req), req.size(), out.get());
+}
+
+TEST_P(QueuedServerTest, RequestsAreAnsweredFromTheLoop) {
+  TempDir dir;
+  std::string bind = bind_address(GetParam(), dir);
+  const char* list[] = {bind.c_str()};
+  shmlink_server* raw = nullptr;
+  ASSERT_EQ(shmlink_server_bind(list, 1, nullptr, &raw), SHMLINK_OK) << last_error();
+  ServerPtr server(raw);
+  std::string address = shmlink_server_address(raw, 0);
+  shmlink_request* none = nullptr;
+  EXPECT_EQ(shmlink_server_next_request(raw, &none), SHMLINK_E_STATE) << "not started yet";
+  int fd = -1;
+  ASSERT_EQ(shmlink_server_start_queued(raw, &fd), SHMLINK_OK) << last_error();
+  ASSERT_GE(fd, 0);
+  EXPECT_EQ(shmlink_server_next_request(raw, &none), SHMLINK_E_WOULD_BLOCK);
+  EXPECT_EQ(none, nullptr);
+
+  constexpr int kClients = 3, kCalls = 40;
+  std::atomic<bool> done{false};
+  std::thread loop([&] {
+    std::vector<shmlink_request*> held;
+    while (!done.load()) {
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, 50) != 1) {
+        // Nothing for a while: answer a lone held request.
+        for (shmlink_request* r : held) {
+          size_t len = 0;
+          const uint8_t* data = shmlink_request_data(r, &len);
+          EXPECT_EQ(shmlink_request_answer(r, data, len), SHMLINK_OK);
+        }
+        held.clear();
+        continue;
+      }
+      shmlink_request* r = nullptr;
+      while (shmlink_server_next_request(raw, &r) == SHMLINK_OK) {
+        size_t len = 0;
+        const uint8_t* data = shmlink_request_data(r, &len);
+        std::string req(reinterpret_cast<const char*>(data), len);
+        if (req == "fail") {
+          EXPECT_EQ(shmlink_request_fail(r, 0x2A, "asked to fail"), SHMLINK_OK);
+        } else if (req == "free") {
+          shmlink_request_free(r);
+        } else {
+          held.push_back(r);
+          if (held.size() == 2) {
+            for (auto it = held.rbegin(); it != held.rend(); ++it) {
+              const uint8_t* d = shmlink_request_data(*it, &len);
+              EXPECT_EQ(shmlink_request_answer(*it, d, len), SHMLINK_OK);
+            }
+            held.clear();
+          }
+        }
+      }
+    }
+    for (shmlink_request* r : held) shmlink_request_free(r);
+  });
+  std::vector<std::thread> callers;
+  for (int k = 0; k < kClients; ++k) {
+    callers.emplace_back([&, k] {
+      shmlink_client* c = nullptr;
+      ASSERT_EQ(shmlink_client_connect(address.c_str(), nullptr, &c), SHMLINK_OK) << last_error();
+      ClientPtr client(c);
+      Buffer out;
+      for (int i = 0; i < kCalls; ++i) {
+        std::string req = std::to_string(k) + "." + std::to_string(i);
+        ASSERT_EQ(shmlink_call(c, req, out), SHMLINK_OK) << last_error();
+        EXPECT_EQ(out.str(), req);
+      }
+      ASSERT_EQ(shmlink_call(c, "fail", out), SHMLINK_E_REMOTE);
+      EXPECT_EQ(shmlink_last_remote_code(), 0x2Au);
+      ASSERT_EQ(shmlink_call(c, "free", out), SHMLINK_E_REMOTE);
+      EXPECT_NE(last_error().find("unanswered"), std::string::npos) << last_error();
+    });
+  }
+  for (auto& t : callers) t.join();
+  done.store(true);
+  loop.join();
+  // Requests nobody takes are answered with an error once the server is
+  // waited for.
+  shmlink_server_stop(raw);
+  EXPECT_EQ(shmlink_server_wait(raw), SHMLINK_OK) << last_error();
+  EXPECT_EQ(shmlink_server_next_request(raw, &none), SHMLINK_E_STATE);
+  EXPECT_EQ(shmlink_request_data(nullptr, nullptr), nullptr);
+  EXPECT_EQ(shmlink_request_answer(nullptr, nullptr, 0), SHMLINK_E_INVALID_ARGUMENT);
+  shmlink_request_free(nullptr);
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, QueuedServerTest,
+                         ::testing::Values(Transport::Shm, Transport::Unix, Transport::Tcp),
+                         transport_name);
 
 INSTANTIATE_TEST_SUITE_P(Transports, CApiLoopTest,
                          ::testing::Values(Transport::Shm, Transport::Unix, Transport::Tcp),

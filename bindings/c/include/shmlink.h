@@ -145,6 +145,11 @@ typedef struct shmlink_client shmlink_client;
 // after its client is closed or freed, it just cannot be sent then.
 typedef struct shmlink_loan shmlink_loan;
 
+// A request taken from a queued server (opaque): answered once with
+// `shmlink_request_answer` or `shmlink_request_fail`, or freed with
+// `shmlink_request_free`, each of which frees it; any thread may do so.
+typedef struct shmlink_request shmlink_request;
+
 // The response a handler is filling (opaque). Valid only during the handler
 // call it was passed to, and only on that thread.
 typedef struct shmlink_response shmlink_response;
@@ -766,6 +771,39 @@ void shmlink_client_options_init(struct shmlink_client_options *options);
 // `options` is NULL or points to writable memory for the struct.
 void shmlink_server_options_init(struct shmlink_server_options *options);
 
+// The request's bytes, valid until it is answered or freed; `*len`
+// receives their count. NULL (and 0) for a NULL request.
+//
+// # Safety
+// `request` is NULL or a live request; `len` is NULL or writable.
+const uint8_t *shmlink_request_data(const struct shmlink_request *request, size_t *len);
+
+// Answers the request with `len` bytes at `data` (copied), and frees it.
+//
+// # Safety
+// `request` is NULL or a live request, not used afterwards; `data` is
+// valid for `len` bytes (NULL when `len` is 0).
+enum shmlink_status shmlink_request_answer(struct shmlink_request *request,
+                                           const uint8_t *data,
+                                           size_t len);
+
+// Answers the request with the error `code` and `message` (UTF-8, NULL
+// for none), and frees it.
+//
+// # Safety
+// `request` is NULL or a live request, not used afterwards; `message` is
+// NULL or a NUL-terminated string.
+enum shmlink_status shmlink_request_fail(struct shmlink_request *request,
+                                         uint32_t code,
+                                         const char *message);
+
+// Frees a request without answering it: its caller gets an error (code
+// `0xFFFF0003`, "dropped unanswered"). NULL is ignored.
+//
+// # Safety
+// `request` is NULL or a live request, not used afterwards.
+void shmlink_request_free(struct shmlink_request *request);
+
 // Appends `len` bytes to the response.
 //
 // # Safety
@@ -857,6 +895,35 @@ enum shmlink_status shmlink_server_serve(struct shmlink_server *server,
 enum shmlink_status shmlink_server_start(struct shmlink_server *server,
                                          shmlink_handler handler,
                                          void *user_data);
+
+// Starts serving on the library's threads with the requests handed to a
+// loop of the caller's (epoll, poll, libuv) instead of a handler:
+// `*out_fd` becomes readable while requests wait; take them with
+// `shmlink_server_next_request` and answer each with
+// `shmlink_request_answer` or `shmlink_request_fail`, in any order, from
+// any thread. Each session waits for its request's answer (requests of
+// one session are answered one at a time, sessions run concurrently).
+// The descriptor stays the server's: watch it, never read or close it.
+// Requests still queued when the server is waited for or freed are
+// answered with an error; answer or free the ones taken before
+// `shmlink_server_wait`, which waits for them.
+//
+// # Safety
+// `server` is NULL or a live server; `out_fd` is writable.
+enum shmlink_status shmlink_server_start_queued(struct shmlink_server *server, int *out_fd);
+
+// The next request of a server started with `shmlink_server_start_queued`,
+// never waiting for one: `*out` receives it, to be answered with
+// `shmlink_request_answer` or `shmlink_request_fail` (or freed with
+// `shmlink_request_free`, which answers with an error);
+// `SHMLINK_E_WOULD_BLOCK` when none waits (the descriptor then becomes
+// readable when one does); `SHMLINK_E_STATE` for a server not started
+// that way, or waited for.
+//
+// # Safety
+// `server` is NULL or a live server; `out` is writable.
+enum shmlink_status shmlink_server_next_request(struct shmlink_server *server,
+                                                struct shmlink_request **out);
 
 // Sets the handler of requests that come with file descriptors
 // (`shmlink_client_call_fds`), before `shmlink_server_serve` or

@@ -21,6 +21,7 @@ mod client;
 mod guard;
 mod info;
 mod options;
+mod request;
 mod response;
 mod server;
 mod status;
@@ -31,6 +32,7 @@ pub use buffer::{shmlink_buffer, shmlink_buffer_free};
 pub use client::*;
 pub use info::*;
 pub use options::*;
+pub use request::*;
 pub use response::*;
 pub use server::*;
 pub use status::{

@@ -86,6 +86,10 @@ struct Inner {
     fd_handler: Mutex<Option<CFdHandler>>,
     /// Reservations lent from a session's arena (`shmlink_response_reserve`).
     lendable: RangeInclusive<usize>,
+    /// The request queue of a server started with
+    /// `shmlink_server_start_queued`; dropped (its waiting requests answered
+    /// with an error) when the server is waited for or freed.
+    queue: Mutex<Option<shmlink::RequestQueue>>,
 }
 
 #[derive(Debug)]
@@ -110,17 +114,24 @@ impl Inner {
         user_data: *mut c_void,
     ) -> Result<(Server, CHandler), Failure> {
         let f = required(f, "handler")?;
+        let s = self.take_bound_server(op)?;
+        Ok((
+            s,
+            CHandler {
+                f,
+                user_data,
+                fds: *self.fd_handler(),
+                lendable: self.lendable.clone(),
+            },
+        ))
+    }
+
+    /// The bound server, the state left `Serving` (the caller sets what
+    /// follows).
+    fn take_bound_server(&self, op: &str) -> Result<Server, Failure> {
         let mut g = self.lock();
         match std::mem::replace(&mut *g, State::Serving) {
-            State::Bound(s) => Ok((
-                s,
-                CHandler {
-                    f,
-                    user_data,
-                    fds: *self.fd_handler(),
-                    lendable: self.lendable.clone(),
-                },
-            )),
+            State::Bound(s) => Ok(s),
             other => {
                 let why = match &other {
                     State::Serving => "the server is already serving",
@@ -134,6 +145,10 @@ impl Inner {
                 ))
             }
         }
+    }
+
+    fn queue(&self) -> MutexGuard<'_, Option<shmlink::RequestQueue>> {
+        self.queue.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn fd_handler(&self) -> MutexGuard<'_, Option<CFdHandler>> {
@@ -332,6 +347,7 @@ pub unsafe extern "C" fn shmlink_server_bind(
                 state: Mutex::new(State::Bound(server)),
                 fd_handler: Mutex::new(None),
                 lendable,
+                queue: Mutex::new(None),
             }),
         }));
         Ok(())
@@ -421,6 +437,90 @@ pub unsafe extern "C" fn shmlink_server_start(
     })
 }
 
+/// Starts serving on the library's threads with the requests handed to a
+/// loop of the caller's (epoll, poll, libuv) instead of a handler:
+/// `*out_fd` becomes readable while requests wait; take them with
+/// `shmlink_server_next_request` and answer each with
+/// `shmlink_request_answer` or `shmlink_request_fail`, in any order, from
+/// any thread. Each session waits for its request's answer (requests of
+/// one session are answered one at a time, sessions run concurrently).
+/// The descriptor stays the server's: watch it, never read or close it.
+/// Requests still queued when the server is waited for or freed are
+/// answered with an error; answer or free the ones taken before
+/// `shmlink_server_wait`, which waits for them.
+///
+/// # Safety
+/// `server` is NULL or a live server; `out_fd` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn shmlink_server_start_queued(
+    server: *mut shmlink_server,
+    out_fd: *mut c_int,
+) -> shmlink_status {
+    guard(|| {
+        // SAFETY: the pointers are NULL or valid, per the contract.
+        let (server, out_fd) = unsafe { (server.as_ref(), out_fd.as_mut()) };
+        let server = required(server, "server")?;
+        let out_fd = required(out_fd, "out_fd")?;
+        let (queue, handler) = shmlink::RequestQueue::new()?;
+        let s = server
+            .inner
+            .take_bound_server("shmlink_server_start_queued")?;
+        match s.spawn(handler) {
+            Ok(running) => {
+                *out_fd = queue.fd().as_raw_fd();
+                *server.inner.queue() = Some(queue);
+                *server.inner.lock() = State::Started(running);
+                Ok(())
+            }
+            Err(e) => {
+                *server.inner.lock() = State::Stopped;
+                Err(e.into())
+            }
+        }
+    })
+}
+
+/// The next request of a server started with `shmlink_server_start_queued`,
+/// never waiting for one: `*out` receives it, to be answered with
+/// `shmlink_request_answer` or `shmlink_request_fail` (or freed with
+/// `shmlink_request_free`, which answers with an error);
+/// `SHMLINK_E_WOULD_BLOCK` when none waits (the descriptor then becomes
+/// readable when one does); `SHMLINK_E_STATE` for a server not started
+/// that way, or waited for.
+///
+/// # Safety
+/// `server` is NULL or a live server; `out` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn shmlink_server_next_request(
+    server: *mut shmlink_server,
+    out: *mut *mut crate::request::shmlink_request,
+) -> shmlink_status {
+    guard(|| {
+        // SAFETY: the pointers are NULL or valid, per the contract.
+        let (server, out) = unsafe { (server.as_ref(), out.as_mut()) };
+        let server = required(server, "server")?;
+        let out = required(out, "out")?;
+        *out = std::ptr::null_mut();
+        let q = server.inner.queue();
+        let Some(queue) = q.as_ref() else {
+            return Err(Failure::new(
+                shmlink_status::SHMLINK_E_STATE,
+                "shmlink_server_next_request: the server was not started with shmlink_server_start_queued, or was waited for",
+            ));
+        };
+        match queue.try_next() {
+            Some(r) => {
+                *out = crate::request::boxed(r);
+                Ok(())
+            }
+            None => Err(Failure::new(
+                shmlink_status::SHMLINK_E_WOULD_BLOCK,
+                "no request waits: wait until the descriptor of shmlink_server_start_queued is readable",
+            )),
+        }
+    })
+}
+
 /// Sets the handler of requests that come with file descriptors
 /// (`shmlink_client_call_fds`), before `shmlink_server_serve` or
 /// `shmlink_server_start`; requests without descriptors keep going to the
@@ -482,6 +582,8 @@ pub unsafe extern "C" fn shmlink_server_wait(server: *mut shmlink_server) -> shm
     guard(|| {
         // SAFETY: NULL or a live server, per the contract.
         let server = required(unsafe { server.as_ref() }, "server")?;
+        // Queued requests no loop will take are answered with an error.
+        drop(server.inner.queue().take());
         let running = {
             let mut g = server.inner.lock();
             match std::mem::replace(&mut *g, State::Stopped) {
@@ -547,6 +649,7 @@ pub unsafe extern "C" fn shmlink_server_free(server: *mut shmlink_server) {
     let server = unsafe { Box::from_raw(server) };
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
         server.inner.stop.stop();
+        drop(server.inner.queue().take());
         let state = std::mem::replace(&mut *server.inner.lock(), State::Stopped);
         drop(state); // a running server is joined here
     }));

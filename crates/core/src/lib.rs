@@ -43,6 +43,7 @@ mod line;
 mod line_wire;
 mod link;
 mod options;
+mod queue;
 mod response;
 mod segment;
 mod server;
@@ -72,6 +73,7 @@ pub use options::{
     ClientOptions, Log, ServerOptions, WaitStrategy, DEFAULT_ARENA_BYTES, DEFAULT_MAX_MESSAGE,
     DEFAULT_RING_SIZE, MAX_MESSAGE_SIZE, MAX_RING_SIZE, MIN_RING_SIZE,
 };
+pub use queue::{QueueHandler, QueuedRequest, RequestQueue};
 pub use response::Response;
 pub use server::{
     AcceptedWorker, Answer, BatchAnswer, Handler, InPlace, RunningServer, Server, Stats,

@@ -21,6 +21,16 @@ fn role_child() {
     }
 }
 
+/// A runtime whose tasks run beside a blocked one (a test waiting for a
+/// child's output).
+fn two_worker_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -91,11 +101,7 @@ fn cancelled_calls_leave_the_session_usable(t: T) {
         let bind = t.bind_addr(&dir, "c");
         let mut child = Peer::spawn(ROLE, &bind);
         let addr = child.expect("READY", Duration::from_secs(20));
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .expect("runtime");
+        let rt = two_worker_runtime();
         rt.block_on(async move {
             let c = AsyncClient::connect(addr.trim(), Default::default())
                 .await
@@ -156,11 +162,7 @@ fn unix_cancelled_calls_leave_the_session_usable() {
 /// awaits a timer before answering), sessions concurrently.
 fn an_async_handler_answers(t: T) {
     watchdog("serve", Duration::from_secs(60), move || {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .expect("runtime");
+        let rt = two_worker_runtime();
         rt.block_on(async move {
             let dir = TempDir::new(t.scheme());
             let bind = t.bind_addr(&dir, "a");

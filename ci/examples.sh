@@ -5,6 +5,9 @@
 # on it (the CLI must be built: target/release/shmlink), then SIGTERM.
 #   SHMLINK_PREFIX   where `make install` put shmlink (default target/stage)
 set -euo pipefail
+step_prefix=examples
+# shellcheck source=ci/lib/common.sh
+source "$(dirname "$0")/lib/common.sh"
 cd "$(dirname "$0")/.."
 PREFIX=${SHMLINK_PREFIX:-$PWD/target/stage}
 make examples PREFIX="$PREFIX"
@@ -21,12 +24,7 @@ trap cleanup EXIT
 "$bin/cpp-daemon/shmlink-daemon" "shm:$dir/d.sock" "unix:$dir/d-unix.sock" tcp:127.0.0.1:0 \
   --raw-unix "$dir/raw.sock" --ready-file "$dir/ready" >"$dir/log" 2>&1 &
 daemon=$!
-for _ in $(seq 500); do            # up to 5 s for the daemon to listen
-  [ -s "$dir/ready" ] && break
-  kill -0 "$daemon" 2>/dev/null || { cat "$dir/log"; echo "examples: daemon died" >&2; exit 1; }
-  sleep 0.01
-done
-[ -s "$dir/ready" ] || { cat "$dir/log"; echo "examples: daemon not ready in 5 s" >&2; exit 1; }
+wait_ready "$daemon" "$dir/ready" "$dir/log" "the example daemon"
 read -r -a addresses <"$dir/ready"
 
 for a in "${addresses[@]}"; do

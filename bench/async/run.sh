@@ -11,6 +11,9 @@
 # examples (make install + make examples), the Python venv with the binding.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+step_prefix=async
+# shellcheck source=ci/lib/common.sh
+source ci/lib/common.sh
 calls=20000
 markdown=""
 python_args=(--rounds 3 --seconds 0.3)
@@ -37,12 +40,7 @@ trap cleanup EXIT
 "$shmlink" echo --listen "shm:$dir/a.sock" --listen "unix:$dir/a-unix.sock" --reply-ratio 1 \
   --max-sessions 4096 --ready-file "$dir/ready" >"$dir/log" 2>&1 &
 server=$!
-for _ in $(seq 500); do   # up to 5 s for the server to listen
-  [ -s "$dir/ready" ] && break
-  kill -0 "$server" 2>/dev/null || { cat "$dir/log"; echo "async: server died" >&2; exit 1; }
-  sleep 0.01
-done
-[ -s "$dir/ready" ] || { echo "async: server not ready in 5 s" >&2; exit 1; }
+wait_ready "$server" "$dir/ready" "$dir/log" "shmlink echo"
 
 for t in shm unix; do
   addr="$t:$dir/a.sock"

@@ -5,6 +5,9 @@
 #   apt_install_missing PKG...     installs the Debian packages that are not installed
 #                                  (apt-get update first; sudo when not root)
 #   fail TEXT...                   prints "PREFIX: FAIL: TEXT" to stderr and exits 1
+#   wait_ready PID FILE LOG WHAT   waits up to 5 s for process PID to write its
+#                                  --ready-file FILE; fails (printing LOG) if it
+#                                  dies or does not
 #   once_per_run NAME              true the first time NAME is asked within one
 #                                  ci/test.sh run (SHMLINK_CI_RUN set), always outside one
 
@@ -16,6 +19,17 @@ step() { echo; echo "=== $step_prefix: $* ($(($(date +%s) - ci_start)) s)"; }
 fail() {
   echo "$step_prefix: FAIL: $*" >&2
   exit 1
+}
+
+wait_ready() {
+  local pid=$1 file=$2 log=$3 what=$4
+  for _ in $(seq 500); do   # up to 5 s
+    [ -s "$file" ] && return 0
+    kill -0 "$pid" 2>/dev/null || { cat "$log" >&2; fail "$what died"; }
+    sleep 0.01
+  done
+  cat "$log" >&2
+  fail "$what not ready in 5 s"
 }
 
 apt_install_missing() {

@@ -19,7 +19,7 @@ use crate::stats::{Durations, HttpStats};
 /// First four bytes of a counters page: `SLHC`.
 pub(crate) const PAGE_MAGIC: [u8; 4] = *b"SLHC";
 /// The page layout's version.
-pub(crate) const PAGE_VERSION: u32 = 3;
+pub(crate) const PAGE_VERSION: u32 = 4;
 /// Bytes of the page's header.
 pub(crate) const PAGE_HEADER: usize = 64;
 /// Counters in a slot.
@@ -40,6 +40,8 @@ pub const STATUS_CODES: [u16; 28] = [
     200, 201, 202, 204, 206, 301, 302, 303, 304, 307, 308, 400, 401, 403, 404, 405, 408, 409, 410,
     413, 416, 422, 429, 431, 500, 502, 503, 504,
 ];
+/// A [`Field::Busy`] reading older than this (ms) is not current.
+const STALE_MS: u64 = 300;
 /// Most slots a page may have.
 pub(crate) const MAX_SLOTS: usize = 4096;
 
@@ -79,8 +81,12 @@ pub(crate) enum Field {
     FrontSamples = 13,
     /// 1 while this server accepts connections, else 0: the servers of a
     /// page share the connections among those that accept
-    /// ([`Counters::over_share`]).
+    /// ([`Counters::share_view`]).
     Accepting = 14,
+    /// How busy this server's thread was over its last window, in
+    /// millionths of a CPU (written by servers that balance their
+    /// connections, see `engine/balance.rs`; 0 from older writers).
+    Busy = 15,
     /// Requests answered in each duration bucket ([`DURATION_BOUNDS_US`]):
     /// this one and the 11 after it.
     Bucket0 = 16,
@@ -88,9 +94,31 @@ pub(crate) enum Field {
     DurationMicros = 28,
     /// Requests whose duration was counted.
     Timed = 29,
+    /// When [`Field::Busy`] was written (coarse ms of `CLOCK_MONOTONIC`).
+    BusyAt = 30,
+    /// 1 while this server sheds load (leaves new connections to the
+    /// others), else 0.
+    Shedding = 31,
     /// Responses with each status of [`STATUS_CODES`]: this one and the 27
     /// after it.
     Code0 = 32,
+}
+
+/// A page's connections as one of its servers sees them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ShareView {
+    /// Connections this server holds open.
+    pub(crate) mine: u64,
+    /// Connections open in every server of the page.
+    pub(crate) total: u64,
+    /// Servers that accept connections (this one among them).
+    pub(crate) accepting: u64,
+    /// How busy the least busy other accepting server is (millionths of a
+    /// CPU); `None` when there is no other.
+    pub(crate) idlest_peer: Option<u64>,
+    /// An accepting server of a lower slot takes new connections before
+    /// this one: it does not shed, and is not held in one request.
+    pub(crate) taker_before: bool,
 }
 
 /// Counters in use: [`Field`] cells in local memory or in a page's slot.
@@ -143,29 +171,58 @@ impl Counters {
         }
     }
 
-    /// Whether this server holds more open connections than the average
-    /// of the servers that accept ([`Field::Accepting`]) and run no request
-    /// (this one among them): then it leaves a new connection to the
-    /// others for a moment. Always false alone.
-    pub(crate) fn over_share(&self) -> bool {
-        let Cells::Page { map, slots, .. } = &self.0 else {
-            return false;
+    /// Publishes how busy this server was over its last window
+    /// ([`Field::Busy`], [`Field::BusyAt`]).
+    pub(crate) fn publish_busy(&self, ppm: u64, now_ms: u64) {
+        self.cell(Field::Busy).store(ppm, Ordering::Relaxed);
+        self.cell(Field::BusyAt).store(now_ms, Ordering::Relaxed);
+    }
+
+    /// Publishes whether this server sheds load ([`Field::Shedding`]).
+    pub(crate) fn publish_shedding(&self, yes: bool) {
+        self.cell(Field::Shedding)
+            .store(u64::from(yes), Ordering::Relaxed);
+    }
+
+    /// The page's connections as this server sees them at `now_ms`, for
+    /// sharing them by load; `None` alone (no page).
+    pub(crate) fn share_view(&self, now_ms: u64) -> Option<ShareView> {
+        let Cells::Page { map, base, slots } = &self.0 else {
+            return None;
         };
-        let (mut total, mut accepting) = (0u64, 0u64);
+        let mut v = ShareView {
+            mine: self.get(Field::Open),
+            total: 0,
+            accepting: 0,
+            idlest_peer: None,
+            taker_before: false,
+        };
         for i in 0..*slots {
             let at = PAGE_HEADER + i * SLOT_BYTES;
-            total = total.wrapping_add(
-                map.atomic_u64(at + 8 * Field::Open as usize)
-                    .load(Ordering::Relaxed),
-            );
             let cell = |f: Field| map.atomic_u64(at + 8 * f as usize).load(Ordering::Relaxed);
-            // One running a request takes nothing until it is done.
-            if cell(Field::Accepting) == 1 && cell(Field::Handed) <= cell(Field::Returned) {
-                accepting += 1;
+            v.total = v.total.wrapping_add(cell(Field::Open));
+            if cell(Field::Accepting) != 1 {
+                continue;
+            }
+            v.accepting += 1;
+            if at == *base {
+                continue;
+            }
+            // A reading older than a few windows: its server has not
+            // turned since, so it is idle, or held in one request.
+            let current = cell(Field::BusyAt).saturating_add(STALE_MS) >= now_ms;
+            let held = !current && cell(Field::Handed) > cell(Field::Returned);
+            let busy = match (current, held) {
+                (true, _) => cell(Field::Busy),
+                (false, true) => 1_000_000,
+                (false, false) => 0,
+            };
+            v.idlest_peer = Some(v.idlest_peer.map_or(busy, |b: u64| b.min(busy)));
+            if at < *base && !held && cell(Field::Shedding) != 1 {
+                v.taker_before = true;
             }
         }
-        let mine = self.get(Field::Open);
-        accepting > 1 && mine.saturating_mul(accepting) > total
+        Some(v)
     }
 
     /// Says whether this server accepts connections ([`Field::Accepting`]).
@@ -443,7 +500,7 @@ mod tests {
         assert!(e.to_string().contains("slot 2 is not one of them"), "{e}");
         let other = shmlink_sys::memfd::create_sealed("other", 4096).expect("memfd");
         let e = CountersPage::open_slot(&other, 0).expect_err("no header");
-        assert!(e.to_string().contains("not version 3"), "{e}");
+        assert!(e.to_string().contains("not version 4"), "{e}");
         assert!(CountersPage::create(0).is_err());
         assert!(CountersPage::create(MAX_SLOTS + 1).is_err());
     }

@@ -15,7 +15,7 @@ mod support;
 
 use std::io::Write;
 use std::net::{Shutdown, SocketAddr};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -1255,19 +1255,26 @@ fn recycling_and_reloads_under_load_lose_no_request() {
 
 #[test]
 fn a_killed_worker_costs_only_its_own_connections() {
+    use shmlink_sys::process::{kill, Sig};
     let f = Front::start(HttpMode::Workers, 2, |_, _| {});
-    // Connections until both workers hold some.
+    // Connections are packed on one worker: each worker is given some by
+    // freezing the other while they open.
+    let workers: Vec<u32> = f.pool.status().workers.iter().map(|w| w.pid).collect();
     let mut held: Vec<(Conn, u32)> = Vec::new();
-    wait_until("both workers holding connections", DEADLINE, || {
-        let mut c = f.conn();
-        let pid = f.pid(&mut c);
-        held.push((c, pid));
-        let mut pids: Vec<u32> = held.iter().map(|(_, p)| *p).collect();
-        pids.dedup();
-        pids.sort_unstable();
-        pids.dedup();
-        pids.len() == 2
-    });
+    for (i, &w) in workers.iter().enumerate() {
+        let other = workers[1 - i];
+        kill(other, Sig::Stop).expect("SIGSTOP");
+        for _ in 0..3 {
+            let mut c = f.conn();
+            let pid = f.pid(&mut c);
+            held.push((c, pid));
+        }
+        kill(other, Sig::Cont).expect("SIGCONT");
+        assert!(
+            held.iter().rev().take(3).all(|(_, p)| *p == w),
+            "{workers:?}"
+        );
+    }
     let victim = held[0].1;
     shmlink_sys::process::kill(victim, shmlink_sys::process::Sig::Kill).expect("kill -9");
     for (c, pid) in &mut held {
@@ -1294,24 +1301,86 @@ fn a_killed_worker_costs_only_its_own_connections() {
 }
 
 #[test]
-fn connections_opened_together_are_shared_by_the_workers() {
+fn a_saturated_worker_moves_connections_to_one_with_room() {
     // wrk's way: 16 keep-alive connections opened at once, then used for
-    // every request. Each worker accepts up to its share of the open
-    // connections and leaves the rest to the others.
+    // every request, here to CPU-bound requests (1 ms of work each). All
+    // land on one worker (the other is frozen while they open). A worker
+    // saturated while the other has room and the machine a CPU to spare
+    // asks some of its connections to move (`Connection: close` on their
+    // next response); the clients reconnect, and the other worker takes
+    // them. No request fails on the way.
+    use shmlink_sys::process::{kill, Sig};
     let f = Front::start_alone(HttpMode::Workers, 2, |_, _| {});
-    let mut conns: Vec<Conn> = (0..16).map(|_| f.conn()).collect();
-    let pids: Vec<u32> = conns.iter_mut().map(|c| f.pid(c)).collect();
-    let mut per_worker: Vec<(u32, usize)> = Vec::new();
-    for p in &pids {
-        match per_worker.iter_mut().find(|(q, _)| q == p) {
-            Some((_, n)) => *n += 1,
-            None => per_worker.push((*p, 1)),
-        }
-    }
-    assert_eq!(per_worker.len(), 2, "connections by worker: {per_worker:?}");
+    let workers: Vec<u32> = f.pool.status().workers.iter().map(|w| w.pid).collect();
+    kill(workers[1], Sig::Stop).expect("SIGSTOP");
+    let mut opened: Vec<Conn> = (0..16).map(|_| f.conn()).collect();
+    let first: Vec<u32> = opened.iter_mut().map(|c| f.pid(c)).collect();
+    kill(workers[1], Sig::Cont).expect("SIGCONT");
     assert!(
-        per_worker.iter().all(|&(_, n)| n >= 4),
-        "connections by worker: {per_worker:?}"
+        first.iter().all(|&p| p == workers[0]),
+        "{first:?} {workers:?}"
+    );
+    let opened = std::sync::Mutex::new(opened);
+    let stop = Arc::new(AtomicBool::new(false));
+    let holders: Arc<Vec<AtomicU32>> = Arc::new((0..16).map(|_| AtomicU32::new(0)).collect());
+    let clients: Vec<_> = (0..16)
+        .map(|i| {
+            let (stop, holders, addr) = (Arc::clone(&stop), Arc::clone(&holders), f.addr);
+            let mut c = opened
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .pop()
+                .expect("a connection");
+            thread::spawn(move || {
+                let (mut failures, mut moved) = (Vec::new(), 0usize);
+                while !stop.load(Ordering::Relaxed) {
+                    c.send(get("/burn/1000"));
+                    match c.try_response() {
+                        Ok(Some(r)) if r.status == 200 => {
+                            holders[i].store(r.text().parse().expect("a pid"), Ordering::Relaxed);
+                            if r.header("connection") == Some("close") {
+                                moved += 1;
+                                c = Conn::open(addr);
+                            }
+                        }
+                        other => {
+                            failures.push(format!("{other:?}"));
+                            c = Conn::open(addr);
+                        }
+                    }
+                }
+                (failures, moved)
+            })
+        })
+        .collect();
+    let held = || -> Vec<usize> {
+        workers
+            .iter()
+            .map(|&p| {
+                holders
+                    .iter()
+                    .filter(|h| h.load(Ordering::Relaxed) == p)
+                    .count()
+            })
+            .collect()
+    };
+    wait_until(
+        "each worker serving at least 4 of the 16 connections",
+        DEADLINE,
+        || held().iter().all(|&n| n >= 4),
+    );
+    stop.store(true, Ordering::Relaxed);
+    let (mut failures, mut moved) = (Vec::new(), 0);
+    for c in clients {
+        let (f, m) = c.join().expect("a client thread");
+        failures.extend(f);
+        moved += m;
+    }
+    assert!(failures.is_empty(), "failed requests: {failures:?}");
+    assert!(moved >= 4, "{moved} connections moved");
+    eprintln!(
+        "connections by worker at the end: {:?}; {moved} moved",
+        held()
     );
 }
 

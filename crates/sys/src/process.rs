@@ -14,6 +14,8 @@ pub enum Sig {
     Kill,
     /// `SIGSTOP`: pause (tests freeze a peer with it).
     Stop,
+    /// `SIGCONT`: go on after `SIGSTOP`.
+    Cont,
 }
 
 /// `kill(2)`: sends `sig` to process `pid`.
@@ -30,6 +32,7 @@ pub fn kill(pid: u32, sig: Sig) -> io::Result<()> {
         Sig::Term => Signal::TERM,
         Sig::Kill => Signal::KILL,
         Sig::Stop => Signal::STOP,
+        Sig::Cont => Signal::CONT,
     };
     Ok(rustix::process::kill_process(pid, sig)?)
 }
@@ -111,5 +114,74 @@ mod tests {
         kill(child.id(), Sig::Kill).expect("kill");
         let status = child.wait().expect("wait");
         assert!(!status.success());
+    }
+}
+
+/// The machine's CPU time so far, from the first line of `/proc/stat`:
+/// (idle ticks, all ticks, CPUs). Idle counts `idle` and `iowait`; all
+/// counts the eight fields from `user` to `steal` (guest time is already
+/// inside `user`). Two readings give how much of the machine sat idle
+/// between them.
+///
+/// # Errors
+/// `/proc` not mounted or unreadable; `InvalidData` for a line that does
+/// not parse.
+pub fn machine_cpu_ticks() -> io::Result<(u64, u64, usize)> {
+    let text = std::fs::read_to_string("/proc/stat")?;
+    parse_stat(&text).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            "/proc/stat has no \"cpu\" line of eight numbers",
+        )
+    })
+}
+
+/// The calling thread's time on a CPU and time spent runnable but waiting
+/// for one, in ns so far (`/proc/thread-self/schedstat`). Their sum over a
+/// window is how much CPU the thread wanted.
+///
+/// # Errors
+/// `/proc` not mounted, or a kernel without schedstats (`InvalidData`).
+pub fn thread_run_and_wait_ns() -> io::Result<(u64, u64)> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat")?;
+    let mut f = text.split_ascii_whitespace().map(str::parse::<u64>);
+    match (f.next(), f.next()) {
+        (Some(Ok(run)), Some(Ok(wait))) => Ok((run, wait)),
+        _ => Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("/proc/thread-self/schedstat reads {text:?}"),
+        )),
+    }
+}
+
+fn parse_stat(text: &str) -> Option<(u64, u64, usize)> {
+    let mut lines = text.lines();
+    let mut fields = lines.next()?.strip_prefix("cpu ")?.split_ascii_whitespace();
+    let mut t = [0u64; 8];
+    for v in &mut t {
+        *v = fields.next()?.parse().ok()?;
+    }
+    let cpus = lines.take_while(|l| l.starts_with("cpu")).count().max(1);
+    Some((t[3] + t[4], t.iter().sum(), cpus))
+}
+
+#[cfg(test)]
+mod stat_tests {
+    use super::*;
+
+    #[test]
+    fn the_machine_line_parses() {
+        let text = "cpu  10 1 5 100 4 0 2 3 0 0\ncpu0 5 0 2 50 2 0 1 1 0 0\ncpu1 5 1 3 50 2 0 1 2 0 0\nintr 1\n";
+        assert_eq!(parse_stat(text), Some((104, 125, 2)));
+        assert_eq!(parse_stat("cpu  1 2 3\n"), None);
+        assert_eq!(parse_stat("intr 1\n"), None);
+        let (idle, all, cpus) = machine_cpu_ticks().expect("/proc/stat");
+        assert!(idle <= all && cpus >= 1);
+        // Updated at the thread's ticks and switches: readable, and never
+        // going back.
+        let (run, wait) = thread_run_and_wait_ns().expect("schedstat");
+        std::thread::yield_now();
+        let (run2, wait2) = thread_run_and_wait_ns().expect("schedstat");
+        assert!(run2 >= run && wait2 >= wait);
     }
 }

@@ -73,6 +73,9 @@ pub(super) struct Conn {
     /// Reading stopped at the buffer's cap: more may wait in the socket
     /// (an edge-triggered socket will not say so again).
     pub(super) more: bool,
+    /// Asked to move to another worker: the next response with nothing
+    /// read behind it closes the connection.
+    pub(super) leave: bool,
 }
 
 /// A file's bytes on their way out: `offset..end` is not sent yet.
@@ -128,6 +131,12 @@ pub(super) enum Read_ {
 }
 
 impl Conn {
+    /// Nothing read and not parsed, and nothing known to wait in the
+    /// socket beyond it.
+    pub(super) fn nothing_unread(&self) -> bool {
+        self.rpos == self.rend && !self.more
+    }
+
     pub(super) fn new(sock: TcpStream, remote: String, serial: u64) -> Conn {
         Conn {
             sock,
@@ -147,6 +156,7 @@ impl Conn {
             deadline: 0,
             started: None,
             more: false,
+            leave: false,
         }
     }
 

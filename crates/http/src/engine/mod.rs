@@ -21,6 +21,7 @@
 //! (closed as accepted). Keep-alive, HTTP/1.0, `Expect: 100-continue`,
 //! `HEAD` and pipelined requests (answered in order) as HTTP/1.1 says.
 
+mod balance;
 pub(crate) mod body;
 mod conn;
 pub(crate) mod head;
@@ -62,9 +63,9 @@ const AHEAD: usize = 64 << 10;
 /// Bytes of a body read per pass (moved into the encoded request as they
 /// come).
 const BODY_STEP: usize = 256 << 10;
-/// How long a server over its share of a page's connections leaves a new
-/// one to the other workers before it takes it itself (one of them may be
-/// running a long request).
+/// How long a server shedding load ([`balance`]) leaves a new connection
+/// to the other workers of its page before it takes it itself (one of them
+/// may be running a long request).
 const SHARE_WAIT: Duration = Duration::from_millis(2);
 /// How long requests in flight may take once a stop closes everything else.
 pub(crate) const STOP_GRACE: Duration = Duration::from_secs(5);
@@ -129,9 +130,11 @@ pub(crate) struct Engine {
     listeners: Vec<TcpListener>,
     /// When accepting is tried again, whatever the share: after it
     /// stopped short (out of descriptors), or left connections to the
-    /// other workers of a page ([`Counters::over_share`]) that may not take
+    /// other workers of a page (shedding, [`balance`]) that may not take
     /// them (an edge-triggered listener says nothing more).
     accept_again: Option<Instant>,
+    /// This worker's load, window after window, and what it decided.
+    balance: balance::Balance,
     conns: Vec<Option<Conn>>,
     free: Vec<usize>,
     ready: VecDeque<Ready>,
@@ -184,11 +187,13 @@ impl Engine {
             ep.add(l, LISTENERS + i as u64, Interest::Edge)?;
         }
         counters.set_accepting(!listeners.is_empty());
+        let now = shmlink_sys::clock::coarse_ms();
         Ok(Engine {
             ep,
             events: Events::with_capacity(256),
             listeners,
             accept_again: None,
+            balance: balance::Balance::new(now),
             conns: Vec::new(),
             free: Vec::new(),
             ready: VecDeque::new(),
@@ -205,7 +210,7 @@ impl Engine {
             woken_pending: false,
             date: reply::DateCache::new(),
             next_serial: 1,
-            now: shmlink_sys::clock::coarse_ms(),
+            now,
             spare: Vec::new(),
             files: None,
         })
@@ -283,6 +288,11 @@ impl Engine {
                 (self.log)(&format!("waiting for HTTP connections failed: {e}"));
             }
             self.now = shmlink_sys::clock::coarse_ms();
+            // Before the events: a listener's may be the first in a while.
+            let d = self.balance.tick(self.now, &self.counters);
+            if d.nudge > 0 {
+                self.nudge(d.nudge);
+            }
             for i in 0..self.events.ready.len() {
                 let ev = self.events.ready[i];
                 match ev.token {
@@ -408,7 +418,7 @@ impl Engine {
         let Some(c) = self.conns[slot].as_mut() else {
             return;
         };
-        let close = !head.keep_alive || draining || c.eof;
+        let close = !head.keep_alive || draining || c.eof || (c.leave && c.nothing_unread());
         let terms = Terms {
             version: head.version,
             head_only: head.head_only,
@@ -514,16 +524,16 @@ impl Engine {
 
     // ---- connections ----------------------------------------------------
 
-    /// Accepts what listener `i` holds, up to this server's share of the
-    /// page's connections: the rest is left to the other workers, and
-    /// tried again after [`SHARE_WAIT`]. If `forced`, the first connection
-    /// is taken whatever the share (it waited that long already).
-    fn accept(&mut self, i: usize, mut forced: bool) {
+    /// Accepts what listener `i` holds; while another worker should take
+    /// it ([`balance`]), it is left to them and tried again after
+    /// [`SHARE_WAIT`]. If `forced`, everything queued is taken (it waited
+    /// that long already).
+    fn accept(&mut self, i: usize, forced: bool) {
         loop {
             let Some(l) = self.listeners.get(i) else {
                 return;
             };
-            if !std::mem::take(&mut forced) && self.counters.over_share() {
+            if !forced && self.balance.defers() {
                 self.retry_accept(SHARE_WAIT);
                 return;
             }
@@ -561,6 +571,21 @@ impl Engine {
             self.timers.push_back((deadline, slot, serial));
             self.conns[slot] = Some(c);
             self.counters.add(Field::Open, 1);
+        }
+    }
+
+    /// Asks `n` connections to move to the other workers: their next
+    /// response closes them (`Connection: close`), once nothing of theirs
+    /// is read ahead.
+    fn nudge(&mut self, mut n: usize) {
+        for c in self.conns.iter_mut().flatten() {
+            if n == 0 {
+                return;
+            }
+            if !c.leave && !c.closing && !matches!(c.phase, Phase::Lingering) {
+                c.leave = true;
+                n -= 1;
+            }
         }
     }
 

@@ -42,6 +42,14 @@ pub(crate) fn answer(
             if let Some(ms) = number_after(path, "/sleep/") {
                 std::thread::sleep(Duration::from_millis(ms));
                 Response::new(200, "slept")
+            } else if let Some(us) = number_after(path, "/burn/") {
+                // CPU work, not a sleep: the worker's thread stays busy.
+                let until = std::time::Instant::now() + Duration::from_micros(us);
+                let mut x = 0u64;
+                while std::time::Instant::now() < until {
+                    x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(1));
+                }
+                Response::new(200, pid)
             } else if let Some(mib) = number_after(path, "/grow/") {
                 kept.push(vec![1u8; (mib as usize) << 20]);
                 Response::new(200, pid)

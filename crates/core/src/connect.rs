@@ -31,9 +31,37 @@ pub(crate) enum Role {
     Worker,
 }
 
-/// Connects to `address` and returns an established session.
+/// What the welcome settled: ring sizes (0/0 when an `shm:` session goes
+/// on over its socket), the server's largest message and the capabilities
+/// both sides use.
+struct Agreed {
+    ring_c2s: usize,
+    ring_s2c: usize,
+    server_max: usize,
+    caps: u64,
+}
+
+/// Connects to `address` and returns an established session, in the steps
+/// the server takes on its side (`server/admit.rs`): the hello, the socket,
+/// the hello sent, the welcome read and checked, the link opened, the
+/// session started. One deadline for the whole handshake: each read or
+/// write waits only for what is left of `opts.timeout`.
 pub(crate) fn connect(address: &Address, opts: &ClientOptions, role: Role) -> Result<Session> {
-    let offered = match (role, address) {
+    let deadline = Instant::now() + opts.timeout;
+    let name = address.to_string();
+    let hello = hello_for(address, opts, role);
+    let stream = open_socket(address, deadline)?;
+    let patience = Patience::new(deadline, welcome_spin(opts.wait, opts.timeout));
+    send_hello(&stream, &hello, &name, opts.timeout, &patience)?;
+    let (welcome, fds) = read_welcome(&stream, &name, opts.timeout, &patience)?;
+    let agreed = check_welcome(welcome, &hello, role, &name)?;
+    let link = open_link(stream, fds, &agreed, opts, &name)?;
+    Ok(start_session(link, &agreed, opts, role, name))
+}
+
+/// The capabilities a side offers: by role, transport and options.
+fn offered_caps(address: &Address, opts: &ClientOptions, role: Role) -> u64 {
+    let by_role = match (role, address) {
         (Role::Caller, Address::Tcp(_)) => handshake::CAPS,
         (Role::Caller, _) if opts.max_arena_bytes > 0 => {
             handshake::CAPS
@@ -43,7 +71,8 @@ pub(crate) fn connect(address: &Address, opts: &ClientOptions, role: Role) -> Re
         }
         (Role::Caller, _) => handshake::CAPS | handshake::CAP_FDS,
         (Role::Worker, _) => handshake::CAPS | handshake::CAP_SERVE,
-    } | match (role, address) {
+    };
+    let by_shm = match (role, address) {
         (Role::Caller, Address::Shm(_)) if !opts.shm_required => {
             handshake::CAP_STREAM_FALLBACK | handshake::CAP_LINES | handshake::CAP_BELL
         }
@@ -51,67 +80,70 @@ pub(crate) fn connect(address: &Address, opts: &ClientOptions, role: Role) -> Re
         (_, Address::Shm(_)) => handshake::CAP_LINES,
         _ => 0,
     };
-    let deadline = Instant::now() + opts.timeout;
-    let name = address.to_string();
-    let stream = open_socket(address, deadline)?;
-    let wire = if matches!(address, Address::Shm(_)) {
-        Wire::Shm
-    } else {
-        Wire::Stream
+    by_role | by_shm
+}
+
+/// The hello this client sends. Ring sizes mean something only to `shm:`
+/// sessions; a stream hello carries 0 there.
+fn hello_for(address: &Address, opts: &ClientOptions, role: Role) -> Hello {
+    let (wire, ring) = match address {
+        Address::Shm(_) => (Wire::Shm, opts.ring_size as u32),
+        _ => (Wire::Stream, 0),
     };
-    // Ring sizes mean something only to `shm:` sessions; a stream hello
-    // carries 0 there.
-    let ring = if wire == Wire::Shm {
-        opts.ring_size as u32
-    } else {
-        0
-    };
-    let hello = Hello {
+    Hello {
         version_min: handshake::PROTOCOL_MIN,
         version_max: handshake::PROTOCOL_MAX,
         wire,
-        caps: offered,
+        caps: offered_caps(address, opts, role),
         ring_c2s: ring,
         ring_s2c: ring,
         max_message: opts.max_message_size as u64,
-    };
-    // One deadline for the whole handshake: each read or write waits only
-    // for what is left of `opts.timeout`. The socket is non-blocking from
-    // here on (the data path needs it so too).
-    let patience = Patience::new(deadline, welcome_spin(opts.wait, opts.timeout));
+    }
+}
+
+/// Sends the hello (the socket is non-blocking from here on, as the data
+/// path needs it). A server may refuse (credentials, session limit) before
+/// reading the hello and close at once: the write then fails with EPIPE or
+/// ECONNRESET, but its refusal is already queued for us: that is reported.
+fn send_hello(
+    stream: &Stream,
+    hello: &Hello,
+    name: &str,
+    timeout: Duration,
+    patience: &Patience,
+) -> Result<()> {
     let sent = stream
         .set_nonblocking(true)
-        .and_then(|()| stream.write_all_by(&hello.encode(), &patience));
-    if let Err(e) = sent {
-        // A server may refuse (credentials, session limit) before reading
-        // the hello and close at once: the write then fails with EPIPE or
-        // ECONNRESET, but its refusal is already queued for us. Report it.
-        if matches!(
-            e.kind(),
-            io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset
-        ) {
-            if let Ok((Welcome::Refused { code, message }, _)) =
-                read_welcome(&stream, &name, opts.timeout, &patience)
-            {
-                return Err(Error::Refused {
-                    address: name,
-                    code,
-                    message,
-                });
-            }
+        .and_then(|()| stream.write_all_by(&hello.encode(), patience));
+    let Err(e) = sent else {
+        return Ok(());
+    };
+    if matches!(
+        e.kind(),
+        io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset
+    ) {
+        if let Ok((Welcome::Refused { code, message }, _)) =
+            read_welcome(stream, name, timeout, patience)
+        {
+            return Err(Error::Refused {
+                address: name.to_string(),
+                code,
+                message,
+            });
         }
-        return Err(handshake_io(
-            &name,
-            "handshake (sending hello)",
-            opts.timeout,
-            e,
-        ));
     }
-    let (welcome, fds) = read_welcome(&stream, &name, opts.timeout, &patience)?;
-    let (ring_c2s, ring_s2c, server_max, caps) = match welcome {
+    Err(handshake_io(name, "handshake (sending hello)", timeout, e))
+}
+
+/// Checks the server's welcome against the hello: a refusal, a version or
+/// capability this client did not offer, an arena without descriptors, a
+/// worker the server does not take, ring sizes not asked for, a largest
+/// message below the minimum are errors.
+fn check_welcome(welcome: Welcome, hello: &Hello, role: Role, name: &str) -> Result<Agreed> {
+    let (version, caps, ring_c2s, ring_s2c, max_message) = match welcome {
         Welcome::Refused { code, message } => {
             return Err(Error::Refused {
-                address: name,
+                address: name.to_string(),
                 code,
                 message,
             })
@@ -123,127 +155,143 @@ pub(crate) fn connect(address: &Address, opts: &ClientOptions, role: Role) -> Re
             ring_s2c,
             max_message,
             ..
-        } => {
-            let proto = |detail: String| Error::Protocol {
-                peer: name.clone(),
-                detail,
-            };
-            if !(handshake::PROTOCOL_MIN..=handshake::PROTOCOL_MAX).contains(&version) {
-                return Err(proto(format!(
-                    "server chose protocol version {version}, which this client does not speak"
-                )));
-            }
-            if caps & !offered != 0 {
-                return Err(proto(format!(
-                    "server enabled capabilities {caps:#x} this client did not offer"
-                )));
-            }
-            let arenas = handshake::CAP_DESCRIPTORS | handshake::CAP_LENT_RESPONSES;
-            if caps & arenas != 0 && caps & handshake::CAP_FDS == 0 {
+        } => (version, caps, ring_c2s, ring_s2c, max_message),
+    };
+    let proto = |detail: String| Error::Protocol {
+        peer: name.to_string(),
+        detail,
+    };
+    if !(handshake::PROTOCOL_MIN..=handshake::PROTOCOL_MAX).contains(&version) {
+        return Err(proto(format!(
+            "server chose protocol version {version}, which this client does not speak"
+        )));
+    }
+    if caps & !hello.caps != 0 {
+        return Err(proto(format!(
+            "server enabled capabilities {caps:#x} this client did not offer"
+        )));
+    }
+    let arenas = handshake::CAP_DESCRIPTORS | handshake::CAP_LENT_RESPONSES;
+    if caps & arenas != 0 && caps & handshake::CAP_FDS == 0 {
+        return Err(proto(
+            "server agreed to an arena (capability bit 2 or 5) without descriptors (bit 4), which its segments need".into(),
+        ));
+    }
+    if role == Role::Worker && caps & handshake::CAP_SERVE == 0 {
+        return Err(proto(
+            "the server does not take workers (it did not agree to capability bit 3)".into(),
+        ));
+    }
+    let shm = hello.wire == Wire::Shm;
+    let fell_back =
+        shm && caps & handshake::CAP_STREAM_FALLBACK != 0 && ring_c2s == 0 && ring_s2c == 0;
+    if shm && !fell_back && (ring_c2s != hello.ring_c2s || ring_s2c != hello.ring_s2c) {
+        return Err(proto(format!(
+            "server chose ring sizes {ring_c2s}/{ring_s2c}, client asked for {}",
+            hello.ring_c2s
+        )));
+    }
+    if max_message < MIN_MESSAGE_LIMIT as u64 {
+        return Err(proto(format!(
+            "server announced a largest message of {max_message} bytes, below the minimum of {MIN_MESSAGE_LIMIT}"
+        )));
+    }
+    // A stream session has no rings, whatever a welcome says there.
+    let rings = if shm { (ring_c2s, ring_s2c) } else { (0, 0) };
+    Ok(Agreed {
+        ring_c2s: rings.0 as usize,
+        ring_s2c: rings.1 as usize,
+        server_max: usize::try_from(max_message).unwrap_or(usize::MAX),
+        caps,
+    })
+}
+
+/// Opens the data path the welcome agreed to: the rings of the segment it
+/// carried (ring sizes 0/0 for an `shm:` hello: the server could give no
+/// shared memory, and the session goes on over the socket, bit 6), or the
+/// socket itself.
+fn open_link(
+    stream: Stream,
+    fds: Vec<OwnedFd>,
+    agreed: &Agreed,
+    opts: &ClientOptions,
+    name: &str,
+) -> Result<Link> {
+    let proto = |detail: String| Error::Protocol {
+        peer: name.to_string(),
+        detail,
+    };
+    match stream {
+        Stream::Unix(ctrl) if agreed.ring_c2s != 0 => {
+            if control_state(&ctrl) == ControlState::Bytes {
                 return Err(proto(
-                    "server agreed to an arena (capability bit 2 or 5) without descriptors (bit 4), which its segments need".into(),
-                ));
-            }
-            if role == Role::Worker && caps & handshake::CAP_SERVE == 0 {
-                return Err(proto(
-                    "the server does not take workers (it did not agree to capability bit 3)"
+                    "bytes on the control socket after the welcome (it carries nothing then)"
                         .into(),
                 ));
             }
-            let fell_back = wire == Wire::Shm
-                && caps & handshake::CAP_STREAM_FALLBACK != 0
-                && ring_c2s == 0
-                && ring_s2c == 0;
-            if wire == Wire::Shm && !fell_back && (ring_c2s != ring || ring_s2c != ring) {
-                return Err(proto(format!(
-                    "server chose ring sizes {ring_c2s}/{ring_s2c}, client asked for {ring}"
-                )));
-            }
-            if max_message < MIN_MESSAGE_LIMIT as u64 {
-                return Err(proto(format!(
-                    "server announced a largest message of {max_message} bytes, below the minimum of {MIN_MESSAGE_LIMIT}"
-                )));
-            }
-            (
-                ring_c2s as usize,
-                ring_s2c as usize,
-                usize::try_from(max_message).unwrap_or(usize::MAX),
-                caps,
-            )
-        }
-    };
-    let local_max = opts.max_message_size;
-    // Ring sizes 0/0 for an `shm:` hello: the server could give no shared
-    // memory, and the session continues over the socket (bit 6, checked
-    // above).
-    let link = match (wire, stream) {
-        (Wire::Shm, Stream::Unix(ctrl)) if ring_c2s != 0 => {
-            if control_state(&ctrl) == ControlState::Bytes {
-                return Err(Error::Protocol {
-                    peer: name,
-                    detail:
-                        "bytes on the control socket after the welcome (it carries nothing then)"
-                            .into(),
-                });
-            }
-            let [fd]: [OwnedFd; 1] = fds.try_into().map_err(|v: Vec<OwnedFd>| Error::Protocol {
-                peer: name.clone(),
-                detail: format!(
+            let [fd]: [OwnedFd; 1] = fds.try_into().map_err(|v: Vec<OwnedFd>| {
+                proto(format!(
                     "welcome carried {} descriptors, expected 1 segment",
                     v.len()
-                ),
+                ))
             })?;
             // A mapping kept from an earlier session of ours when the server
             // gave us that segment again, else a fresh one.
-            let segment =
-                kept::open(&fd, ring_c2s, ring_s2c).map_err(|detail| Error::Protocol {
-                    peer: name.clone(),
-                    detail,
-                })?;
-            let ends = Endpoints::new(segment, false).map_err(|e| Error::Protocol {
-                peer: name.clone(),
-                detail: e.to_string(),
-            })?;
+            let segment = kept::open(&fd, agreed.ring_c2s, agreed.ring_s2c).map_err(proto)?;
+            let ends = Endpoints::new(segment, false).map_err(|e| proto(e.to_string()))?;
             // Descriptors sent with messages (and line grants) travel on the
             // control socket, which the watch then shares.
-            let (watch, fd_channel) = if caps & handshake::CONTROL_FDS != 0 {
+            let (watch, fd_channel) = if agreed.caps & handshake::CONTROL_FDS != 0 {
                 let ctrl = Arc::new(Stream::Unix(ctrl));
                 (Watch::FdSocket(Arc::clone(&ctrl) as _), Some(ctrl))
             } else {
                 (Watch::Socket(ctrl), None)
             };
-            Link::Shm(
-                ShmLink::new(ends, Spinner::new(opts.wait), watch, name.clone())
+            Ok(Link::Shm(
+                ShmLink::new(ends, Spinner::new(opts.wait), watch, name.to_string())
                     .with_fds(fd_channel),
-            )
+            ))
         }
-        (_, stream) => {
+        stream => {
             if !fds.is_empty() {
-                return Err(Error::Protocol {
-                    peer: name,
-                    detail: "unexpected descriptors in welcome".into(),
-                });
+                return Err(proto("unexpected descriptors in welcome".into()));
             }
-            Link::Stream(
-                StreamLink::new(Arc::new(stream), None, name.clone())?
-                    .with_fds(caps & handshake::CAP_FDS != 0),
-            )
+            Ok(Link::Stream(
+                StreamLink::new(Arc::new(stream), None, name.to_string())?
+                    .with_fds(agreed.caps & handshake::CAP_FDS != 0),
+            ))
         }
-    };
-    let mut session = Session::new(link, local_max, server_max, caps, name);
-    if caps & handshake::CAP_DESCRIPTORS != 0 {
+    }
+}
+
+/// The session over `link`, with the arenas agreed. A caller drains
+/// responses while it waits to send requests (the server may be blocked
+/// writing to it); a worker sends one answer at a time.
+fn start_session(
+    link: Link,
+    agreed: &Agreed,
+    opts: &ClientOptions,
+    role: Role,
+    name: String,
+) -> Session {
+    let mut session = Session::new(
+        link,
+        opts.max_message_size,
+        agreed.server_max,
+        agreed.caps,
+        name,
+    );
+    if agreed.caps & handshake::CAP_DESCRIPTORS != 0 {
         session = session.with_arena(shmlink_arena::Owner::new(opts.max_arena_bytes));
     }
-    if caps & handshake::CAP_LENT_RESPONSES != 0 {
+    if agreed.caps & handshake::CAP_LENT_RESPONSES != 0 {
         let peer = shmlink_arena::Peer::new(opts.max_arena_bytes);
         session = session.with_peer_arena(peer, Kind::Response);
     }
-    // A caller drains responses while it waits to send requests (the server
-    // may be blocked writing to it); a worker sends one answer at a time.
-    Ok(match role {
+    match role {
         Role::Caller => session.drain_while_sending(),
         Role::Worker => session,
-    })
+    }
 }
 
 /// Connects the socket of `address` (TCP by `deadline`).

@@ -1,4 +1,4 @@
-//! The arena's `unsafe` besides `stream.rs`: the bytes of a loan (the owner's
+//! The arena's `unsafe` besides `nt_copy.rs`: the bytes of a loan (the owner's
 //! mapping, to fill) and of a view (the peer's segment, read-only).
 #![allow(unsafe_code)]
 

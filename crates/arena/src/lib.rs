@@ -20,15 +20,15 @@
 mod bytes;
 mod classes;
 mod error;
+mod nt_copy;
 mod owner;
 mod peer;
-mod stream;
 
 pub use classes::{LARGE_ROUND, MIN_CLASS, SMALL_MAX, SMALL_SEGMENT};
 pub use error::ArenaError;
+pub use nt_copy::{fill_copy, STREAM_FROM};
 pub use owner::{Loan, NewSegment, Owner};
 pub use peer::{Peer, Release, View, MAX_SLOTS};
-pub use stream::{fill_copy, STREAM_FROM};
 
 /// Where a lent buffer lies: what a descriptor names and a release returns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -317,7 +317,7 @@ impl Loan {
     /// # Panics
     /// When `src.len()` differs from the loan's length.
     pub fn fill_from(&mut self, src: &[u8]) {
-        crate::stream::fill_copy(self, src);
+        crate::nt_copy::fill_copy(self, src);
     }
 }
 

@@ -16,8 +16,8 @@ use crate::response::Response;
 use crate::session::Session;
 use shmlink_arena::Loan;
 
-mod lines;
-mod worker_lines;
+mod direct_line;
+mod line_grants;
 
 /// Identifies a call sent with [`Client::send`].
 pub type CallId = u64;

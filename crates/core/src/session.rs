@@ -15,7 +15,7 @@ use crate::link::{Inbox, Link};
 use crate::tally::Tally;
 
 mod lend;
-mod lines;
+mod line_frames;
 
 /// One side of an established session.
 #[derive(Debug)]

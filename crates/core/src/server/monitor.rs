@@ -20,7 +20,7 @@ use super::handler::Handler;
 use super::listener::Listener;
 use super::prepare::Preparer;
 use super::registry::Registry;
-use super::session;
+use super::serving;
 use super::shared::{Mode, Shared, StopHandle};
 use super::stats::Stats;
 use super::sync::lock;
@@ -107,7 +107,7 @@ impl Monitor {
         sh.request_stop();
         sh.registry.stop_all();
         sh.wait_slots_free();
-        sh.pool.close();
+        sh.threads.close();
         sh.segments.close();
         sh.reusable.clear();
         result
@@ -251,7 +251,7 @@ impl Monitor {
                 return;
             };
             Box::new(move || {
-                session::serve(slot.shared(), est, &*handler);
+                serving::serve(slot.shared(), est, &*handler);
                 drop(slot);
             })
         } else {
@@ -260,13 +260,13 @@ impl Monitor {
                 if let Some(est) =
                     admit::establish(sh, stream, hello, transport, &address, deadline)
                 {
-                    session::serve(sh, est, &*handler);
+                    serving::serve(sh, est, &*handler);
                 }
                 drop(slot);
             })
         };
         // A job that cannot get a thread is dropped, and its slot with it.
-        let _ = sh.pool.submit(job);
+        let _ = sh.threads.submit(job);
         sh.segments.refill();
     }
 }

@@ -8,12 +8,12 @@ use std::sync::{Arc, Condvar, Mutex};
 use shmlink_sys::eventfd::EventFd;
 
 use super::policy::Policy;
-use super::pool::Pool;
 use super::prepare::Preparer;
 use super::registry::Registry;
 use super::reuse::Reusable;
 use super::stats::Stats;
 use super::sync::lock;
+use super::threads::SessionThreads;
 use crate::options::ServerOptions;
 
 /// What a listener does with the sessions it accepts.
@@ -41,7 +41,7 @@ pub(crate) struct Shared {
     pub(crate) segments: Arc<Preparer>,
     /// Segments kept for the client processes that used them.
     pub(crate) reusable: Reusable<ShmCharge>,
-    pub(crate) pool: Arc<Pool>,
+    pub(crate) threads: Arc<SessionThreads>,
     /// Session slots in use: sessions running or being handshaken.
     live: Mutex<usize>,
     all_done: Condvar,
@@ -90,7 +90,7 @@ impl Shared {
             stopping: AtomicBool::new(false),
             segments,
             reusable: Reusable::default(),
-            pool: Arc::new(Pool::default()),
+            threads: Arc::new(SessionThreads::default()),
             live: Mutex::new(0),
             all_done: Condvar::new(),
             next_id: AtomicU64::new(1),

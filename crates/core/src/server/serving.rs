@@ -202,7 +202,7 @@ fn serve_requests(shared: &Shared, session: &mut Session, handler: &dyn Handler)
             }
             Kind::Line => {
                 if let Err(e) =
-                    super::lines::answer_ask(shared, session, handler, &mut m, &mut lent)
+                    super::line_asks::answer_ask(shared, session, handler, &mut m, &mut lent)
                 {
                     return e;
                 }

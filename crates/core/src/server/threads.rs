@@ -2,7 +2,7 @@
 //! next one instead of exiting, so a new session does not pay for a fresh
 //! thread (stack pages are first-touch faults, several µs each on a VM).
 //! Threads idle for [`IDLE_KEEP`] exit; sleeping threads cost no CPU.
-//! [`Pool::close`] joins every thread: when the server has stopped, none of
+//! [`SessionThreads::close`] joins every thread: when the server has stopped, none of
 //! them still runs library code (a C or PHP host may unload it then).
 
 use std::collections::VecDeque;
@@ -28,7 +28,7 @@ struct State {
 
 /// A growable pool of session threads.
 #[derive(Default)]
-pub(crate) struct Pool {
+pub(crate) struct SessionThreads {
     state: Mutex<State>,
     work: Condvar,
     /// Every thread started and not joined yet (finished ones are dropped
@@ -36,13 +36,13 @@ pub(crate) struct Pool {
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
-impl std::fmt::Debug for Pool {
+impl std::fmt::Debug for SessionThreads {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Pool")
+        f.write_str("SessionThreads")
     }
 }
 
-impl Pool {
+impl SessionThreads {
     fn lock(&self) -> MutexGuard<'_, State> {
         lock(&self.state)
     }

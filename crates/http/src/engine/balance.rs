@@ -32,9 +32,6 @@ const ROOM_PPM: u64 = 250_000;
 /// The machine must have sat idle at least this much of a CPU over the
 /// window (thousandths) for another worker to have a CPU to run on.
 const SPARE_CPU_MILLI: u64 = 500;
-/// Windows in a row that must find room before connections are moved
-/// (one noisy window moves nothing).
-const STREAK: u32 = 2;
 
 /// What a window decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -73,8 +70,6 @@ pub(super) struct Balance {
     since: Instant,
     /// The thread's time running and waiting to run then (ns).
     cpu_ns: u64,
-    /// Windows in a row that found room elsewhere.
-    streak: u32,
     /// The machine's (idle, all) ticks at the last window's end, while
     /// saturated.
     machine: Option<(u64, u64)>,
@@ -89,7 +84,6 @@ impl Balance {
             since_ms: now_ms,
             since: Instant::now(),
             cpu_ns: wanted_ns(),
-            streak: 0,
             machine: None,
             shedding: false,
             defer: false,
@@ -131,11 +125,7 @@ impl Balance {
             self.machine = None;
             None
         };
-        let mut d = decide(busy, &view, spare);
-        self.streak = if d.shed { self.streak + 1 } else { 0 };
-        if self.streak < STREAK {
-            d.nudge = 0;
-        }
+        let d = decide(busy, &view, spare);
         if d.shed != self.shedding {
             counters.publish_shedding(d.shed);
         }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use shmlink::{Handler, RemoteError};
 
 use crate::codes::CODE_UNKNOWN_COMMAND;
-use crate::Inner;
+use crate::inner::Inner;
 
 /// The control server's handler.
 #[derive(Debug)]
@@ -23,16 +23,14 @@ impl Control {
 impl Handler for Control {
     fn handle(&self, request: &[u8], response: &mut Vec<u8>) -> Result<(), RemoteError> {
         match request {
-            b"status" => {
-                response.extend_from_slice(crate::status::of(&self.inner).to_text().as_bytes())
-            }
+            b"status" => response.extend_from_slice(self.inner.status().to_text().as_bytes()),
             b"status-json" => {
-                let json = serde_json::to_vec_pretty(&crate::status::of(&self.inner))
+                let json = serde_json::to_vec_pretty(&self.inner.status())
                     .map_err(|e| RemoteError::new(CODE_UNKNOWN_COMMAND, e.to_string()))?;
                 response.extend_from_slice(&json);
             }
             b"reload" => {
-                crate::reload(&self.inner);
+                crate::inner::reload(&self.inner);
                 response.extend_from_slice(b"reloading\n");
             }
             other => {

@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 use shmlink::{BatchAnswer, Client, Error, Handler, LineAsk, LineOffer, RemoteError};
 
 use crate::codes::{CODE_POOL_STOPPING, CODE_WORKER_DIED, CODE_WORKER_TIMEOUT};
+use crate::inner::Inner;
 use crate::shutdown;
 use crate::table::{Lease, Terms};
-use crate::Inner;
 
 /// The handler of the pool's server.
 #[derive(Debug)]

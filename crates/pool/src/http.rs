@@ -11,7 +11,7 @@ use crate::codes::{
     CODE_WORKER_TIMEOUT,
 };
 use crate::dispatch::Dispatch;
-use crate::Inner;
+use crate::inner::Inner;
 
 /// The front's backend: the pool's dispatch.
 pub(crate) struct PoolBackend(Dispatch);

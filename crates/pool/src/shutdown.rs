@@ -10,8 +10,8 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
+use crate::inner::Inner;
 use crate::table::{Phase, Slot};
-use crate::Inner;
 
 /// The deadline's watch, from the stop until the workers are gone.
 pub(crate) struct Expiry {

@@ -1,12 +1,6 @@
 //! What `shmlink pool status` shows.
 
-use std::sync::atomic::Ordering;
-use std::time::Instant;
-
 use serde::Serialize;
-
-use crate::table::Phase;
-use crate::Inner;
 
 /// One worker.
 #[derive(Debug, Clone, Serialize)]
@@ -69,53 +63,6 @@ pub struct Status {
     /// HTTP counters (the front's, or every worker's summed), when the
     /// pool serves HTTP.
     pub http: Option<shmlink_http::HttpStats>,
-}
-
-pub(crate) fn of(inner: &Inner) -> Status {
-    let t = inner.shared.lock();
-    let mut slots: Vec<_> = t.slots.iter().collect();
-    slots.sort_by_key(|s| s.id);
-    let workers = slots
-        .iter()
-        .map(|s| WorkerStatus {
-            pid: s.pid,
-            state: match (s.phase, s.http, &inner.http_workers) {
-                // Serving HTTP itself: busy while its application runs a request.
-                (Phase::Idle, Some(slot), Some(h)) => {
-                    if h.runs_request(slot) { "busy" } else { "http" }.to_string()
-                }
-                (phase, _, _) => phase.name().to_string(),
-            },
-            calls: s.calls,
-            rss_bytes: s.rss,
-            uptime_s: s.started.elapsed().as_secs_f64(),
-            restarts: t.restarts.get(s.place).copied().unwrap_or(0),
-            generation: s.generation,
-            retiring: s.retire || s.phase == Phase::Stopping,
-        })
-        .collect();
-    Status {
-        target: inner.opts.workers,
-        workers,
-        calls: inner.calls_total(),
-        errors: inner.errors.load(Ordering::Relaxed),
-        queue_depth: t.waiting,
-        calls_per_s: inner.calls_per_s(),
-        restarts: t.restarts.iter().sum(),
-        failed_starts: t.failures,
-        backoff_ms: t
-            .backoff_until
-            .and_then(|b| b.checked_duration_since(Instant::now()))
-            .map(|d| d.as_millis() as u64),
-        last_failure: t.last_failure.clone(),
-        reloads: inner.reloads.load(Ordering::Relaxed),
-        uptime_s: inner.started.elapsed().as_secs_f64(),
-        http: match (&inner.http_workers, inner.http.get()) {
-            (Some(h), _) => Some(h.stats(t.slots.iter().filter_map(|s| s.http))),
-            (None, Some(front)) => Some(front.snapshot()),
-            (None, None) => None,
-        },
-    }
 }
 
 impl Status {

@@ -8,10 +8,10 @@ use std::time::{Duration, Instant};
 
 use shmlink::Deadline;
 
+use crate::inner::Inner;
 use crate::restart::Restart;
 use crate::spawn;
 use crate::table::{Phase, Slot, Table};
-use crate::Inner;
 
 /// A worker that lives this long counts as started well (its exit is no
 /// failure of the start).

@@ -83,9 +83,9 @@ pub(crate) enum Field {
     /// page share the connections among those that accept
     /// ([`Counters::share_view`]).
     Accepting = 14,
-    /// How busy this server's thread was over its last window, in
-    /// millionths of a CPU (written by servers that balance their
-    /// connections, see `engine/balance.rs`; 0 from older writers).
+    /// How much CPU this server's thread wanted over its last window
+    /// (running, or runnable and waiting), in millionths of a CPU (see
+    /// `engine/balance.rs`).
     Busy = 15,
     /// Requests answered in each duration bucket ([`DURATION_BOUNDS_US`]):
     /// this one and the 11 after it.
@@ -113,8 +113,8 @@ pub(crate) struct ShareView {
     pub(crate) total: u64,
     /// Servers that accept connections (this one among them).
     pub(crate) accepting: u64,
-    /// How busy the least busy other accepting server is (millionths of a
-    /// CPU); `None` when there is no other.
+    /// What the least busy other accepting server wanted (millionths of a
+    /// CPU, [`Field::Busy`]); `None` when there is no other.
     pub(crate) idlest_peer: Option<u64>,
     /// An accepting server of a lower slot takes new connections before
     /// this one: it does not shed, and is not held in one request.
@@ -169,6 +169,12 @@ impl Counters {
                 })
                 .fold(0u64, u64::wrapping_add),
         }
+    }
+
+    /// Whether these counters are a slot of a page shared with other
+    /// servers.
+    pub(crate) fn in_page(&self) -> bool {
+        matches!(self.0, Cells::Page { .. })
     }
 
     /// Publishes how busy this server was over its last window

@@ -97,13 +97,11 @@ impl Balance {
     }
 
     /// At the end of a window (nothing before): measures this thread,
-    /// publishes it in the page and decides. Alone (no page), nothing.
-    pub(super) fn tick(&mut self, now_ms: u64, counters: &Counters) -> Decision {
-        if now_ms < self.since_ms + WINDOW_MS {
-            return Decision {
-                shed: self.shedding,
-                nudge: 0,
-            };
+    /// publishes it in the page and decides; returns how many connections
+    /// to ask to move. Alone (no page), nothing is measured.
+    pub(super) fn tick(&mut self, now_ms: u64, counters: &Counters) -> usize {
+        if now_ms < self.since_ms + WINDOW_MS || !counters.in_page() {
+            return 0;
         }
         let cpu = wanted_ns();
         let wall = u64::try_from(self.since.elapsed().as_nanos()).unwrap_or(u64::MAX);
@@ -116,7 +114,7 @@ impl Balance {
         (self.since_ms, self.since, self.cpu_ns) = (now_ms, Instant::now(), cpu);
         counters.publish_busy(busy, now_ms);
         let Some(view) = counters.share_view(now_ms) else {
-            return Decision::default();
+            return 0;
         };
         // The machine is read only while saturated with a worker to go to.
         let spare = if busy >= SATURATED_PPM && view.idlest_peer.is_some() {
@@ -131,7 +129,7 @@ impl Balance {
         }
         self.shedding = d.shed;
         self.defer = d.shed || view.taker_before;
-        d
+        d.nudge
     }
 
     /// How much of a CPU the machine left idle since the last reading
@@ -210,12 +208,12 @@ mod tests {
     }
 
     #[test]
-    fn a_window_measures_the_thread() {
+    fn alone_nothing_is_measured() {
         let c = Counters::default();
         let mut b = Balance::new(0);
-        assert_eq!(b.tick(WINDOW_MS - 1, &c), Decision::default());
-        // Alone: measured, nothing decided.
-        assert_eq!(b.tick(WINDOW_MS, &c), Decision::default());
+        assert_eq!(b.tick(WINDOW_MS - 1, &c), 0);
+        // Alone: nothing measured, nothing decided.
+        assert_eq!(b.tick(WINDOW_MS, &c), 0);
         assert!(!b.defers());
     }
 }

@@ -63,9 +63,9 @@ const AHEAD: usize = 64 << 10;
 /// Bytes of a body read per pass (moved into the encoded request as they
 /// come).
 const BODY_STEP: usize = 256 << 10;
-/// How long a server shedding load ([`balance`]) leaves a new connection
-/// to the other workers of its page before it takes it itself (one of them
-/// may be running a long request).
+/// How long a worker that defers ([`balance`]: it sheds load, or a worker
+/// of a lower slot takes new connections) leaves a new connection to the
+/// others before it takes it itself.
 const SHARE_WAIT: Duration = Duration::from_millis(2);
 /// How long requests in flight may take once a stop closes everything else.
 pub(crate) const STOP_GRACE: Duration = Duration::from_secs(5);
@@ -289,9 +289,9 @@ impl Engine {
             }
             self.now = shmlink_sys::clock::coarse_ms();
             // Before the events: a listener's may be the first in a while.
-            let d = self.balance.tick(self.now, &self.counters);
-            if d.nudge > 0 {
-                self.nudge(d.nudge);
+            let moving = self.balance.tick(self.now, &self.counters);
+            if moving > 0 {
+                self.nudge(moving);
             }
             for i in 0..self.events.ready.len() {
                 let ev = self.events.ready[i];

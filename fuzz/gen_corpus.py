@@ -238,6 +238,12 @@ SEEDS = {
         "grant_without_fds": bytes([0]) + line(2, 3, 65536, 65536, 1 << 20, 1000),
         "short": bytes([0]) + line(1)[:39],
     },
+    # The 16-byte record: "SLFD", count, call id.
+    "fd_record": {
+        "two_of_call_4": b"SLFD" + (2).to_bytes(4, "little") + (4).to_bytes(8, "little"),
+        "short": b"SLFD" + (1).to_bytes(4, "little"),
+        "other_magic": b"SLFX" + (1).to_bytes(4, "little") + (9).to_bytes(8, "little"),
+    },
     # The whole report: header, then records.
     "inspect_report": {
         "two_sessions": report([session(11, 1, 65536, 64), session(9, 3, 0, 0)]),

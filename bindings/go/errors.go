@@ -42,8 +42,11 @@ func (s Status) String() string {
 	return C.GoString(C.shmlink_error_string(C.int32_t(s)))
 }
 
-// Remote error codes the library itself uses (shmlink.h).
+// The reserved codes (shmlink.h, from the one registry: crates/wire/src/codes.rs;
+// crates/wire/tests/codes.rs checks this list against it).
 const (
+	// CodeClosed: a goodbye closing normally.
+	CodeClosed uint32 = C.SHMLINK_REMOTE_CLOSED
 	// CodeHandlerPanicked: a Rust handler panicked; the session survived.
 	CodeHandlerPanicked uint32 = C.SHMLINK_REMOTE_HANDLER_PANICKED
 	// CodeResponseTooLarge: the response was larger than the client accepts.
@@ -51,8 +54,26 @@ const (
 	// CodeHandlerException: a handler failed with an error that carried no
 	// code of its own (here: a Go error that is not a *RemoteError, or a panic).
 	CodeHandlerException uint32 = C.SHMLINK_REMOTE_HANDLER_EXCEPTION
+	// CodeProtocolError: a goodbye saying the receiver broke the protocol.
+	CodeProtocolError uint32 = C.SHMLINK_REMOTE_PROTOCOL_ERROR
+	// CodeShuttingDown: a goodbye saying the server is shutting down.
+	CodeShuttingDown uint32 = C.SHMLINK_REMOTE_SHUTTING_DOWN
 	// CodeNotAnswered: a worker took its next call without answering this one.
 	CodeNotAnswered uint32 = C.SHMLINK_REMOTE_NOT_ANSWERED
+	// CodeNoWorker: shmlink pool: no worker became free within the queue timeout.
+	CodeNoWorker uint32 = C.SHMLINK_REMOTE_NO_WORKER
+	// CodeQueueFull: shmlink pool: the queue of calls waiting for a worker is full.
+	CodeQueueFull uint32 = C.SHMLINK_REMOTE_QUEUE_FULL
+	// CodeWorkerDied: shmlink pool: the worker running the call died before answering.
+	CodeWorkerDied uint32 = C.SHMLINK_REMOTE_WORKER_DIED
+	// CodeWorkerTimeout: shmlink pool: the worker did not answer within the call timeout.
+	CodeWorkerTimeout uint32 = C.SHMLINK_REMOTE_WORKER_TIMEOUT
+	// CodePoolStopping: shmlink pool: the pool is stopping.
+	CodePoolStopping uint32 = C.SHMLINK_REMOTE_POOL_STOPPING
+	// CodeNoWorkersStart: shmlink pool: no worker can start (every recent start failed).
+	CodeNoWorkersStart uint32 = C.SHMLINK_REMOTE_NO_WORKERS_START
+	// CodeUnknownCommand: shmlink pool's control socket: unknown command.
+	CodeUnknownCommand uint32 = C.SHMLINK_REMOTE_UNKNOWN_COMMAND
 )
 
 // Sentinel errors, for errors.Is. Every error this package returns for a

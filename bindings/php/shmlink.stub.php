@@ -249,9 +249,70 @@ namespace Shmlink {
     /** The peer is gone or the client was closed. */
     class ClosedException extends Exception {}
 
-    /** The handler answered with an error: getCode() is its code. */
+    /**
+     * The handler answered with an error: getCode() is its code. The
+     * reserved codes are constants here (docs/protocol.md, "Errors and
+     * codes"), e.g. RemoteException::WORKER_DIED.
+     */
     class RemoteException extends Exception
     {
+        /** @var int
+         * @cvalue SHMLINK_REMOTE_CLOSED
+         */
+        public const CLOSED = UNKNOWN;
+        /** @var int
+         * @cvalue SHMLINK_REMOTE_HANDLER_PANICKED
+         */
+        public const HANDLER_PANICKED = UNKNOWN;
+        /** @var int
+         * @cvalue SHMLINK_REMOTE_RESPONSE_TOO_LARGE
+         */
+        public const RESPONSE_TOO_LARGE = UNKNOWN;
+        /** @var int
+         * @cvalue SHMLINK_REMOTE_HANDLER_EXCEPTION
+         */
+        public const HANDLER_EXCEPTION = UNKNOWN;
+        /** @var int
+         * @cvalue SHMLINK_REMOTE_PROTOCOL_ERROR
+         */
+        public const PROTOCOL_ERROR = UNKNOWN;
+        /** @var int
+         * @cvalue SHMLINK_REMOTE_SHUTTING_DOWN
+         */
+        public const SHUTTING_DOWN = UNKNOWN;
+        /** @var int
+         * @cvalue SHMLINK_REMOTE_NOT_ANSWERED
+         */
+        public const NOT_ANSWERED = UNKNOWN;
+        /** @var int
+         * @cvalue SHMLINK_REMOTE_NO_WORKER
+         */
+        public const NO_WORKER = UNKNOWN;
+        /** @var int
+         * @cvalue SHMLINK_REMOTE_QUEUE_FULL
+         */
+        public const QUEUE_FULL = UNKNOWN;
+        /** @var int
+         * @cvalue SHMLINK_REMOTE_WORKER_DIED
+         */
+        public const WORKER_DIED = UNKNOWN;
+        /** @var int
+         * @cvalue SHMLINK_REMOTE_WORKER_TIMEOUT
+         */
+        public const WORKER_TIMEOUT = UNKNOWN;
+        /** @var int
+         * @cvalue SHMLINK_REMOTE_POOL_STOPPING
+         */
+        public const POOL_STOPPING = UNKNOWN;
+        /** @var int
+         * @cvalue SHMLINK_REMOTE_NO_WORKERS_START
+         */
+        public const NO_WORKERS_START = UNKNOWN;
+        /** @var int
+         * @cvalue SHMLINK_REMOTE_UNKNOWN_COMMAND
+         */
+        public const UNKNOWN_COMMAND = UNKNOWN;
+
         /**
          * The id of the failed call when it was received with receive() or
          * tryReceive() (null from call()).

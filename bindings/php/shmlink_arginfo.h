@@ -1,5 +1,5 @@
 /* This is a generated file, edit the .stub.php file instead.
- * Stub hash: e0f87414640858581cee7d5f4350b452c639298a */
+ * Stub hash: 0a0338b84ecc9ac9bac7abd7ab63d831c77fd5ac */
 
 ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_Shmlink_stats, 0, 0, IS_ARRAY, 0)
 ZEND_END_ARG_INFO()
@@ -391,6 +391,90 @@ static zend_class_entry *register_class_Shmlink_RemoteException(zend_class_entry
 
 	INIT_NS_CLASS_ENTRY(ce, "Shmlink", "RemoteException", class_Shmlink_RemoteException_methods);
 	class_entry = zend_register_internal_class_ex(&ce, class_entry_Shmlink_Exception);
+
+	zval const_CLOSED_value;
+	ZVAL_LONG(&const_CLOSED_value, SHMLINK_REMOTE_CLOSED);
+	zend_string *const_CLOSED_name = zend_string_init_interned("CLOSED", sizeof("CLOSED") - 1, 1);
+	zend_declare_class_constant_ex(class_entry, const_CLOSED_name, &const_CLOSED_value, ZEND_ACC_PUBLIC, NULL);
+	zend_string_release(const_CLOSED_name);
+
+	zval const_HANDLER_PANICKED_value;
+	ZVAL_LONG(&const_HANDLER_PANICKED_value, SHMLINK_REMOTE_HANDLER_PANICKED);
+	zend_string *const_HANDLER_PANICKED_name = zend_string_init_interned("HANDLER_PANICKED", sizeof("HANDLER_PANICKED") - 1, 1);
+	zend_declare_class_constant_ex(class_entry, const_HANDLER_PANICKED_name, &const_HANDLER_PANICKED_value, ZEND_ACC_PUBLIC, NULL);
+	zend_string_release(const_HANDLER_PANICKED_name);
+
+	zval const_RESPONSE_TOO_LARGE_value;
+	ZVAL_LONG(&const_RESPONSE_TOO_LARGE_value, SHMLINK_REMOTE_RESPONSE_TOO_LARGE);
+	zend_string *const_RESPONSE_TOO_LARGE_name = zend_string_init_interned("RESPONSE_TOO_LARGE", sizeof("RESPONSE_TOO_LARGE") - 1, 1);
+	zend_declare_class_constant_ex(class_entry, const_RESPONSE_TOO_LARGE_name, &const_RESPONSE_TOO_LARGE_value, ZEND_ACC_PUBLIC, NULL);
+	zend_string_release(const_RESPONSE_TOO_LARGE_name);
+
+	zval const_HANDLER_EXCEPTION_value;
+	ZVAL_LONG(&const_HANDLER_EXCEPTION_value, SHMLINK_REMOTE_HANDLER_EXCEPTION);
+	zend_string *const_HANDLER_EXCEPTION_name = zend_string_init_interned("HANDLER_EXCEPTION", sizeof("HANDLER_EXCEPTION") - 1, 1);
+	zend_declare_class_constant_ex(class_entry, const_HANDLER_EXCEPTION_name, &const_HANDLER_EXCEPTION_value, ZEND_ACC_PUBLIC, NULL);
+	zend_string_release(const_HANDLER_EXCEPTION_name);
+
+	zval const_PROTOCOL_ERROR_value;
+	ZVAL_LONG(&const_PROTOCOL_ERROR_value, SHMLINK_REMOTE_PROTOCOL_ERROR);
+	zend_string *const_PROTOCOL_ERROR_name = zend_string_init_interned("PROTOCOL_ERROR", sizeof("PROTOCOL_ERROR") - 1, 1);
+	zend_declare_class_constant_ex(class_entry, const_PROTOCOL_ERROR_name, &const_PROTOCOL_ERROR_value, ZEND_ACC_PUBLIC, NULL);
+	zend_string_release(const_PROTOCOL_ERROR_name);
+
+	zval const_SHUTTING_DOWN_value;
+	ZVAL_LONG(&const_SHUTTING_DOWN_value, SHMLINK_REMOTE_SHUTTING_DOWN);
+	zend_string *const_SHUTTING_DOWN_name = zend_string_init_interned("SHUTTING_DOWN", sizeof("SHUTTING_DOWN") - 1, 1);
+	zend_declare_class_constant_ex(class_entry, const_SHUTTING_DOWN_name, &const_SHUTTING_DOWN_value, ZEND_ACC_PUBLIC, NULL);
+	zend_string_release(const_SHUTTING_DOWN_name);
+
+	zval const_NOT_ANSWERED_value;
+	ZVAL_LONG(&const_NOT_ANSWERED_value, SHMLINK_REMOTE_NOT_ANSWERED);
+	zend_string *const_NOT_ANSWERED_name = zend_string_init_interned("NOT_ANSWERED", sizeof("NOT_ANSWERED") - 1, 1);
+	zend_declare_class_constant_ex(class_entry, const_NOT_ANSWERED_name, &const_NOT_ANSWERED_value, ZEND_ACC_PUBLIC, NULL);
+	zend_string_release(const_NOT_ANSWERED_name);
+
+	zval const_NO_WORKER_value;
+	ZVAL_LONG(&const_NO_WORKER_value, SHMLINK_REMOTE_NO_WORKER);
+	zend_string *const_NO_WORKER_name = zend_string_init_interned("NO_WORKER", sizeof("NO_WORKER") - 1, 1);
+	zend_declare_class_constant_ex(class_entry, const_NO_WORKER_name, &const_NO_WORKER_value, ZEND_ACC_PUBLIC, NULL);
+	zend_string_release(const_NO_WORKER_name);
+
+	zval const_QUEUE_FULL_value;
+	ZVAL_LONG(&const_QUEUE_FULL_value, SHMLINK_REMOTE_QUEUE_FULL);
+	zend_string *const_QUEUE_FULL_name = zend_string_init_interned("QUEUE_FULL", sizeof("QUEUE_FULL") - 1, 1);
+	zend_declare_class_constant_ex(class_entry, const_QUEUE_FULL_name, &const_QUEUE_FULL_value, ZEND_ACC_PUBLIC, NULL);
+	zend_string_release(const_QUEUE_FULL_name);
+
+	zval const_WORKER_DIED_value;
+	ZVAL_LONG(&const_WORKER_DIED_value, SHMLINK_REMOTE_WORKER_DIED);
+	zend_string *const_WORKER_DIED_name = zend_string_init_interned("WORKER_DIED", sizeof("WORKER_DIED") - 1, 1);
+	zend_declare_class_constant_ex(class_entry, const_WORKER_DIED_name, &const_WORKER_DIED_value, ZEND_ACC_PUBLIC, NULL);
+	zend_string_release(const_WORKER_DIED_name);
+
+	zval const_WORKER_TIMEOUT_value;
+	ZVAL_LONG(&const_WORKER_TIMEOUT_value, SHMLINK_REMOTE_WORKER_TIMEOUT);
+	zend_string *const_WORKER_TIMEOUT_name = zend_string_init_interned("WORKER_TIMEOUT", sizeof("WORKER_TIMEOUT") - 1, 1);
+	zend_declare_class_constant_ex(class_entry, const_WORKER_TIMEOUT_name, &const_WORKER_TIMEOUT_value, ZEND_ACC_PUBLIC, NULL);
+	zend_string_release(const_WORKER_TIMEOUT_name);
+
+	zval const_POOL_STOPPING_value;
+	ZVAL_LONG(&const_POOL_STOPPING_value, SHMLINK_REMOTE_POOL_STOPPING);
+	zend_string *const_POOL_STOPPING_name = zend_string_init_interned("POOL_STOPPING", sizeof("POOL_STOPPING") - 1, 1);
+	zend_declare_class_constant_ex(class_entry, const_POOL_STOPPING_name, &const_POOL_STOPPING_value, ZEND_ACC_PUBLIC, NULL);
+	zend_string_release(const_POOL_STOPPING_name);
+
+	zval const_NO_WORKERS_START_value;
+	ZVAL_LONG(&const_NO_WORKERS_START_value, SHMLINK_REMOTE_NO_WORKERS_START);
+	zend_string *const_NO_WORKERS_START_name = zend_string_init_interned("NO_WORKERS_START", sizeof("NO_WORKERS_START") - 1, 1);
+	zend_declare_class_constant_ex(class_entry, const_NO_WORKERS_START_name, &const_NO_WORKERS_START_value, ZEND_ACC_PUBLIC, NULL);
+	zend_string_release(const_NO_WORKERS_START_name);
+
+	zval const_UNKNOWN_COMMAND_value;
+	ZVAL_LONG(&const_UNKNOWN_COMMAND_value, SHMLINK_REMOTE_UNKNOWN_COMMAND);
+	zend_string *const_UNKNOWN_COMMAND_name = zend_string_init_interned("UNKNOWN_COMMAND", sizeof("UNKNOWN_COMMAND") - 1, 1);
+	zend_declare_class_constant_ex(class_entry, const_UNKNOWN_COMMAND_name, &const_UNKNOWN_COMMAND_value, ZEND_ACC_PUBLIC, NULL);
+	zend_string_release(const_UNKNOWN_COMMAND_name);
 
 	zval property_callId_default_value;
 	ZVAL_NULL(&property_callId_default_value);

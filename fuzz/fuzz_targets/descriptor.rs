@@ -16,7 +16,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use shmlink::wire::{Descriptor, SegmentEntry, DESCRIPTOR_LEN};
+use shmlink_wire::{Descriptor, SegmentEntry, DESCRIPTOR_LEN};
 
 fn u64_at(data: &mut &[u8]) -> Option<u64> {
     let (word, rest) = data.split_first_chunk::<8>()?;

@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use shmlink::wire::{FrameHeader, FLAG_MORE, HEADER_LEN};
+use shmlink_wire::{FrameHeader, FLAG_MORE, HEADER_LEN};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(h) = FrameHeader::decode(data) else {

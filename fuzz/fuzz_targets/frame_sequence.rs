@@ -1,4 +1,4 @@
-//! The chunk reassembler fed a hostile frame stream.
+//! The chunk reassembler (`shmlink_wire::Chunks`) fed a hostile frame stream.
 //!
 //! Input: `max_message: u32 LE` (clamped to 1 MiB; its lowest bit set means
 //! chunked messages were not agreed), then repeated
@@ -11,8 +11,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use shmlink::wire::{Assembler, FrameHeader, HEADER_LEN};
 use shmlink_fuzz::Input;
+use shmlink_wire::{Chunks, FrameHeader, HEADER_LEN};
 
 const MAX_LIMIT: u32 = 1 << 20;
 
@@ -25,7 +25,7 @@ fuzz_target!(|data: &[u8]| {
     let chunked = raw_max & 1 == 0;
     let max = raw_max.min(MAX_LIMIT) as usize;
 
-    let mut asm = Assembler::new(max, chunked);
+    let mut asm = Chunks::new(max, chunked);
     // What we appended for the message in progress: the model of the body.
     let mut model: Vec<u8> = Vec::new();
     let mut first: Option<FrameHeader> = None;
@@ -54,7 +54,7 @@ fuzz_target!(|data: &[u8]| {
                 model.extend_from_slice(payload);
             }
             Err(_) => {
-                asm = Assembler::new(max, chunked);
+                asm = Chunks::new(max, chunked);
                 first = None;
                 model.clear();
                 continue;
@@ -65,19 +65,19 @@ fuzz_target!(|data: &[u8]| {
                 assert!(h.more(), "last chunk produced no message");
                 assert!(asm.in_progress());
             }
-            Ok(Some(m)) => {
+            Ok(Some((head, body))) => {
                 let f = first.take().expect("message with no first chunk");
                 assert!(!h.more());
                 assert!(!asm.in_progress());
-                assert_eq!(m.body.len() as u64, f.total, "body length is not the total");
-                assert_eq!(m.body.len() as u64, h.total);
-                assert!(m.body.len() <= max);
-                assert_eq!(m.body, model, "body is not the appended bytes");
-                assert_eq!((m.kind, m.id), (f.kind, f.id));
+                assert_eq!(body.len() as u64, f.total, "body length is not the total");
+                assert_eq!(body.len() as u64, h.total);
+                assert!(body.len() <= max);
+                assert_eq!(body, model, "body is not the appended bytes");
+                assert_eq!((head.kind, head.id), (f.kind, f.id));
                 model.clear();
             }
             Err(_) => {
-                asm = Assembler::new(max, chunked);
+                asm = Chunks::new(max, chunked);
                 first = None;
                 model.clear();
             }

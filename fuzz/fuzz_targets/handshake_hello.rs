@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use shmlink::wire::{Hello, HELLO_LEN};
+use shmlink_wire::{Hello, HELLO_LEN};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(h) = Hello::decode(data) else {

@@ -6,7 +6,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use shmlink::wire::{Welcome, MAX_REFUSAL_TEXT, WELCOME_LEN};
+use shmlink_wire::{Welcome, MAX_REFUSAL_TEXT, WELCOME_LEN};
 
 fuzz_target!(|data: &[u8]| {
     let fixed = &data[..data.len().min(WELCOME_LEN)];

@@ -16,7 +16,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use shmlink_http::fuzzing::request;
-use shmlink_http::wire::Request;
+use shmlink_wire::http::Request;
 
 const MAX_BODY: usize = 4096;
 const MAX_HEADER: usize = 8192;

@@ -9,8 +9,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use shmlink_http::wire::{Request, Response, ResponseView};
 use shmlink_http::Handed;
+use shmlink_wire::http::{Request, Response, ResponseView};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&which, bytes)) = data.split_first() else {

@@ -11,7 +11,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use shmlink::wire::Report;
+use shmlink_wire::Report;
 
 fn u16_at(b: &[u8], o: usize) -> usize {
     usize::from(u16::from_le_bytes([b[o], b[o + 1]]))

@@ -13,8 +13,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use shmlink::wire::{decode_release, encode_release, SegmentNotice, RELEASE_LEN};
 use shmlink_arena::{Key, Owner};
+use shmlink_wire::{decode_release, encode_release, SegmentNotice, RELEASE_LEN};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&n, body)) = data.split_first() else {

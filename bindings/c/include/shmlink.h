@@ -60,6 +60,9 @@
 // Wait strategy: never sleep (lowest latency, a full core while waiting).
 #define SHMLINK_WAIT_BUSY 3
 
+// Goodbye code: closing normally (an empty goodbye means the same).
+#define SHMLINK_REMOTE_CLOSED 0
+
 // Remote error code: the server's handler panicked (a Rust handler) and the
 // session survived it.
 #define SHMLINK_REMOTE_HANDLER_PANICKED 4294901761
@@ -79,6 +82,32 @@
 
 // Remote error code: a worker took its next call without answering this one.
 #define SHMLINK_REMOTE_NOT_ANSWERED 4294901766
+
+// Remote error code (`shmlink pool`): no worker became free within the queue
+// timeout.
+#define SHMLINK_REMOTE_NO_WORKER 4294901776
+
+// Remote error code (`shmlink pool`): the queue of calls waiting for a worker
+// is full.
+#define SHMLINK_REMOTE_QUEUE_FULL 4294901777
+
+// Remote error code (`shmlink pool`, direct lines): the worker running the
+// call died before answering.
+#define SHMLINK_REMOTE_WORKER_DIED 4294901778
+
+// Remote error code (`shmlink pool`, direct lines): the worker did not
+// answer within the call timeout (it was killed).
+#define SHMLINK_REMOTE_WORKER_TIMEOUT 4294901779
+
+// Remote error code (`shmlink pool`): the pool is stopping.
+#define SHMLINK_REMOTE_POOL_STOPPING 4294901780
+
+// Remote error code (`shmlink pool`): no worker can start (every recent
+// start failed; the message says how).
+#define SHMLINK_REMOTE_NO_WORKERS_START 4294901781
+
+// Remote error code (`shmlink pool`'s control socket): unknown command.
+#define SHMLINK_REMOTE_UNKNOWN_COMMAND 4294901792
 
 // Result of every fallible function: `SHMLINK_OK`, then error codes. Codes
 // are only ever appended, never renumbered.

@@ -185,6 +185,13 @@ pub(crate) fn last_remote_code() -> u32 {
     LAST.with(|l| l.borrow().remote_code)
 }
 
+// The reserved codes, one constant each for the header (cbindgen writes
+// literals only); each is checked against the registry
+// (`shmlink::wire::codes`) here, and the header against it by
+// crates/wire/tests/codes.rs.
+
+/// Goodbye code: closing normally (an empty goodbye means the same).
+pub const SHMLINK_REMOTE_CLOSED: u32 = 0x0000_0000;
 /// Remote error code: the server's handler panicked (a Rust handler) and the
 /// session survived it.
 pub const SHMLINK_REMOTE_HANDLER_PANICKED: u32 = 0xFFFF_0001;
@@ -199,10 +206,41 @@ pub const SHMLINK_REMOTE_PROTOCOL_ERROR: u32 = 0xFFFF_0004;
 pub const SHMLINK_REMOTE_SHUTTING_DOWN: u32 = 0xFFFF_0005;
 /// Remote error code: a worker took its next call without answering this one.
 pub const SHMLINK_REMOTE_NOT_ANSWERED: u32 = 0xFFFF_0006;
+/// Remote error code (`shmlink pool`): no worker became free within the queue
+/// timeout.
+pub const SHMLINK_REMOTE_NO_WORKER: u32 = 0xFFFF_0010;
+/// Remote error code (`shmlink pool`): the queue of calls waiting for a worker
+/// is full.
+pub const SHMLINK_REMOTE_QUEUE_FULL: u32 = 0xFFFF_0011;
+/// Remote error code (`shmlink pool`, direct lines): the worker running the
+/// call died before answering.
+pub const SHMLINK_REMOTE_WORKER_DIED: u32 = 0xFFFF_0012;
+/// Remote error code (`shmlink pool`, direct lines): the worker did not
+/// answer within the call timeout (it was killed).
+pub const SHMLINK_REMOTE_WORKER_TIMEOUT: u32 = 0xFFFF_0013;
+/// Remote error code (`shmlink pool`): the pool is stopping.
+pub const SHMLINK_REMOTE_POOL_STOPPING: u32 = 0xFFFF_0014;
+/// Remote error code (`shmlink pool`): no worker can start (every recent
+/// start failed; the message says how).
+pub const SHMLINK_REMOTE_NO_WORKERS_START: u32 = 0xFFFF_0015;
+/// Remote error code (`shmlink pool`'s control socket): unknown command.
+pub const SHMLINK_REMOTE_UNKNOWN_COMMAND: u32 = 0xFFFF_0020;
 
-const _: () = assert!(SHMLINK_REMOTE_HANDLER_PANICKED == shmlink::CODE_HANDLER_PANICKED);
-const _: () = assert!(SHMLINK_REMOTE_RESPONSE_TOO_LARGE == shmlink::CODE_RESPONSE_TOO_LARGE);
-const _: () = assert!(SHMLINK_REMOTE_HANDLER_EXCEPTION == shmlink::CODE_HANDLER_EXCEPTION);
-const _: () = assert!(SHMLINK_REMOTE_PROTOCOL_ERROR == shmlink::CODE_PROTOCOL_ERROR);
-const _: () = assert!(SHMLINK_REMOTE_SHUTTING_DOWN == shmlink::CODE_SHUTTING_DOWN);
-const _: () = assert!(SHMLINK_REMOTE_NOT_ANSWERED == shmlink::CODE_NOT_ANSWERED);
+const _: () = assert!(SHMLINK_REMOTE_CLOSED == shmlink::wire::codes::CODE_CLOSED);
+const _: () =
+    assert!(SHMLINK_REMOTE_HANDLER_PANICKED == shmlink::wire::codes::CODE_HANDLER_PANICKED);
+const _: () =
+    assert!(SHMLINK_REMOTE_RESPONSE_TOO_LARGE == shmlink::wire::codes::CODE_RESPONSE_TOO_LARGE);
+const _: () =
+    assert!(SHMLINK_REMOTE_HANDLER_EXCEPTION == shmlink::wire::codes::CODE_HANDLER_EXCEPTION);
+const _: () = assert!(SHMLINK_REMOTE_PROTOCOL_ERROR == shmlink::wire::codes::CODE_PROTOCOL_ERROR);
+const _: () = assert!(SHMLINK_REMOTE_SHUTTING_DOWN == shmlink::wire::codes::CODE_SHUTTING_DOWN);
+const _: () = assert!(SHMLINK_REMOTE_NOT_ANSWERED == shmlink::wire::codes::CODE_NOT_ANSWERED);
+const _: () = assert!(SHMLINK_REMOTE_NO_WORKER == shmlink::wire::codes::CODE_NO_WORKER);
+const _: () = assert!(SHMLINK_REMOTE_QUEUE_FULL == shmlink::wire::codes::CODE_QUEUE_FULL);
+const _: () = assert!(SHMLINK_REMOTE_WORKER_DIED == shmlink::wire::codes::CODE_WORKER_DIED);
+const _: () = assert!(SHMLINK_REMOTE_WORKER_TIMEOUT == shmlink::wire::codes::CODE_WORKER_TIMEOUT);
+const _: () = assert!(SHMLINK_REMOTE_POOL_STOPPING == shmlink::wire::codes::CODE_POOL_STOPPING);
+const _: () =
+    assert!(SHMLINK_REMOTE_NO_WORKERS_START == shmlink::wire::codes::CODE_NO_WORKERS_START);
+const _: () = assert!(SHMLINK_REMOTE_UNKNOWN_COMMAND == shmlink::wire::codes::CODE_UNKNOWN_COMMAND);

@@ -46,6 +46,7 @@ try {
     printf("killed mid-call: 0x%x, within 5 s: %s\n", $e->getCode(),
         var_export((hrtime(true) - $t0) / 1e9 < 5.0, true));
     echo "  says why: ", var_export(str_contains($e->getMessage(), 'died during the call'), true), "\n";
+    echo "  is RemoteException::WORKER_DIED: ", var_export($e->getCode() === Shmlink\RemoteException::WORKER_DIED, true), "\n";
 }
 pcntl_waitpid($pid, $status);
 $other = new Shmlink\Client($pool->addresses['unix']);
@@ -94,6 +95,7 @@ echo "pool stopped: ", $pool->stop(), "\n";
 --EXPECT--
 killed mid-call: 0xffff0012, within 5 s: true
   says why: true
+  is RemoteException::WORKER_DIED: true
 others fine: ok
 back to 2 workers
 40 calls on at least 8 workers

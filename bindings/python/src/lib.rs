@@ -948,10 +948,10 @@ fn _shmlink(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyServer>()?;
     m.add_class::<PyWorker>()?;
     m.add_function(wrap_pyfunction!(release_kept_mappings, m)?)?;
-    m.add("CODE_HANDLER_EXCEPTION", CODE_HANDLER_EXCEPTION)?;
-    m.add("CODE_HANDLER_PANICKED", shmlink::CODE_HANDLER_PANICKED)?;
-    m.add("CODE_RESPONSE_TOO_LARGE", shmlink::CODE_RESPONSE_TOO_LARGE)?;
-    m.add("CODE_NOT_ANSWERED", shmlink::CODE_NOT_ANSWERED)?;
+    // Every reserved code, from the one registry (shmlink::wire::CODES).
+    for code in shmlink::wire::CODES {
+        m.add(code.name, code.value)?;
+    }
     m.add("DEFAULT_MAX_MESSAGE", shmlink::DEFAULT_MAX_MESSAGE)?;
     m.add("DEFAULT_RING_SIZE", shmlink::DEFAULT_RING_SIZE)?;
     Ok(())

@@ -2,7 +2,8 @@
 //! worker: what goes back for a handler's result.
 
 use crate::error::RemoteError;
-use crate::frame::{Kind, Message, CODE_RESPONSE_TOO_LARGE};
+use shmlink_wire::codes::CODE_RESPONSE_TOO_LARGE;
+use shmlink_wire::frame::Kind;
 
 /// The frame that answers a call: `Response` with the bytes, or `Error`
 /// with the handler's error — or [`CODE_RESPONSE_TOO_LARGE`] when the
@@ -55,7 +56,7 @@ impl Limits<'_> {
 
 #[cold]
 fn error_body(e: &RemoteError, limit: usize) -> Vec<u8> {
-    Message::error_body_within(e.code, &e.message, limit)
+    shmlink_wire::codes::encode_error(e.code, &e.message, limit)
 }
 
 /// The text of a caught panic.

@@ -9,12 +9,13 @@ use crate::address::{Address, Transport};
 use crate::connect;
 use crate::deadline::Deadline;
 use crate::error::{Error, RemoteError, Result};
-use crate::frame::{Kind, Message};
-use crate::handshake::{CAP_LINES, CAP_SERVE};
+use crate::message::Message;
 use crate::options::ClientOptions;
 use crate::response::Response;
 use crate::session::Session;
 use shmlink_arena::Loan;
+use shmlink_wire::frame::Kind;
+use shmlink_wire::handshake::{CAP_LINES, CAP_SERVE};
 
 mod direct_line;
 mod line_grants;
@@ -656,7 +657,7 @@ fn into_result(m: Message, peer: &str) -> Result<Vec<u8>> {
 /// The error an `Error` response carries, or why its body is malformed.
 #[cold]
 fn remote_error(body: &[u8], peer: &str) -> Error {
-    match Message::decode_error(body) {
+    match RemoteError::decode(body) {
         Ok(r) => Error::Remote(r),
         Err(e) => Error::Protocol {
             peer: peer.to_string(),

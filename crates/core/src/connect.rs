@@ -11,8 +11,6 @@ use shmlink_sys::poll::{control_state, ControlState};
 
 use crate::address::Address;
 use crate::error::{Error, Result};
-use crate::frame::{Kind, MIN_MESSAGE_LIMIT};
-use crate::handshake::{self, Hello, Welcome, Wire, WELCOME_LEN};
 use crate::kept;
 use crate::link::shm::ShmLink;
 use crate::link::stream::{Patience, Stream, StreamLink};
@@ -21,6 +19,8 @@ use crate::options::{ClientOptions, WaitStrategy};
 use crate::segment::Endpoints;
 use crate::session::Session;
 use crate::watch::{Spinner, Watch};
+use shmlink_wire::frame::{Kind, MIN_MESSAGE_LIMIT};
+use shmlink_wire::handshake::{self, Hello, Welcome, Wire, WELCOME_LEN};
 
 /// Which side of the calls the connecting side takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

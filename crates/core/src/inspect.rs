@@ -6,9 +6,9 @@ use std::time::{Duration, Instant};
 use crate::address::Address;
 use crate::connect::{handshake_io, open_socket, read_welcome};
 use crate::error::{Error, Result};
-use crate::handshake::{self, Hello, Welcome, Wire, CAP_INSPECT};
-use crate::inspect_wire::{decode_report_header, Report, REPORT_HEADER_LEN};
 use crate::link::stream::Patience;
+use shmlink_wire::handshake::{self, Hello, Welcome, Wire, CAP_INSPECT};
+use shmlink_wire::inspect::{decode_report_header, Report, REPORT_HEADER_LEN};
 
 /// Asks the server at `address` for its inspection report: its sessions
 /// (peer pid and uid, transport, age, messages and bytes each way, ring
@@ -45,7 +45,7 @@ pub fn inspect(address: &str, timeout: Duration) -> Result<Report> {
         caps: CAP_INSPECT,
         ring_c2s: 0,
         ring_s2c: 0,
-        max_message: crate::frame::MIN_MESSAGE_LIMIT as u64,
+        max_message: shmlink_wire::frame::MIN_MESSAGE_LIMIT as u64,
     };
     let patience = Patience::new(deadline, Duration::ZERO);
     let io = |what, e| handshake_io(&name, what, timeout, e);

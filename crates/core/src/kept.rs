@@ -31,8 +31,8 @@ use std::time::Instant;
 
 use shmlink_sys::memfd::{self, FileId};
 
-use crate::layout::SegmentHeader;
 use crate::segment::{self, Segment};
+use shmlink_wire::layout::SegmentHeader;
 
 // The bounds are the server's own: a mapping is worth keeping as long as
 // the server keeps the segment.
@@ -235,7 +235,7 @@ mod tests {
         // Another mapping of the same file: a hostile server rewrites the
         // header before sending the file again.
         let scribbler = shmlink_sys::Mapping::map_shared(&fd, len, false).expect("map");
-        scribbler.write_at(0, &[0xAB; crate::layout::SEGMENT_HEADER_LEN]);
+        scribbler.write_at(0, &[0xAB; shmlink_wire::layout::SEGMENT_HEADER_LEN]);
         let err = open(&fd, 4096, 4096).expect_err("scribbled");
         assert!(err.contains("does not match"), "{err}");
     }

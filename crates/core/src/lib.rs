@@ -5,12 +5,14 @@
 //! - [`Client`]: connect to an address, [`Client::call`], pipeline with
 //!   [`Client::send`]/[`Client::recv`], one-way [`Client::notify`].
 //! - [`Server`]: bind to several addresses, serve a [`Handler`].
-//! - [`wire`]: the protocol's encodings, for other implementations and tools.
+//! - [`wire`]: the protocol's encodings (the `shmlink-wire` crate), for other
+//!   implementations and tools.
 //!
 //! Everything else is internal: nothing public lets safe code reach the
 //! shared memory of a session (see the `compile_fail` examples in
 //! `src/soundness.rs`). Layers below: `shmlink-sys` (syscalls),
-//! `shmlink-ring` (the lock-free ring and doorbell protocol). See
+//! `shmlink-ring` (the lock-free ring and doorbell protocol), `shmlink-wire`
+//! (the byte formats). See
 //! `docs/design.md` and `docs/protocol.md`.
 //!
 //! # Examples
@@ -25,23 +27,16 @@
 //! ```
 
 mod address;
-mod arena_wire;
 mod callee;
 mod client;
 mod connect;
 mod deadline;
-mod descriptor;
 mod error;
-mod frame;
-mod handshake;
 mod inspect;
-mod inspect_wire;
 mod kept;
-mod layout;
-mod le;
 mod line;
-mod line_wire;
 mod link;
+mod message;
 mod options;
 mod queue;
 mod response;
@@ -62,10 +57,6 @@ pub use address::{Address, Transport};
 pub use client::{CallId, Client, Reply};
 pub use deadline::Deadline;
 pub use error::{Error, RefusalCode, RemoteError, Result};
-pub use frame::{
-    CODE_CLOSED, CODE_HANDLER_EXCEPTION, CODE_HANDLER_PANICKED, CODE_PROTOCOL_ERROR,
-    CODE_RESPONSE_TOO_LARGE, CODE_SHUTTING_DOWN, MAX_FDS, MIN_MESSAGE_LIMIT,
-};
 pub use inspect::inspect;
 pub use kept::release_kept_mappings;
 pub use line::{LineAsk, LineHold, LineOffer};
@@ -80,7 +71,10 @@ pub use server::{
     StopHandle, WithFds, WorkerPort, PREPARED_SEGMENTS, READY_SEGMENTS,
 };
 pub use shmlink_arena::{fill_copy, Loan, STREAM_FROM};
-pub use worker::{
-    Polled, Worker, CODE_NOT_ANSWERED, CODE_WORKER_DIED, CODE_WORKER_TIMEOUT, WORKER_ENV,
-    WORKER_WAIT_ENV,
+pub use shmlink_wire::codes::{
+    CODE_CLOSED, CODE_HANDLER_EXCEPTION, CODE_HANDLER_PANICKED, CODE_NOT_ANSWERED,
+    CODE_PROTOCOL_ERROR, CODE_RESPONSE_TOO_LARGE, CODE_SHUTTING_DOWN, CODE_WORKER_DIED,
+    CODE_WORKER_TIMEOUT,
 };
+pub use shmlink_wire::frame::{MAX_FDS, MIN_MESSAGE_LIMIT};
+pub use worker::{Polled, Worker, WORKER_ENV, WORKER_WAIT_ENV};

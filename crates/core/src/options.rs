@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::Error;
-use crate::frame::MIN_MESSAGE_LIMIT;
+use shmlink_wire::frame::MIN_MESSAGE_LIMIT;
 
 /// How a side waits for its peer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

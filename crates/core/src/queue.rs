@@ -28,8 +28,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use shmlink_sys::eventfd::EventFd;
 
 use crate::error::{Error, RemoteError, Result};
-use crate::frame::CODE_HANDLER_EXCEPTION;
 use crate::server::Handler;
+use shmlink_wire::codes::CODE_HANDLER_EXCEPTION;
 
 type Answer = std::result::Result<Vec<u8>, RemoteError>;
 

@@ -4,7 +4,7 @@
 use std::fmt;
 use std::ops::Deref;
 
-use crate::frame::Message;
+use crate::message::Message;
 
 /// A response from [`Client::call_response`](crate::Client::call_response):
 /// it derefs to the response bytes.

@@ -1,5 +1,5 @@
 //! The shared segment of an `shm:` session: one sealed memfd, mapped by both
-//! sides, holding a header and two rings (layout in [`crate::layout`]).
+//! sides, holding a header and two rings (layout in [`shmlink_wire::layout`]).
 //!
 //! The server creates and fills it; the client recomputes the layout from
 //! the negotiated ring sizes and refuses a segment that differs in any
@@ -21,7 +21,7 @@ use shmlink_sys::futex;
 use shmlink_sys::memfd::{self, FileId};
 use shmlink_sys::Mapping;
 
-use crate::layout::{SegmentHeader, DATA_AT, SEGMENT_HEADER_LEN};
+use shmlink_wire::layout::{SegmentHeader, DATA_AT, SEGMENT_HEADER_LEN};
 
 /// Most segments kept at once for their processes' next sessions: by a
 /// server (`server/reuse.rs`), and as mappings by a client process

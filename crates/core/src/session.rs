@@ -7,12 +7,12 @@ use std::sync::Arc;
 
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
-use crate::frame::{
-    Assembler, FrameHeader, Kind, Message, CODE_CLOSED, CODE_PROTOCOL_ERROR, FLAG_MORE, MAX_FDS,
-};
-use crate::handshake::{CAP_BELL, CAP_CHUNKED, CAP_FDS, CAP_LINES, CAP_ONE_WAY};
 use crate::link::{Inbox, Link};
+use crate::message::{Assembler, Message};
 use crate::tally::Tally;
+use shmlink_wire::codes::{CODE_CLOSED, CODE_PROTOCOL_ERROR};
+use shmlink_wire::frame::{FrameHeader, Kind, FLAG_MORE, MAX_FDS};
+use shmlink_wire::handshake::{CAP_BELL, CAP_CHUNKED, CAP_FDS, CAP_LINES, CAP_ONE_WAY};
 
 mod lend;
 mod line_frames;
@@ -361,7 +361,7 @@ impl Session {
         let body = if code == CODE_CLOSED && reason.is_empty() {
             Vec::new()
         } else {
-            Message::error_body_within(code, reason, self.peer_max)
+            shmlink_wire::codes::encode_error(code, reason, self.peer_max)
         };
         let h = FrameHeader::whole(Kind::Goodbye, 0, body.len());
         self.link.try_send_now(&h, &body)
@@ -651,7 +651,7 @@ impl Session {
         let reason = if body.is_empty() {
             "the peer closed the session".to_string()
         } else {
-            match Message::decode_error(body) {
+            match shmlink_wire::codes::RemoteError::decode(body) {
                 Ok(r) if r.code == CODE_CLOSED => "the peer closed the session".to_string(),
                 Ok(r) => format!(
                     "the peer ended the session (code {:#x}): {}",

@@ -12,12 +12,14 @@ use crate::callee::{panic_text, reply, Limits};
 use crate::connect::{self, Role};
 use crate::deadline::Deadline;
 use crate::error::{Error, RemoteError, Result};
-use crate::frame::{Kind, Message, CODE_HANDLER_PANICKED};
 use crate::line::{self, End};
-use crate::line_wire::{LineBody, Op};
 use crate::link::Link;
+use crate::message::Message;
 use crate::options::{ClientOptions, WaitStrategy};
 use crate::session::Session;
+use shmlink_wire::codes::{CODE_HANDLER_PANICKED, CODE_NOT_ANSWERED};
+use shmlink_wire::frame::Kind;
+use shmlink_wire::line::{LineBody, Op};
 
 /// The environment variable a supervisor sets to the address its workers
 /// connect to.
@@ -30,22 +32,6 @@ pub const WORKER_ENV: &str = "SHMLINK_WORKER";
 /// which CPUs its workers share with it (on two CPUs, a worker spinning
 /// while idle holds the CPU its supervisor needs to hand it the next call).
 pub const WORKER_WAIT_ENV: &str = "SHMLINK_WORKER_WAIT";
-
-/// Remote error code a caller receives when a worker took its next call
-/// without answering this one, or when a server's handler given several
-/// pipelined calls at once ([`crate::Handler::handle_batch`]) returned
-/// without answering this one.
-pub const CODE_NOT_ANSWERED: u32 = 0xFFFF_0006;
-
-/// Remote error code a caller receives when the worker running its call
-/// died (crashed, was killed) before answering: from a supervisor relaying
-/// the call, or from the caller's own library on a direct line.
-pub const CODE_WORKER_DIED: u32 = 0xFFFF_0012;
-
-/// Remote error code a caller receives when the worker running its call did
-/// not answer within the supervisor's call timeout (the supervisor kills
-/// it).
-pub const CODE_WORKER_TIMEOUT: u32 = 0xFFFF_0013;
 
 /// What [`Worker::try_accept`] found.
 #[derive(Debug, PartialEq, Eq)]

@@ -16,9 +16,7 @@ use std::sync::atomic::Ordering;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use shmlink::wire::{
-    FrameHeader, Hello, Kind, Message, Welcome, CAP_CHUNKED, CAP_ONE_WAY, HEADER_LEN,
-};
+use shmlink::wire::{FrameHeader, Hello, Kind, Welcome, CAP_CHUNKED, CAP_ONE_WAY, HEADER_LEN};
 use shmlink::{
     Client, ClientOptions, Error, Log, RefusalCode, RemoteError, ServerOptions,
     CODE_RESPONSE_TOO_LARGE, CODE_SHUTTING_DOWN, MIN_MESSAGE_LIMIT,
@@ -194,7 +192,7 @@ fn chunks_need_the_capability(t: T) {
         (Kind::Error, 2),
         "{t:?}: no chunked response"
     );
-    let r = Message::decode_error(&body).expect("error body");
+    let r = shmlink::RemoteError::decode(&body).expect("error body");
     assert_eq!(r.code, CODE_RESPONSE_TOO_LARGE, "{t:?}: {r:?}");
     // The client breaks the rule: a first chunk.
     let chunk = raw_header(Kind::Request as u8, 1, 3, 4, 8);

@@ -17,10 +17,10 @@ use std::path::PathBuf;
 
 use serde_json::{json, Map, Value};
 use shmlink::wire::{
-    encode_release, Descriptor, FrameHeader, Hello, Kind, LineBody, LineOp, Message, Report,
-    ReportSession, ReportTotals, ReportTransport, RingHeader, SegmentHeader, SegmentNotice,
-    Welcome, Wire, CAPS, CAP_INSPECT, CAP_SERVE, FLAG_MORE, FLAG_OVER_SOCKET, HEADER_LEN,
-    REPORT_HEADER_LEN, UID_UNKNOWN, WELCOME_LEN,
+    encode_release, Descriptor, FrameHeader, Hello, Kind, LineBody, LineOp, Report, ReportSession,
+    ReportTotals, ReportTransport, RingHeader, SegmentHeader, SegmentNotice, Welcome, Wire, CAPS,
+    CAP_INSPECT, CAP_SERVE, FLAG_MORE, FLAG_OVER_SOCKET, HEADER_LEN, REPORT_HEADER_LEN,
+    UID_UNKNOWN, WELCOME_LEN,
 };
 use shmlink::{RefusalCode, RemoteError, CODE_PROTOCOL_ERROR};
 use shmlink_ring::{Consumer, Memory, Pop, Producer, Push};
@@ -245,11 +245,12 @@ fn frame(name: &str, h: FrameHeader, payload: &[u8]) -> Value {
 }
 
 fn frames() -> Vec<Value> {
-    let err = Message::error_body(&RemoteError::new(42, "no such key"));
-    let bye = Message::error_body(&RemoteError::new(
+    let err = RemoteError::new(42, "no such key").encode();
+    let bye = RemoteError::new(
         CODE_PROTOCOL_ERROR,
         "client sent a Response frame; only requests, one-way messages and goodbyes are expected",
-    ));
+    )
+    .encode();
     let desc = Descriptor {
         slot: 1,
         generation: 7,
@@ -886,7 +887,7 @@ fn every_vector_decodes_to_its_fields() {
         let payload = unhex(c["payload_hex"].as_str().expect("payload_hex"));
         assert_eq!(payload.len(), h.len as usize, "{what}: payload length");
         if matches!(h.kind, Kind::Error) || (h.kind == Kind::Goodbye && !payload.is_empty()) {
-            Message::decode_error(&payload).unwrap_or_else(|e| panic!("{what}: {e}"));
+            RemoteError::decode(&payload).unwrap_or_else(|e| panic!("{what}: {e}"));
         }
     }
     for c in cases(&all, "cpu_hint") {

@@ -18,7 +18,7 @@ pub fn request(
     let mut seen = 0;
     let mut cuts = pieces.iter().copied();
     let mut encoded = Vec::new();
-    let mut state: Option<(Body, usize, u64)> = None; // body, consumed, taken
+    let mut state: Option<(Body, usize, u64, usize)> = None; // body, consumed, taken, where its length lies
     loop {
         seen = (seen + cuts.next().unwrap_or(bytes.len())).min(bytes.len());
         let buf = &bytes[..seen];
@@ -31,8 +31,8 @@ pub fn request(
                         Framing::Length(n) => Body::length(n),
                         Framing::Chunked => Body::chunked(),
                     };
-                    encoded.extend_from_slice(&[0; 4]);
-                    state = Some((b, h.len, 0));
+                    let length_at = crate::wire::begin_body(&mut encoded);
+                    state = Some((b, h.len, 0, length_at));
                 }
                 Ok(None) if buf.len() > max_header => return Err(431),
                 Ok(None) if seen == bytes.len() => return Ok(None),
@@ -40,7 +40,7 @@ pub fn request(
                 Err(status) => return Err(status),
             }
         }
-        let Some((b, used, taken)) = state.as_mut() else {
+        let Some((b, used, taken, length_at)) = state.as_mut() else {
             continue;
         };
         match body::take(
@@ -56,9 +56,7 @@ pub fn request(
             Err(Broken::Framing) => return Err(400),
         }
         if b.done() {
-            let len = encoded.len() - *taken as usize - 4;
-            let n = u32::try_from(*taken).unwrap_or(u32::MAX).to_le_bytes();
-            encoded[len..len + 4].copy_from_slice(&n);
+            crate::wire::set_body_len(&mut encoded, *length_at, *taken);
             return Ok(Some(encoded));
         }
         if seen == bytes.len() {

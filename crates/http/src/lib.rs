@@ -25,7 +25,7 @@ mod handed;
 mod in_worker;
 mod options;
 mod stats;
-pub mod wire;
+pub use shmlink_wire::http as wire;
 
 pub use backend::{Backend, Fault};
 pub use counters::{CountersPage, StatsHandle, DURATION_BOUNDS_US, STATUS_CODES};

@@ -14,13 +14,23 @@ from ._errors import (
 )
 from typing_extensions import Buffer as BytesLike
 
-__all__ = ['Client', 'Server', 'Worker', 'Error', 'ConnectError', 'TimeoutError', 'ClosedError', 'RemoteError', 'ProtocolError', 'MessageTooLargeError', 'InvalidArgumentError', 'BindError', 'CODE_HANDLER_EXCEPTION', 'CODE_HANDLER_PANICKED', 'CODE_RESPONSE_TOO_LARGE', 'CODE_NOT_ANSWERED', 'connect_async', 'release_kept_mappings']
+__all__ = ['Client', 'Server', 'Worker', 'Error', 'ConnectError', 'TimeoutError', 'ClosedError', 'RemoteError', 'ProtocolError', 'MessageTooLargeError', 'InvalidArgumentError', 'BindError', 'CODE_CLOSED', 'CODE_HANDLER_PANICKED', 'CODE_RESPONSE_TOO_LARGE', 'CODE_HANDLER_EXCEPTION', 'CODE_PROTOCOL_ERROR', 'CODE_SHUTTING_DOWN', 'CODE_NOT_ANSWERED', 'CODE_NO_WORKER', 'CODE_QUEUE_FULL', 'CODE_WORKER_DIED', 'CODE_WORKER_TIMEOUT', 'CODE_POOL_STOPPING', 'CODE_NO_WORKERS_START', 'CODE_UNKNOWN_COMMAND', 'connect_async', 'release_kept_mappings']
 
 __version__: str
-CODE_HANDLER_EXCEPTION: int
+CODE_CLOSED: int
 CODE_HANDLER_PANICKED: int
 CODE_RESPONSE_TOO_LARGE: int
+CODE_HANDLER_EXCEPTION: int
+CODE_PROTOCOL_ERROR: int
+CODE_SHUTTING_DOWN: int
 CODE_NOT_ANSWERED: int
+CODE_NO_WORKER: int
+CODE_QUEUE_FULL: int
+CODE_WORKER_DIED: int
+CODE_WORKER_TIMEOUT: int
+CODE_POOL_STOPPING: int
+CODE_NO_WORKERS_START: int
+CODE_UNKNOWN_COMMAND: int
 
 def release_kept_mappings() -> None: ...
 

@@ -9,11 +9,12 @@ use std::time::Duration;
 use super::Client;
 use crate::deadline::Deadline;
 use crate::error::{Error, RemoteError, Result};
-use crate::frame::{Kind, Message};
 use crate::line::caller::{Asking, CallerLine};
 use crate::line::{self, End};
-use crate::line_wire::{LineBody, Op};
-use crate::worker::{CODE_WORKER_DIED, CODE_WORKER_TIMEOUT};
+use crate::message::Message;
+use shmlink_wire::codes::{CODE_WORKER_DIED, CODE_WORKER_TIMEOUT};
+use shmlink_wire::frame::Kind;
+use shmlink_wire::line::{LineBody, Op};
 
 impl Client {
     /// A call made over the line (asked for first when due), its answer in

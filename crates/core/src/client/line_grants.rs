@@ -10,10 +10,10 @@ use std::time::Duration;
 use super::Client;
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
-use crate::frame::Kind;
-use crate::handshake::{CAP_LINES, CAP_SERVE};
 use crate::line::{self, LineAsk, LineHold, LineOffer};
-use crate::line_wire::{LineBody, Op};
+use shmlink_wire::frame::Kind;
+use shmlink_wire::handshake::{CAP_LINES, CAP_SERVE};
+use shmlink_wire::line::{LineBody, Op};
 
 impl Client {
     /// Whether this worker serves direct lines (it agreed to capability bit

@@ -25,14 +25,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::handshake::CAP_CHUNKED;
-use crate::line_wire::{LineBody, Op};
 use crate::link::shm::ShmLink;
 use crate::link::Link;
 use crate::options::WaitStrategy;
 use crate::segment::{Endpoints, Segment};
 use crate::session::Session;
 use crate::watch::{Spinner, Watch};
+use shmlink_wire::handshake::CAP_CHUNKED;
+use shmlink_wire::line::{LineBody, Op};
 
 /// A line made by a supervisor, before its ends are handed out.
 #[derive(Debug)]

@@ -1,14 +1,7 @@
 //! File descriptors sent with messages (capability bit 4). On `unix:` they
 //! ride on the frame's first bytes (`SCM_RIGHTS`); on `shm:` the frame goes
 //! through the ring and its descriptors through the control socket, in a
-//! record sent just before the frame is pushed:
-//!
-//! ```text
-//! offset size field
-//!  0     4    magic  "SLFD"
-//!  4     4    count  descriptors attached (u32 LE), the frame's `fds`
-//!  8     8    id     the frame's call id (u64 LE)
-//! ```
+//! record ([`shmlink_wire::fd_record`]) sent just before the frame is pushed.
 
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -18,22 +11,8 @@ use shmlink_sys::fdpass;
 use shmlink_sys::poll::{self, Ready};
 
 use crate::error::{Error, Result};
-use crate::frame::FrameHeader;
-use crate::le::{u32_at, u64_at};
-
-/// Size of the record on the control socket.
-pub(crate) const RECORD_LEN: usize = 16;
-/// The record's first bytes.
-const MAGIC: [u8; 4] = *b"SLFD";
-
-/// Encodes the record that announces `count` descriptors of call `id`.
-pub(crate) fn record(id: u64, count: usize) -> [u8; RECORD_LEN] {
-    let mut b = [0u8; RECORD_LEN];
-    b[0..4].copy_from_slice(&MAGIC);
-    b[4..8].copy_from_slice(&(count as u32).to_le_bytes());
-    b[8..16].copy_from_slice(&id.to_le_bytes());
-    b
-}
+use shmlink_wire::fd_record::{FdRecord, FD_RECORD_LEN as RECORD_LEN};
+use shmlink_wire::frame::FrameHeader;
 
 /// Sends the record for frame `h` with `fds` on the control socket,
 /// waiting for buffer space until `deadline`. Nothing is sent when it fails.
@@ -48,7 +27,11 @@ pub(crate) fn send_record(
     deadline: Option<Instant>,
     addr: &str,
 ) -> Result<()> {
-    let rec = record(h.id, fds.len());
+    let rec = FdRecord {
+        id: h.id,
+        count: u32::try_from(fds.len()).unwrap_or(u32::MAX),
+    }
+    .encode();
     let started = Instant::now();
     loop {
         match fdpass::send_vectored_with_fds(&sock, &[io::IoSlice::new(&rec)], fds, true) {
@@ -121,13 +104,12 @@ pub(crate) fn recv_record(sock: impl AsFd, h: &FrameHeader, addr: &str) -> Resul
             )))
         }
     };
-    if n != RECORD_LEN || buf[0..4] != MAGIC {
+    let Some(FdRecord { count, id }) = FdRecord::decode(&buf[..n]) else {
         return Err(proto(format!(
             "frame of call {} announces {} file descriptors, but no descriptor record ({n} bytes) came on the control socket",
             h.id, h.fds
         )));
-    }
-    let (count, id) = (u32_at(&buf, 4), u64_at(&buf, 8));
+    };
     if id != h.id || count != u32::from(h.fds) || fds.len() != usize::from(h.fds) {
         return Err(proto(format!(
             "frame of call {} announces {} file descriptors; the record names call {id} and {count}, and {} came",
@@ -169,18 +151,5 @@ pub(crate) fn not_agreed(h: &FrameHeader, addr: &str) -> Error {
             "frame of call {} announces {} file descriptors, but descriptors (capability bit 4) were not agreed",
             h.id, h.fds
         ),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_record_is_the_one_in_the_protocol() {
-        // docs/protocol.md, "File descriptors": 2 descriptors with call 4.
-        let want = "534c4644020000000400000000000000";
-        let got: String = record(4, 2).iter().map(|b| format!("{b:02x}")).collect();
-        assert_eq!(got, want);
     }
 }

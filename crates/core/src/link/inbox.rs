@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 
-use crate::frame::{Assembler, Message};
+use crate::message::{Assembler, Message};
 
 /// The session's reassembly state and its queue of whole messages, lent to
 /// a link for the length of one send.

@@ -18,7 +18,8 @@ use std::os::fd::{BorrowedFd, OwnedFd};
 use crate::address::Transport;
 use crate::deadline::Deadline;
 use crate::error::Result;
-use crate::frame::{Assembler, FrameHeader, Message};
+use crate::message::{Assembler, Message};
+use shmlink_wire::frame::FrameHeader;
 
 /// A session's data path.
 #[derive(Debug)]

@@ -17,10 +17,11 @@ use super::stream::Stream;
 use super::wait::{self, spin_briefly, Terms, Waited, Waiter};
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
-use crate::frame::{Assembler, FrameHeader, Message, HEADER_LEN};
 use crate::kept;
+use crate::message::{Assembler, Message};
 use crate::segment::{Endpoints, RingConsumer, RingProducer, Segment};
 use crate::watch::{verdict_error, Spinner, Verdict, Watch, LIVENESS_SLICE};
+use shmlink_wire::frame::{FrameHeader, HEADER_LEN};
 
 /// One side of a shared-memory session.
 #[derive(Debug)]

@@ -16,8 +16,9 @@ use super::fds;
 use super::inbox::Inbox;
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
-use crate::frame::{Assembler, FrameHeader, Message, HEADER_LEN, MAX_FDS};
+use crate::message::{Assembler, Message};
 use crate::watch::{verdict_error, Verdict, Watch};
+use shmlink_wire::frame::{FrameHeader, HEADER_LEN, MAX_FDS};
 
 /// Largest payload of one frame on a stream.
 pub(crate) const MAX_CHUNK: usize = 1 << 20;

@@ -14,9 +14,6 @@ use super::reuse::ClientProcess;
 use super::shared::{Mode, Shared, ShmCharge};
 use crate::address::Transport;
 use crate::error::RefusalCode;
-use crate::frame::{Kind, MIN_MESSAGE_LIMIT};
-use crate::handshake::{self, Hello, Welcome, Wire};
-use crate::layout::SegmentHeader;
 use crate::link::shm::ShmLink;
 use crate::link::stream::{Patience, Stream, StreamLink};
 use crate::link::Link;
@@ -24,6 +21,9 @@ use crate::options::check_ring_size;
 use crate::segment::Endpoints;
 use crate::session::Session;
 use crate::watch::{SessionFlags, Spinner, Watch};
+use shmlink_wire::frame::{Kind, MIN_MESSAGE_LIMIT};
+use shmlink_wire::handshake::{self, Hello, Welcome, Wire};
+use shmlink_wire::layout::SegmentHeader;
 
 /// A session whose handshake succeeded.
 #[derive(Debug)]

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use shmlink_sys::fdpass;
 
 use crate::error::RefusalCode;
-use crate::handshake::{Welcome, HELLO_LEN};
 use crate::link::stream::{Patience, Stream};
+use shmlink_wire::handshake::{Welcome, HELLO_LEN};
 
 /// An accepted connection (non-blocking).
 #[derive(Debug)]

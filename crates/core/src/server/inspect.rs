@@ -1,6 +1,6 @@
 //! Answers a hello that asks to inspect the server (capability bit 8): to
 //! a peer of the server's uid or root, an accepted welcome then the report
-//! of its sessions and totals (`crate::inspect_wire`), and the connection
+//! of its sessions and totals (`shmlink_wire::inspect`), and the connection
 //! closes. No session is opened, no slot taken.
 
 use std::process;
@@ -12,12 +12,12 @@ use super::registry::Entry;
 use super::shared::{Mode, Shared};
 use crate::address::Transport;
 use crate::error::RefusalCode;
-use crate::handshake::{self, Hello, Welcome, Wire, CAP_INSPECT};
-use crate::inspect_wire::{
-    Report, ReportSession, ReportTotals, ReportTransport, FLAG_OVER_SOCKET, UID_UNKNOWN,
-};
 use crate::link::stream::{Patience, Stream};
 use crate::segment::Direction;
+use shmlink_wire::handshake::{self, Hello, Welcome, Wire, CAP_INSPECT};
+use shmlink_wire::inspect::{
+    Report, ReportSession, ReportTotals, ReportTransport, FLAG_OVER_SOCKET, UID_UNKNOWN,
+};
 
 /// The hello, the peer's uid (when the socket tells it) and the listener's
 /// transport.

@@ -10,11 +10,11 @@ use super::handler::Handler;
 use super::shared::Shared;
 use crate::deadline::Deadline;
 use crate::error::Error;
-use crate::frame::Message;
 use crate::line::LineAsk;
-use crate::line_wire::{LineBody, Op};
 use crate::link::Link;
+use crate::message::Message;
 use crate::session::Session;
+use shmlink_wire::line::{LineBody, Op};
 
 /// Answers a client's line frame: a grant with its descriptors, or a
 /// refusal (a panicking handler refuses). `lent` is the line this session

@@ -143,8 +143,8 @@ mod tests {
     use std::sync::{Arc, Mutex};
 
     use super::*;
-    use crate::layout::SegmentHeader;
     use crate::segment::Endpoints;
+    use shmlink_wire::layout::SegmentHeader;
 
     const ME: ClientProcess = ClientProcess {
         pid: 4242,

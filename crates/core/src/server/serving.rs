@@ -18,13 +18,15 @@ use super::shared::{Shared, ShmCharge};
 use crate::callee::{panic_text, reply, Limits};
 use crate::deadline::Deadline;
 use crate::error::{Error, RemoteError};
-use crate::frame::{Extra, Kind, Message, CODE_HANDLER_PANICKED, CODE_SHUTTING_DOWN};
-use crate::handshake::{CAP_BELL, CAP_FDS};
 use crate::link::stream::Stream;
 use crate::link::Link;
+use crate::message::{Extra, Message};
 use crate::session::Session;
-use crate::worker::CODE_NOT_ANSWERED;
 use shmlink_arena::Loan;
+use shmlink_wire::codes::CODE_NOT_ANSWERED;
+use shmlink_wire::codes::{CODE_HANDLER_PANICKED, CODE_SHUTTING_DOWN};
+use shmlink_wire::frame::Kind;
+use shmlink_wire::handshake::{CAP_BELL, CAP_FDS};
 
 /// Serves an established session until it ends, then frees it.
 pub(crate) fn serve(shared: &Shared, est: Established, handler: &dyn Handler) {

@@ -8,11 +8,12 @@ use std::os::fd::AsFd;
 use shmlink_arena::{ArenaError, Key, Loan, Owner, Peer};
 
 use super::Session;
-use crate::arena_wire::{decode_release, encode_release, SegmentNotice, RELEASE_LEN};
 use crate::deadline::Deadline;
-use crate::descriptor::Descriptor;
 use crate::error::{Error, Result};
-use crate::frame::{Kind, Message};
+use crate::message::Message;
+use shmlink_wire::arena::{decode_release, encode_release, SegmentNotice, RELEASE_LEN};
+use shmlink_wire::descriptor::Descriptor;
+use shmlink_wire::frame::Kind;
 
 /// Most entries of one release frame.
 const RELEASES_PER_FRAME: usize = 256;

@@ -6,8 +6,9 @@ use std::os::fd::{BorrowedFd, OwnedFd};
 use super::Session;
 use crate::deadline::Deadline;
 use crate::error::Result;
-use crate::frame::{Kind, Message};
-use crate::line_wire::LineBody;
+use crate::message::Message;
+use shmlink_wire::frame::Kind;
+use shmlink_wire::line::LineBody;
 
 impl Session {
     /// Sends a line frame; a grant with its two descriptors.

@@ -61,7 +61,7 @@ where
             // The task was dropped unfinished: its runtime is shutting down,
             // or the handler panicked.
             Err(_) => Err(RemoteError::new(
-                crate::frame::CODE_HANDLER_PANICKED,
+                shmlink_wire::codes::CODE_HANDLER_PANICKED,
                 "the async handler's task ended without an answer (it panicked, or its runtime shut down)",
             )),
         }

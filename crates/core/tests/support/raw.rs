@@ -14,7 +14,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use shmlink::wire::{
-    FrameHeader, Hello, Kind, Message, RingHeader, SegmentHeader, Welcome, Wire, CAPS, HEADER_LEN,
+    FrameHeader, Hello, Kind, RingHeader, SegmentHeader, Welcome, Wire, CAPS, HEADER_LEN,
     PROTOCOL_MAX, PROTOCOL_MIN, WELCOME_LEN,
 };
 use shmlink::CODE_PROTOCOL_ERROR;
@@ -296,7 +296,7 @@ impl RawSession {
             .unwrap_or_else(|| panic!("{what}: no goodbye before the session ended"));
         assert_eq!(h.kind, Kind::Goodbye, "{what}: got {h:?}");
         assert_eq!(h.id, 0, "{what}: a goodbye carries id 0");
-        let r = Message::decode_error(&body).expect("goodbye body: code + reason");
+        let r = shmlink::RemoteError::decode(&body).expect("goodbye body: code + reason");
         assert_eq!(r.code, CODE_PROTOCOL_ERROR, "{what}: {r:?}");
         assert!(
             r.message.contains(needle),

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use super::body::{self, Body, Broken};
 use super::head::Head;
-use crate::wire::BODY_FILE_HEADER;
+use crate::wire;
 
 /// Where a connection's current request is.
 #[derive(Debug)]
@@ -215,22 +215,12 @@ impl Conn {
         else {
             unreachable!("in phase Body");
         };
-        let len = u32::try_from(taken).unwrap_or(u32::MAX).to_le_bytes();
-        encoded[length_at..length_at + 4].copy_from_slice(&len);
+        wire::set_body_len(&mut encoded, length_at, taken);
         if let Some(f) = &self.spool {
             // The body is in the file: the request names it, its own body
             // is empty.
             let path = format!("/proc/{}/fd/{}", std::process::id(), f.as_raw_fd());
-            let mut named = Vec::with_capacity(BODY_FILE_HEADER.len() + path.len() + 8);
-            for part in [BODY_FILE_HEADER.as_bytes(), path.as_bytes()] {
-                named.extend_from_slice(&(part.len() as u32).to_le_bytes());
-                named.extend_from_slice(part);
-            }
-            encoded.truncate(length_at);
-            encoded.extend_from_slice(&named);
-            encoded.extend_from_slice(&[0; 4]);
-            let count = u32::from_le_bytes([encoded[4], encoded[5], encoded[6], encoded[7]]) + 1;
-            encoded[4..8].copy_from_slice(&count.to_le_bytes());
+            wire::name_body_file(&mut encoded, length_at, path.as_bytes());
         }
         BodyStep::Done {
             head,

@@ -3,7 +3,7 @@
 //! the start of the request the application receives ([`crate::wire`]).
 
 use crate::files::Conditions;
-use crate::wire::{BODY_FILE_HEADER, REQUEST_MAGIC};
+use crate::wire::{self, BODY_FILE_HEADER};
 
 /// Headers a head may carry; more is a 431, as hyper answers.
 pub(super) const MAX_HEADERS: usize = 100;
@@ -57,12 +57,6 @@ pub(crate) type Refused = u16;
 
 fn refused(status: u16, _why: impl Into<String>) -> Refused {
     status
-}
-
-/// Appends `s` as a length-prefixed string.
-fn put(out: &mut Vec<u8>, s: &[u8]) {
-    out.extend_from_slice(&(s.len() as u32).to_le_bytes());
-    out.extend_from_slice(s);
 }
 
 /// Parses the head at the start of `buf`: `Ok(None)` when it is not
@@ -144,22 +138,18 @@ pub(crate) fn parse(
     } else {
         b"HTTP/1.1"
     };
-    encoded.clear();
-    encoded.extend_from_slice(&REQUEST_MAGIC);
+    wire::begin_request(
+        encoded,
+        method.as_bytes(),
+        target.as_bytes(),
+        protocol,
+        remote.as_bytes(),
+    );
     // Only the server names a spooled body: a client's header of that name
     // is dropped.
     let ours = |name: &str| name.eq_ignore_ascii_case(BODY_FILE_HEADER);
-    let count = req.headers.iter().filter(|h| !ours(h.name)).count();
-    encoded.extend_from_slice(&(count as u32).to_le_bytes());
-    put(encoded, method.as_bytes());
-    put(encoded, target.as_bytes());
-    put(encoded, protocol);
-    put(encoded, remote.as_bytes());
     for h in req.headers.iter().filter(|h| !ours(h.name)) {
-        let name = h.name.as_bytes();
-        encoded.extend_from_slice(&(name.len() as u32).to_le_bytes());
-        encoded.extend(name.iter().map(u8::to_ascii_lowercase));
-        put(encoded, h.value);
+        wire::push_header_lowercase(encoded, h.name.as_bytes(), h.value);
     }
     Ok(Some(Head {
         len,
@@ -199,7 +189,9 @@ mod tests {
         assert_eq!(h.framing, Framing::Length(3));
         assert!(h.keep_alive && !h.expects_continue && !h.head_only);
         assert_eq!(h.line, "POST /a?x=1");
-        put(&mut enc, b"abc");
+        let at = wire::begin_body(&mut enc);
+        enc.extend_from_slice(b"abc");
+        wire::set_body_len(&mut enc, at, 3);
         let r = Request::decode(&enc).expect("decodes");
         assert_eq!(
             (r.method.as_str(), r.target.as_str(), r.protocol.as_str()),

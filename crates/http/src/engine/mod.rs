@@ -746,8 +746,7 @@ impl Engine {
                     } else if h.expects_continue {
                         c.wbuf.extend_from_slice(reply::CONTINUE);
                     }
-                    let length_at = encoded.len();
-                    encoded.extend_from_slice(&[0; 4]);
+                    let length_at = crate::wire::begin_body(&mut encoded);
                     c.phase = Phase::Body {
                         head: h,
                         body,

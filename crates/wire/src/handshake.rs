@@ -5,7 +5,7 @@
 //! Version negotiation: each side sends the range it speaks; the server picks
 //! the highest version in both ranges, or refuses, naming both ranges.
 
-use crate::error::RefusalCode;
+use crate::codes::RefusalCode;
 use crate::frame::FrameError;
 use crate::le::{u16_at, u32_at, u64_at};
 
@@ -25,12 +25,12 @@ pub const CAP_DESCRIPTORS: u64 = 1 << 2;
 /// Capability: the connecting side serves calls (a worker connecting to its
 /// supervisor): after the handshake the accepting side sends the requests
 /// and the connecting side answers them. Offered only by workers, agreed
-/// only by a worker port ([`crate::WorkerPort`]).
+/// only by a worker port (the core's `WorkerPort`).
 pub const CAP_SERVE: u64 = 1 << 3;
 /// Capability: messages may carry file descriptors (the frame header's
 /// `fds` field), passed with `SCM_RIGHTS` on the session's Unix socket.
 /// Offered by clients over `shm:` and `unix:`, agreed by servers that
-/// accept descriptors ([`crate::ServerOptions::accept_fds`]); never over
+/// accept descriptors (the core's `ServerOptions::accept_fds`); never over
 /// `tcp:`.
 pub const CAP_FDS: u64 = 1 << 4;
 /// Capability: the server lends responses from its own arena, the mirror
@@ -41,20 +41,20 @@ pub const CAP_LENT_RESPONSES: u64 = 1 << 5;
 /// server cannot give it shared memory (its welcome then names ring sizes
 /// 0/0 and carries no segment; frames travel on the socket as on a `unix:`
 /// session). Offered by `shm:` clients unless
-/// [`crate::ClientOptions::shm_required`].
+/// the core's `ClientOptions::shm_required`.
 pub const CAP_STREAM_FALLBACK: u64 = 1 << 6;
 /// Capability: the server may lend the caller one of its workers on a
 /// direct line (a segment of their own) for its calls, and the worker
 /// serves such lines (`Line` frames; docs/protocol.md "Direct lines").
 /// Offered by `shm:` callers and by workers; agreed by a server whose
-/// [`crate::ServerOptions::lines`] is on (`shmlink pool`) and by a worker
+/// the core's `ServerOptions::lines` is on (`shmlink pool`) and by a worker
 /// port.
 pub const CAP_LINES: u64 = 1 << 7;
 /// Capability: the hello asks to inspect the server, not for a session.
 /// The server (to a peer of its own uid or root) answers with an accepted
 /// welcome agreeing to this bit alone, then the inspection report
-/// ([`crate::wire::Report`]), and closes. Offered alone, with ring sizes
-/// 0/0 (`shmlink inspect`, [`crate::inspect`]).
+/// ([`crate::inspect::Report`]), and closes. Offered alone, with ring sizes
+/// 0/0 (`shmlink inspect`, the core's `inspect`).
 pub const CAP_INSPECT: u64 = 1 << 8;
 /// Capability: either side of an `shm:` session may ask the other to ring
 /// an eventfd of its own whenever it would wake it (a `Bell` frame carrying
@@ -65,7 +65,7 @@ pub const CAP_BELL: u64 = 1 << 9;
 /// Capabilities under which descriptors travel on an `shm:` session's
 /// control socket (each message's in a record), which then carries nothing
 /// else.
-pub(crate) const CONTROL_FDS: u64 = CAP_FDS | CAP_LINES | CAP_BELL;
+pub const CONTROL_FDS: u64 = CAP_FDS | CAP_LINES | CAP_BELL;
 /// Capabilities this build offers (a worker adds [`CAP_SERVE`]).
 pub const CAPS: u64 = CAP_CHUNKED | CAP_ONE_WAY;
 

@@ -58,9 +58,9 @@ pub struct SegmentEntry {
 }
 
 /// Why a descriptor body is invalid, or does not fit the segment table.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DescriptorError(pub String);
+crate::le::text_error!(DescriptorError);
 
 impl Descriptor {
     /// Encodes the body (version [`DESCRIPTOR_VERSION`], flags zero).

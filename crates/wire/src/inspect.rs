@@ -168,12 +168,7 @@ pub struct Report {
 /// Why a report was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReportError(pub String);
-
-impl std::fmt::Display for ReportError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
+crate::le::text_error!(ReportError);
 
 fn put16(b: &mut [u8], o: usize, v: u16) {
     b[o..o + 2].copy_from_slice(&v.to_le_bytes());

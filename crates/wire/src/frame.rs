@@ -14,9 +14,6 @@
 //! A message larger than one frame is sent as consecutive chunks; a sender
 //! never interleaves two messages, so chunks of one message are contiguous.
 
-use std::os::fd::OwnedFd;
-
-use crate::error::RemoteError;
 use crate::le::{u16_at, u32_at, u64_at};
 
 /// Encoded size of a frame header.
@@ -27,24 +24,7 @@ pub const FLAG_MORE: u8 = 1;
 
 /// Most file descriptors one message may carry (the `fds` field's bound).
 pub const MAX_FDS: usize = 64;
-const _: () = assert!(MAX_FDS <= shmlink_sys::fdpass::MAX_FDS);
 
-/// Code of a `Goodbye` without a complaint: the sender is closing normally
-/// (an empty `Goodbye` body means the same).
-pub const CODE_CLOSED: u32 = 0;
-/// Remote error code the server sends when a handler panicked.
-pub const CODE_HANDLER_PANICKED: u32 = 0xFFFF_0001;
-/// Remote error code the server sends when a response exceeds the client's limit.
-pub const CODE_RESPONSE_TOO_LARGE: u32 = 0xFFFF_0002;
-/// Remote error code a language binding sends when its handler threw an
-/// exception that carried no code of its own (C++ wrapper, PHP extension).
-pub const CODE_HANDLER_EXCEPTION: u32 = 0xFFFF_0003;
-/// `Goodbye` code: the receiver of this goodbye broke the protocol; the
-/// text says how. The sender ends the session after sending it.
-pub const CODE_PROTOCOL_ERROR: u32 = 0xFFFF_0004;
-/// `Goodbye` code: the server is shutting down; it answered every request it
-/// had received.
-pub const CODE_SHUTTING_DOWN: u32 = 0xFFFF_0005;
 /// Smallest largest-message size a side may announce: an error response or
 /// a `Goodbye` with a reason of up to `MIN_MESSAGE_LIMIT - 4` bytes always
 /// fits.
@@ -124,9 +104,9 @@ pub struct FrameHeader {
 }
 
 /// Why a frame header or a frame sequence is invalid.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FrameError(pub String);
+crate::le::text_error!(FrameError);
 
 impl FrameHeader {
     /// The header of a message of `len` bytes sent as one frame (`len` at
@@ -219,147 +199,17 @@ impl FrameHeader {
     }
 }
 
-/// A whole message, reassembled from its chunks.
+/// Joins the chunks of messages into whole bodies, checking that chunks are
+/// consistent and the total stays within the limit before any byte is
+/// copied. Pure bytes: what came with a message besides its bytes
+/// (descriptors) is the receiver's to keep.
 #[derive(Debug)]
-pub struct Message {
-    /// What it is.
-    pub kind: Kind,
-    /// Call id.
-    pub id: u64,
-    /// The bytes (empty for a request lent from the peer's arena).
-    pub body: Vec<u8>,
-    /// What few messages carry, boxed so that every other message stays
-    /// small to move.
-    extra: Option<Box<Extra>>,
-}
-
-/// The file descriptors that came with a message, and the arena buffer a
-/// lent request lies in.
-#[derive(Debug, Default)]
-pub(crate) struct Extra {
-    pub(crate) fds: Vec<OwnedFd>,
-    pub(crate) lent: Option<shmlink_arena::View>,
-}
-
-impl Message {
-    /// A message with nothing attached.
-    #[inline]
-    pub(crate) fn new(kind: Kind, id: u64, body: Vec<u8>) -> Message {
-        Message {
-            kind,
-            id,
-            body,
-            extra: None,
-        }
-    }
-
-    /// A placeholder for a receive to fill (see [`Message::set`]).
-    #[inline]
-    pub(crate) fn blank() -> Message {
-        Message::new(Kind::Response, 0, Vec::new())
-    }
-
-    /// Makes this a message with nothing attached, in place.
-    #[inline(always)]
-    pub(crate) fn set(&mut self, kind: Kind, id: u64, body: Vec<u8>) {
-        self.kind = kind;
-        self.id = id;
-        self.body = body;
-        self.extra = None;
-    }
-
-    /// A message (request or response) lent from the peer's arena, read
-    /// where it lies.
-    pub(crate) fn lent(kind: Kind, id: u64, body: Vec<u8>, view: shmlink_arena::View) -> Message {
-        Message {
-            kind,
-            id,
-            body,
-            extra: Some(Box::new(Extra {
-                fds: Vec::new(),
-                lent: Some(view),
-            })),
-        }
-    }
-
-    /// The message's bytes: the lent buffer, or the body.
-    #[inline]
-    pub fn payload(&self) -> &[u8] {
-        match self.extra.as_ref().and_then(|x| x.lent.as_ref()) {
-            Some(v) => v,
-            None => &self.body,
-        }
-    }
-
-    /// The file descriptors that came with it.
-    #[inline]
-    pub fn fds(&self) -> &[OwnedFd] {
-        self.extra.as_ref().map_or(&[], |x| &x.fds)
-    }
-
-    /// Whether anything is attached (descriptors, a lent buffer).
-    #[inline]
-    pub(crate) fn has_extra(&self) -> bool {
-        self.extra.is_some()
-    }
-
-    /// Takes what is attached.
-    pub(crate) fn take_extra(&mut self) -> Extra {
-        self.extra.take().map(|b| *b).unwrap_or_default()
-    }
-
-    /// Encodes the body of an error response or a `Goodbye`: the code, then
-    /// the message as UTF-8.
-    pub fn error_body(e: &RemoteError) -> Vec<u8> {
-        Self::error_body_within(e.code, &e.message, usize::MAX)
-    }
-
-    /// The same, with the message cut (at a character boundary) so that the
-    /// whole body is at most `max` bytes (at least the 4-byte code).
-    pub fn error_body_within(code: u32, message: &str, max: usize) -> Vec<u8> {
-        let mut cut = message.len().min(max.saturating_sub(4));
-        while !message.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        let mut v = Vec::with_capacity(4 + cut);
-        v.extend_from_slice(&code.to_le_bytes());
-        v.extend_from_slice(&message.as_bytes()[..cut]);
-        v
-    }
-
-    /// Decodes the body of an error response or a non-empty `Goodbye`.
-    ///
-    /// # Errors
-    /// When the body is shorter than the 4-byte code.
-    pub fn decode_error(body: &[u8]) -> Result<RemoteError, FrameError> {
-        let code = body
-            .get(..4)
-            .and_then(|c| c.try_into().ok())
-            .map(u32::from_le_bytes)
-            .ok_or_else(|| {
-                FrameError(format!(
-                    "error response of {} bytes has no code",
-                    body.len()
-                ))
-            })?;
-        Ok(RemoteError {
-            code,
-            message: String::from_utf8_lossy(&body[4..]).into_owned(),
-        })
-    }
-}
-
-/// Reassembles chunked messages, checking that chunks are consistent and the
-/// total stays within the limit before any byte is copied.
-#[derive(Debug)]
-pub struct Assembler {
+pub struct Chunks {
     max_message: u64,
     /// Whether messages may come in several chunks (capability bit 0).
     chunked: bool,
     current: Option<(FrameHeader, Vec<u8>)>,
-    /// The descriptors of the message in progress.
-    fds: Vec<OwnedFd>,
-    /// A buffer handed back with [`Assembler::recycle`], reused for the next message.
+    /// A buffer handed back with [`Chunks::recycle`], reused for the next message.
     spare: Vec<u8>,
 }
 
@@ -367,16 +217,15 @@ pub struct Assembler {
 /// announcing a huge total cannot make us allocate it up front.
 const PREALLOC_LIMIT: u64 = 1 << 20;
 
-impl Assembler {
+impl Chunks {
     /// An assembler accepting messages up to `max_message` bytes, in chunks
     /// when `chunked` (the session agreed on chunked messages), else only
     /// as single frames.
     pub fn new(max_message: usize, chunked: bool) -> Self {
-        Assembler {
+        Chunks {
             max_message: max_message as u64,
             chunked,
             current: None,
-            fds: Vec::new(),
             spare: Vec::new(),
         }
     }
@@ -389,7 +238,7 @@ impl Assembler {
     /// The fast path of a message that fits in one frame: when no message is
     /// in progress and `h` is a whole message within the limit, returns an
     /// empty buffer (the recycled one) for its payload, which then is the
-    /// message. `None`: go through [`Assembler::begin_chunk`], which also
+    /// message. `None`: go through [`Chunks::begin_chunk`], which also
     /// reports what is wrong with the frame, if anything.
     #[inline]
     pub fn take_whole(&mut self, h: &FrameHeader) -> Option<Vec<u8>> {
@@ -403,7 +252,7 @@ impl Assembler {
     }
 
     /// Accepts a chunk header; returns the buffer to append its payload to.
-    /// Call [`Assembler::finish`] after appending.
+    /// Call [`Chunks::finish`] after appending.
     ///
     /// # Errors
     /// Inconsistent chunks or a message over the limit.
@@ -453,12 +302,6 @@ impl Assembler {
         Ok(buf)
     }
 
-    /// Files the descriptors that came with the first frame of the message
-    /// in progress (after [`Assembler::begin_chunk`]); they go with it.
-    pub fn attach_fds(&mut self, fds: Vec<OwnedFd>) {
-        self.fds = fds;
-    }
-
     /// Hands back a message body for reuse (bodies up to 1 MiB are kept), so a
     /// server does not allocate for every request.
     pub fn recycle(&mut self, body: Vec<u8>) {
@@ -467,12 +310,15 @@ impl Assembler {
         }
     }
 
-    /// Ends the chunk whose header is `h`: returns the whole message when it
-    /// was the last one.
+    /// Ends the chunk whose header is `h`: returns the whole message (its
+    /// first frame's header and its body) when it was the last chunk.
     ///
     /// # Errors
     /// When the last chunk leaves the message short of its total.
-    pub fn finish(&mut self, h: &FrameHeader) -> Result<Option<Message>, FrameError> {
+    pub fn finish(
+        &mut self,
+        h: &FrameHeader,
+    ) -> Result<Option<(FrameHeader, Vec<u8>)>, FrameError> {
         if h.more() {
             return Ok(None);
         }
@@ -489,17 +335,7 @@ impl Assembler {
                 first.total
             )));
         }
-        Ok(Some(Message {
-            kind: first.kind,
-            id: first.id,
-            body,
-            extra: (!self.fds.is_empty()).then(|| {
-                Box::new(Extra {
-                    fds: std::mem::take(&mut self.fds),
-                    lent: None,
-                })
-            }),
-        }))
+        Ok(Some((first, body)))
     }
 }
 
@@ -538,16 +374,16 @@ mod tests {
 
     #[test]
     fn assembles_chunks_and_checks_them() {
-        let mut a = Assembler::new(100, true);
+        let mut a = Chunks::new(100, true);
         let h1 = hdr(3, FLAG_MORE, 7, 5);
         a.begin_chunk(&h1).expect("c1").extend_from_slice(b"abc");
         assert!(matches!(a.finish(&h1), Ok(None)));
         let h2 = hdr(2, 0, 7, 5);
         a.begin_chunk(&h2).expect("c2").extend_from_slice(b"de");
-        let m = a.finish(&h2).expect("finish").expect("message");
-        assert_eq!(m.body, b"abcde");
+        let (first, body) = a.finish(&h2).expect("finish").expect("message");
+        assert_eq!((first, body.as_slice()), (h1, &b"abcde"[..]));
 
-        let mut a = Assembler::new(100, true);
+        let mut a = Chunks::new(100, true);
         assert!(a.begin_chunk(&hdr(1, 0, 1, 101)).is_err(), "over the limit");
         a.begin_chunk(&hdr(3, FLAG_MORE, 1, 5))
             .expect("c1")
@@ -564,30 +400,12 @@ mod tests {
         let over = with_fds(65, hdr(1, 0, 1, 1)).encode();
         let e = FrameHeader::decode(&over).expect_err("65 descriptors");
         assert!(e.0.contains("more than the limit of 64"), "{e}");
-        let mut a = Assembler::new(100, true);
+        let mut a = Chunks::new(100, true);
         a.begin_chunk(&with_fds(2, hdr(3, FLAG_MORE, 7, 5)))
             .expect("first chunk may announce descriptors");
         let e = a
             .begin_chunk(&with_fds(1, hdr(2, 0, 7, 5)))
             .expect_err("a later chunk may not");
         assert!(e.0.contains("only a message's first frame"), "{e}");
-    }
-
-    #[test]
-    fn error_bodies_round_trip() {
-        let e = RemoteError::new(42, "no such key");
-        assert_eq!(Message::decode_error(&Message::error_body(&e)), Ok(e));
-        assert!(Message::decode_error(b"ab").is_err());
-    }
-
-    #[test]
-    fn error_bodies_are_cut_to_fit_at_a_character_boundary() {
-        let b = Message::error_body_within(7, "ééé", 9);
-        assert_eq!(b.len(), 8, "4 + two 2-byte characters");
-        assert_eq!(
-            Message::decode_error(&b).expect("decodes").message,
-            "éé".to_string()
-        );
-        assert_eq!(Message::error_body_within(7, "abc", 2).len(), 4);
     }
 }

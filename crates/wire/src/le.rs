@@ -15,3 +15,18 @@ pub(crate) fn u64_at(b: &[u8], o: usize) -> u64 {
     a.copy_from_slice(&b[o..o + 8]);
     u64::from_le_bytes(a)
 }
+
+/// Makes a `Name(pub String)` decoding error an error whose text is the
+/// string.
+macro_rules! text_error {
+    ($name:ident) => {
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl std::error::Error for $name {}
+    };
+}
+pub(crate) use text_error;

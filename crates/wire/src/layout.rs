@@ -10,8 +10,6 @@
 //! 4096+c2s  data of the server -> client ring (s2c bytes)
 //! ```
 
-use shmlink_ring::RingHeader;
-
 use crate::le::{u32_at, u64_at};
 
 /// Identifies a shmlink segment: "SHMLSEG\0".
@@ -24,6 +22,11 @@ pub const SEGMENT_HEADER_LEN: usize = 72;
 pub const RING_HEADERS_AT: usize = 512;
 /// Offset of the first ring's data.
 pub const DATA_AT: usize = 4096;
+/// Size of a ring header (the ring crate's `RingHeader`, which the core
+/// checks against this at compile time).
+pub const RING_HEADER_LEN: usize = 768;
+/// Alignment of a ring header.
+pub const RING_HEADER_ALIGN: usize = 128;
 
 /// The first bytes of a segment, as `#[repr(C)]` (every field little-endian
 /// on the little-endian machines shmlink runs on).
@@ -53,17 +56,16 @@ pub struct SegmentHeader {
 }
 
 const _: () = assert!(std::mem::size_of::<SegmentHeader>() == SEGMENT_HEADER_LEN);
-const _: () = assert!(std::mem::size_of::<RingHeader>() == RingHeader::SIZE);
 const _: () = assert!(RING_HEADERS_AT >= SEGMENT_HEADER_LEN);
-const _: () = assert!(RING_HEADERS_AT + 2 * RingHeader::SIZE <= DATA_AT);
-const _: () = assert!(RING_HEADERS_AT.is_multiple_of(std::mem::align_of::<RingHeader>()));
-const _: () = assert!(RingHeader::SIZE.is_multiple_of(std::mem::align_of::<RingHeader>()));
+const _: () = assert!(RING_HEADERS_AT + 2 * RING_HEADER_LEN <= DATA_AT);
+const _: () = assert!(RING_HEADERS_AT.is_multiple_of(RING_HEADER_ALIGN));
+const _: () = assert!(RING_HEADER_LEN.is_multiple_of(RING_HEADER_ALIGN));
 
 impl SegmentHeader {
     /// The layout for the given ring sizes.
     pub fn for_rings(c2s: usize, s2c: usize) -> SegmentHeader {
         let (c2s, s2c) = (c2s as u64, s2c as u64);
-        let ring = RingHeader::SIZE as u64;
+        let ring = RING_HEADER_LEN as u64;
         SegmentHeader {
             magic: SEGMENT_MAGIC,
             layout_version: LAYOUT_VERSION,

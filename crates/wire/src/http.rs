@@ -13,9 +13,9 @@ pub const REQUEST_MAGIC: [u8; 4] = *b"SLHQ";
 pub const RESPONSE_MAGIC: [u8; 4] = *b"SLHR";
 
 /// Why bytes are not a valid encoding.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WireError(pub String);
+crate::le::text_error!(WireError);
 
 /// An HTTP request as the worker receives it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -57,9 +57,82 @@ fn put(out: &mut Vec<u8>, s: &[u8]) {
     out.extend_from_slice(s);
 }
 
-/// Encodes a request from its parts (the front uses this without building
-/// a [`Request`]).
-#[allow(clippy::too_many_arguments)]
+/// Writes the start of an encoded request: the magic, a header count of 0,
+/// then method, target, protocol and remote address. Headers follow with
+/// [`push_header`] (each counted as it is written), then the body between
+/// [`begin_body`] and [`set_body_len`]. A server that parses the head
+/// first and reads the body later writes the request this way, in place.
+#[inline]
+pub fn begin_request(
+    out: &mut Vec<u8>,
+    method: &[u8],
+    target: &[u8],
+    protocol: &[u8],
+    remote: &[u8],
+) {
+    out.clear();
+    out.extend_from_slice(&REQUEST_MAGIC);
+    out.extend_from_slice(&[0; 4]);
+    put(out, method);
+    put(out, target);
+    put(out, protocol);
+    put(out, remote);
+}
+
+/// Counts one more header in the request [`begin_request`] started.
+#[inline]
+fn count_header(out: &mut [u8]) {
+    let count = u32::from_le_bytes([out[4], out[5], out[6], out[7]]).saturating_add(1);
+    out[4..8].copy_from_slice(&count.to_le_bytes());
+}
+
+/// Appends a header to the request [`begin_request`] started, its name as
+/// given.
+#[inline]
+pub fn push_header(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
+    put(out, name);
+    put(out, value);
+    count_header(out);
+}
+
+/// Appends a header to the request [`begin_request`] started, its name in
+/// lower case (names travel in lower case; an HTTP parser gives them as
+/// the client sent them).
+#[inline]
+pub fn push_header_lowercase(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
+    out.extend_from_slice(&(name.len() as u32).to_le_bytes());
+    out.extend(name.iter().map(u8::to_ascii_lowercase));
+    put(out, value);
+    count_header(out);
+}
+
+/// Starts the body after the headers: writes a length of 0 and returns
+/// where it lies, for [`set_body_len`]; the body's bytes are appended
+/// after it.
+#[inline]
+pub fn begin_body(out: &mut Vec<u8>) -> usize {
+    let at = out.len();
+    out.extend_from_slice(&[0; 4]);
+    at
+}
+
+/// Writes the length of the body whose length lies at `length_at`.
+#[inline]
+pub fn set_body_len(out: &mut [u8], length_at: usize, len: u64) {
+    let len = u32::try_from(len).unwrap_or(u32::MAX);
+    out[length_at..length_at + 4].copy_from_slice(&len.to_le_bytes());
+}
+
+/// Replaces the body begun at `length_at` by a [`BODY_FILE_HEADER`]
+/// header naming `path` (where the server spooled the body) and an empty
+/// body.
+pub fn name_body_file(out: &mut Vec<u8>, length_at: usize, path: &[u8]) {
+    out.truncate(length_at);
+    push_header(out, BODY_FILE_HEADER.as_bytes(), path);
+    begin_body(out);
+}
+
+/// Encodes a request from its parts (without building a [`Request`]).
 pub fn encode_request<'h>(
     out: &mut Vec<u8>,
     method: &str,
@@ -69,21 +142,19 @@ pub fn encode_request<'h>(
     headers: impl IntoIterator<Item = (&'h str, &'h [u8])>,
     body: &[u8],
 ) {
-    out.clear();
-    out.extend_from_slice(&REQUEST_MAGIC);
-    out.extend_from_slice(&[0; 4]); // the count, written after the headers
-    put(out, method.as_bytes());
-    put(out, target.as_bytes());
-    put(out, protocol.as_bytes());
-    put(out, remote.as_bytes());
-    let mut count = 0u32;
+    begin_request(
+        out,
+        method.as_bytes(),
+        target.as_bytes(),
+        protocol.as_bytes(),
+        remote.as_bytes(),
+    );
     for (name, value) in headers {
-        put(out, name.as_bytes());
-        put(out, value);
-        count += 1;
+        push_header(out, name.as_bytes(), value);
     }
-    out[4..8].copy_from_slice(&count.to_le_bytes());
-    put(out, body);
+    let at = begin_body(out);
+    out.extend_from_slice(body);
+    set_body_len(out, at, body.len() as u64);
 }
 
 impl Request {
@@ -403,5 +474,30 @@ mod tests {
     fn a_wrong_magic_is_named() {
         let e = Response::decode(b"echo:xyz").unwrap_err();
         assert!(e.0.contains("starts with \"SLHR\", this does not"), "{e}");
+    }
+
+    #[test]
+    fn a_request_written_in_steps_decodes_and_can_name_a_spooled_body() {
+        let mut out = Vec::new();
+        begin_request(&mut out, b"POST", b"/up", b"HTTP/1.1", b"1.2.3.4:5");
+        push_header_lowercase(&mut out, b"Content-Type", b"text/plain");
+        let at = begin_body(&mut out);
+        out.extend_from_slice(b"hello");
+        set_body_len(&mut out, at, 5);
+        let r = Request::decode(&out).expect("decodes");
+        assert_eq!(
+            r.headers,
+            vec![("content-type".into(), b"text/plain".to_vec())]
+        );
+        assert_eq!(r.body, b"hello");
+
+        name_body_file(&mut out, at, b"/proc/1/fd/7");
+        let r = Request::decode(&out).expect("decodes");
+        assert_eq!(r.headers.len(), 2);
+        assert_eq!(
+            r.headers[1],
+            (BODY_FILE_HEADER.into(), b"/proc/1/fd/7".to_vec())
+        );
+        assert!(r.body.is_empty());
     }
 }

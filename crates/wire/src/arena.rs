@@ -44,9 +44,9 @@ pub struct SegmentNotice {
 }
 
 /// Why an arena body is malformed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ArenaWireError(pub String);
+crate::le::text_error!(ArenaWireError);
 
 impl SegmentNotice {
     /// Encodes the body.

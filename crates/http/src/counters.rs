@@ -13,97 +13,15 @@ use std::time::Duration;
 
 use shmlink_sys::Mapping;
 
+use shmlink_wire::counters::PageHeader;
+pub(crate) use shmlink_wire::counters::{Field, CELLS, MAX_SLOTS, PAGE_HEADER, SLOT_BYTES};
+pub use shmlink_wire::counters::{DURATION_BOUNDS_US, STATUS_CODES};
+
 use crate::error::HttpError;
 use crate::stats::{Durations, HttpStats};
 
-/// First four bytes of a counters page: `SLHC`.
-pub(crate) const PAGE_MAGIC: [u8; 4] = *b"SLHC";
-/// The page layout's version.
-pub(crate) const PAGE_VERSION: u32 = 4;
-/// Bytes of the page's header.
-pub(crate) const PAGE_HEADER: usize = 64;
-/// Counters in a slot.
-const CELLS: usize = 64;
-/// Bytes of one slot ([`CELLS`] counters of 8 bytes).
-pub(crate) const SLOT_BYTES: usize = CELLS * 8;
-/// Upper bounds of the request-duration buckets, in µs: a request that
-/// took `t` counts in the first bucket whose bound is at least `t`, one
-/// slower than the last in none (only in [`Field::Timed`]).
-pub const DURATION_BOUNDS_US: [u64; 12] = [
-    500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000, 1_000_000,
-    2_500_000,
-];
-/// The statuses counted one by one (ascending); any other counts in its
-/// class only ([`Field::Ok`], [`Field::ClientErrors`],
-/// [`Field::ServerErrors`]).
-pub const STATUS_CODES: [u16; 28] = [
-    200, 201, 202, 204, 206, 301, 302, 303, 304, 307, 308, 400, 401, 403, 404, 405, 408, 409, 410,
-    413, 416, 422, 429, 431, 500, 502, 503, 504,
-];
 /// A [`Field::Busy`] reading older than this (ms) is not current.
 const STALE_MS: u64 = 300;
-/// Most slots a page may have.
-pub(crate) const MAX_SLOTS: usize = 4096;
-
-/// One counter of a slot: its index (its byte offset in the slot is 8
-/// times that).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(usize)]
-pub(crate) enum Field {
-    /// Connections open now.
-    Open = 0,
-    /// Connections accepted.
-    Connections = 1,
-    /// Connections closed at once (over the connection limit).
-    Refused = 2,
-    /// Requests answered (by the application or by the server itself).
-    Requests = 3,
-    /// Responses 1xx-3xx.
-    Ok = 4,
-    /// Responses 4xx.
-    ClientErrors = 5,
-    /// Responses 5xx.
-    ServerErrors = 6,
-    /// Responses 413.
-    TooLarge = 7,
-    /// Request body bytes received.
-    BytesIn = 8,
-    /// Response body bytes sent.
-    BytesOut = 9,
-    /// Requests handed to the application (a worker's PHP code).
-    Handed = 10,
-    /// Requests the application answered.
-    Returned = 11,
-    /// CPU time of the server's own path, in nanoseconds, over the sampled
-    /// requests (a worker samples one request in [`crate::SAMPLE_EVERY`]).
-    FrontNanos = 12,
-    /// Requests sampled for [`Field::FrontNanos`].
-    FrontSamples = 13,
-    /// 1 while this server accepts connections, else 0: the servers of a
-    /// page share the connections among those that accept
-    /// ([`Counters::share_view`]).
-    Accepting = 14,
-    /// How much CPU this server's thread wanted over its last window
-    /// (running, or runnable and waiting), in millionths of a CPU (see
-    /// `engine/balance.rs`).
-    Busy = 15,
-    /// Requests answered in each duration bucket ([`DURATION_BOUNDS_US`]):
-    /// this one and the 11 after it.
-    Bucket0 = 16,
-    /// Sum of the answered requests' durations, in µs.
-    DurationMicros = 28,
-    /// Requests whose duration was counted.
-    Timed = 29,
-    /// When [`Field::Busy`] was written (coarse ms of `CLOCK_MONOTONIC`).
-    BusyAt = 30,
-    /// 1 while this server sheds load (leaves new connections to the
-    /// others), else 0.
-    Shedding = 31,
-    /// Responses with each status of [`STATUS_CODES`]: this one and the 27
-    /// after it.
-    Code0 = 32,
-}
-
 /// A page's connections as one of its servers sees them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct ShareView {
@@ -345,7 +263,8 @@ impl CountersPage {
                 "a counters page has 1 to {MAX_SLOTS} slots, not {slots}"
             )));
         }
-        let len = PAGE_HEADER + slots * SLOT_BYTES;
+        let header = PageHeader { slots };
+        let len = header.page_len();
         let io = |context: &str| {
             let context = context.to_string();
             move |source| HttpError::Io { context, source }
@@ -354,11 +273,7 @@ impl CountersPage {
             .map_err(io("making the HTTP counters page"))?;
         let map =
             Mapping::map_shared(&fd, len, false).map_err(io("mapping the HTTP counters page"))?;
-        let mut header = [0u8; 16];
-        header[..4].copy_from_slice(&PAGE_MAGIC);
-        header[4..8].copy_from_slice(&PAGE_VERSION.to_le_bytes());
-        header[8..12].copy_from_slice(&(slots as u32).to_le_bytes());
-        header[12..16].copy_from_slice(&(SLOT_BYTES as u32).to_le_bytes());
+        let header = header.encode();
         map.write_at(0, &header);
         Ok((
             fd,
@@ -388,20 +303,8 @@ impl CountersPage {
             .map_err(|e| bad(format!("cannot be mapped: {e}")))?;
         let mut header = [0u8; 16];
         map.read_at(0, &mut header);
-        let word =
-            |i: usize| u32::from_le_bytes([header[i], header[i + 1], header[i + 2], header[i + 3]]);
-        if header[..4] != PAGE_MAGIC || word(4) != PAGE_VERSION || word(12) as usize != SLOT_BYTES {
-            return Err(bad(format!(
-                "has header {:?}, not version {PAGE_VERSION} of {:?} with {SLOT_BYTES}-byte slots",
-                &header[..16],
-                PAGE_MAGIC
-            )));
-        }
-        let slots = word(8) as usize;
-        let fits = PAGE_HEADER
-            .checked_add(slots.saturating_mul(SLOT_BYTES))
-            .is_some_and(|end| end <= len);
-        if slot >= slots || slots > MAX_SLOTS || !fits {
+        let slots = PageHeader::decode(&header, len).map_err(bad)?.slots;
+        if slot >= slots {
             return Err(bad(format!(
                 "has {slots} slots in {len} bytes; slot {slot} is not one of them"
             )));

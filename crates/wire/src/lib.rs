@@ -17,7 +17,8 @@
 //! - [`line`]: direct lines between clients and workers ([`LineBody`]);
 //! - [`inspect`]: the inspection report ([`Report`]);
 //! - [`http`]: the encoding HTTP requests and responses travel in between
-//!   the front and PHP workers.
+//!   the front and PHP workers; [`counters`]: the HTTP counters page a pool
+//!   shares with the workers that serve HTTP themselves.
 //!
 //! The ring's records are the ring crate's (`shmlink-ring`).
 //!
@@ -34,6 +35,7 @@
 
 pub mod arena;
 pub mod codes;
+pub mod counters;
 pub mod descriptor;
 pub mod fd_record;
 pub mod frame;

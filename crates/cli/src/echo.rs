@@ -20,8 +20,22 @@ use crate::reply::ReplyShape;
     With --reply-size, an empty request gets N zero bytes.")]
 pub(crate) struct EchoArgs {
     /// Address to listen on (repeatable): shm:PATH, unix:PATH or tcp:HOST:PORT.
-    #[arg(long = "listen", value_name = "ADDR", required = true)]
+    #[arg(
+        long = "listen",
+        value_name = "ADDR",
+        required_unless_present = "take_over"
+    )]
     listen: Vec<String>,
+    /// Listen on this Unix socket for a successor: a new `shmlink echo
+    /// --take-over PATH` takes this server's listeners and shm: sessions
+    /// over, and this one exits (docs/protocol.md, "Hand-over").
+    #[arg(long, value_name = "PATH")]
+    handover: Option<PathBuf>,
+    /// Take over the server listening for successors at PATH instead of
+    /// binding --listen addresses: its listeners and live shm: sessions go
+    /// on here, their clients notice nothing.
+    #[arg(long, value_name = "PATH", conflicts_with = "listen")]
+    take_over: Option<PathBuf>,
     /// Reply with the first ⌈R × len⌉ bytes of each request (0 to 1).
     #[arg(long, value_name = "R", value_parser = parse::ratio, conflicts_with = "reply_size")]
     reply_ratio: Option<Ratio>,
@@ -88,13 +102,17 @@ pub(crate) fn run(args: &EchoArgs) -> anyhow::Result<()> {
         max_shm_bytes: args
             .max_shm_bytes
             .map_or(ServerOptions::default().max_shm_bytes, |n| n as u64),
+        handover: args.handover.clone(),
         ..ServerOptions::default()
     };
     // Signals are registered before binding, so that a signal arriving as
     // soon as "ready" is printed still stops the server cleanly.
     let mut signals =
         Signals::new([SIGINT, SIGTERM]).context("cannot install the SIGINT/SIGTERM handlers")?;
-    let server = Server::bind(&args.listen, options)?;
+    let server = match &args.take_over {
+        Some(path) => Server::take_over(path, options)?,
+        None => Server::bind(&args.listen, options)?,
+    };
     let addresses: Vec<String> = server.addresses().iter().map(|a| a.to_string()).collect();
     let stop = server.stop_handle();
     std::thread::Builder::new()

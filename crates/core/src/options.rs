@@ -281,6 +281,11 @@ pub struct ServerOptions {
     /// Where sessions ended for a protocol error or a stalled client are
     /// reported. Default: standard error.
     pub log: Log,
+    /// A Unix socket (mode 0600) on which a successor process may take
+    /// this server over ([`crate::Server::take_over`]): its listeners and
+    /// its live `shm:` sessions are handed to it, and the server then
+    /// stops (docs/protocol.md, "Hand-over"). Default: none.
+    pub handover: Option<std::path::PathBuf>,
 }
 
 impl Default for ServerOptions {
@@ -301,6 +306,7 @@ impl Default for ServerOptions {
             arena_threshold: 64 << 10,
             max_shm_bytes: u64::MAX,
             log: Log::default(),
+            handover: None,
         }
     }
 }

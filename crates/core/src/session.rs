@@ -119,6 +119,11 @@ impl Session {
         self.local_max
     }
 
+    /// The capabilities both sides agreed on.
+    pub(crate) fn caps(&self) -> u64 {
+        self.caps
+    }
+
     /// Whether both sides agreed on capability `cap`.
     pub(crate) fn agreed(&self, cap: u64) -> bool {
         self.caps & cap != 0
@@ -150,6 +155,13 @@ impl Session {
         if self.broken.is_none() {
             self.broken = Some(reason.into());
         }
+    }
+
+    /// Serves on after a wait that a hand-over ended, between messages,
+    /// when the hand-over did not happen: the link is intact, only the
+    /// session's note that it was closed goes.
+    pub(crate) fn resume(&mut self) {
+        self.broken = None;
     }
 
     #[inline(always)]

@@ -26,6 +26,9 @@ pub(crate) struct SessionFlags {
     /// The client wrote to its control socket after the handshake (set
     /// before `gone`).
     pub wrote_control: AtomicBool,
+    /// The server hands its sessions to a successor: stop at the next
+    /// message boundary, leave what is queued in the ring.
+    pub hand_over: AtomicBool,
 }
 
 /// A control socket shared between the watch and the link that sends
@@ -106,7 +109,7 @@ impl Watch {
                     Verdict::WroteControl
                 } else if f.gone.load(Ordering::Acquire) {
                     Verdict::Gone
-                } else if f.stop.load(Ordering::Acquire) {
+                } else if f.stop.load(Ordering::Acquire) || f.hand_over.load(Ordering::Acquire) {
                     Verdict::Stopping
                 } else {
                     Verdict::Alive

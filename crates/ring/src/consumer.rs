@@ -77,6 +77,21 @@ impl<H: Deref<Target = RingHeader>, M: Memory> Consumer<H, M> {
         Ok(c)
     }
 
+    /// The last sleep epoch this consumer announced: a process that takes
+    /// the ring over from it goes on after it ([`Self::continue_epochs`]).
+    pub fn sleep_epoch(&self) -> u32 {
+        self.sleeper.epoch()
+    }
+
+    /// Goes on after sleep epoch `epoch`, the last one a predecessor
+    /// announced on this side of the ring (a server handing its sessions
+    /// to a successor): the peer remembers which epoch it woke last, so a
+    /// new consumer starting again from 1 could announce that very epoch and
+    /// never be woken.
+    pub fn continue_epochs(&mut self, epoch: u32) {
+        self.sleeper.continue_after(epoch);
+    }
+
     /// The shared header.
     pub fn header(&self) -> &RingHeader {
         &self.hdr

@@ -141,6 +141,16 @@ impl Sleeper {
         self.epoch
     }
 
+    /// The last epoch announced.
+    pub(crate) fn epoch(&self) -> u32 {
+        self.epoch
+    }
+
+    /// Goes on after `epoch`, announced by a predecessor on this side.
+    pub(crate) fn continue_after(&mut self, epoch: u32) {
+        self.epoch = epoch;
+    }
+
     /// Given the peer's sleep word, whether it must be woken now.
     pub(crate) fn owes_wake(&mut self, peer_sleep: u32) -> bool {
         if peer_sleep == AWAKE || peer_sleep == self.woke_peer {

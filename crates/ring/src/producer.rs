@@ -91,6 +91,21 @@ impl<H: Deref<Target = RingHeader>, M: Memory> Producer<H, M> {
         (self.cap / 2) as usize - RECORD_HEADER
     }
 
+    /// The last sleep epoch this producer announced: a process that takes
+    /// the ring over from it goes on after it ([`Self::continue_epochs`]).
+    pub fn sleep_epoch(&self) -> u32 {
+        self.sleeper.epoch()
+    }
+
+    /// Goes on after sleep epoch `epoch`, the last one a predecessor
+    /// announced on this side of the ring (a server handing its sessions
+    /// to a successor): the peer remembers which epoch it woke last, so a
+    /// new producer starting again from 1 could announce that very epoch and
+    /// never be woken.
+    pub fn continue_epochs(&mut self, epoch: u32) {
+        self.sleeper.continue_after(epoch);
+    }
+
     /// The shared header.
     pub fn header(&self) -> &RingHeader {
         &self.hdr

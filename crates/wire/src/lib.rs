@@ -16,6 +16,8 @@
 //! - [`fd_record`]: descriptors announced on an `shm:` control socket;
 //! - [`line`]: direct lines between clients and workers ([`LineBody`]);
 //! - [`inspect`]: the inspection report ([`Report`]);
+//! - [`handover`]: a server handing its listeners and live sessions to a
+//!   successor process;
 //! - [`http`]: the encoding HTTP requests and responses travel in between
 //!   the front and PHP workers; [`counters`]: the HTTP counters page a pool
 //!   shares with the workers that serve HTTP themselves.
@@ -39,6 +41,7 @@ pub mod counters;
 pub mod descriptor;
 pub mod fd_record;
 pub mod frame;
+pub mod handover;
 pub mod handshake;
 pub mod http;
 pub mod inspect;

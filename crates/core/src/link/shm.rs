@@ -262,6 +262,28 @@ impl ShmLink {
         }
     }
 
+    /// The last sleep epochs this side announced, as the consumer of its
+    /// incoming ring and the producer of its outgoing one (a hand-over's
+    /// successor goes on after them).
+    pub(crate) fn sleep_epochs(&self) -> (u32, u32) {
+        (
+            self.ends.consumer.sleep_epoch(),
+            self.ends.producer.sleep_epoch(),
+        )
+    }
+
+    /// Goes on after the sleep epochs a predecessor announced
+    /// ([`ShmLink::sleep_epochs`]).
+    pub(crate) fn continue_epochs(&mut self, (incoming, outgoing): (u32, u32)) {
+        self.ends.consumer.continue_epochs(incoming);
+        self.ends.producer.continue_epochs(outgoing);
+    }
+
+    /// The peer's bell, when it gave one.
+    pub(crate) fn peer_bell(&self) -> Option<&EventFd> {
+        self.peer_bell.as_ref()
+    }
+
     /// Takes the peer's bell (a later one replaces it), ringing it once: a
     /// wake-up owed before it came went to the futex only.
     pub(crate) fn take_peer_bell(&mut self, bell: EventFd) {

@@ -72,6 +72,62 @@ impl Listener {
         }
     }
 
+    /// A listener handed over by a predecessor (docs/protocol.md,
+    /// "Hand-over"): its socket must listen on `addr` (the path, or the
+    /// TCP address), and its socket file becomes this server's to remove.
+    ///
+    /// # Errors
+    /// A socket of another kind or address.
+    pub(crate) fn adopt(
+        addr: &Address,
+        fd: std::os::fd::OwnedFd,
+    ) -> std::result::Result<Listener, String> {
+        match addr {
+            Address::Shm(path) | Address::Unix(path) => {
+                // Bound under a temporary name and renamed into place, the
+                // socket's own name does not tell its path: it must be a
+                // Unix socket bound to a file, and the path a socket file.
+                let sock = UnixListener::from(fd);
+                let local = sock.local_addr().map_err(|e| format!("{addr}: {e}"))?;
+                if local.as_pathname().is_none() {
+                    return Err(format!("{addr}: the socket listens on {local:?}"));
+                }
+                let md = fs::symlink_metadata(path).map_err(|e| format!("{addr}: {e}"))?;
+                if !md.file_type().is_socket() {
+                    return Err(format!("{addr}: {} is not a socket file", path.display()));
+                }
+                sock.set_nonblocking(true)
+                    .map_err(|e| format!("{addr}: {e}"))?;
+                Ok(Listener::Unix {
+                    sock,
+                    addr: addr.clone(),
+                    ino: (md.dev(), md.ino()),
+                })
+            }
+            Address::Tcp(hp) => {
+                let sock = TcpListener::from(fd);
+                let local = sock.local_addr().map_err(|e| format!("{addr}: {e}"))?;
+                if local.to_string() != *hp {
+                    return Err(format!("{addr}: the socket listens on {local}"));
+                }
+                sock.set_nonblocking(true)
+                    .map_err(|e| format!("{addr}: {e}"))?;
+                Ok(Listener::Tcp {
+                    sock,
+                    addr: addr.clone(),
+                })
+            }
+        }
+    }
+
+    /// Leaves the socket file in place when this listener closes (its
+    /// successor listens on it now).
+    pub(crate) fn keep_file(&mut self) {
+        if let Listener::Unix { ino, .. } = self {
+            *ino = (u64::MAX, u64::MAX);
+        }
+    }
+
     pub(crate) fn address(&self) -> &Address {
         match self {
             Listener::Unix { addr, .. } | Listener::Tcp { addr, .. } => addr,

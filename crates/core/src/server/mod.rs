@@ -14,7 +14,9 @@
 mod admit;
 mod answer;
 mod conn;
+mod handing;
 mod handler;
+mod handover;
 mod inspect;
 mod line_asks;
 mod listener;
@@ -28,6 +30,7 @@ mod serving;
 mod shared;
 mod stats;
 mod sync;
+mod takeover;
 mod threads;
 
 use std::sync::Arc;
@@ -97,6 +100,29 @@ impl Server {
         }
         Ok(Server {
             core: monitor::Monitor::new(addresses, options)?,
+        })
+    }
+
+    /// Takes over the server that listens for successors at `handover`
+    /// (its [`ServerOptions::handover`]): its listening sockets and its
+    /// live `shm:` sessions come here, and go on from where it stopped;
+    /// their clients notice nothing (no reconnect, no failed call). The
+    /// old server answers the calls it had begun, then stops; its
+    /// `unix:`/`tcp:` sessions end as at a stop and their clients
+    /// reconnect here. A session this server cannot take (its policy
+    /// refuses the client, a limit) fails the hand-over: the old server
+    /// is told why and serves on. With `options.handover` set, this server
+    /// then listens there for a successor of its own.
+    ///
+    /// # Errors
+    /// [`Error::Bind`] naming the hand-over socket and why.
+    pub fn take_over(
+        handover: impl AsRef<std::path::Path>,
+        options: ServerOptions,
+    ) -> Result<Server> {
+        options.validate()?;
+        Ok(Server {
+            core: monitor::Monitor::take_over(handover.as_ref(), options)?,
         })
     }
 

@@ -17,15 +17,18 @@ use shmlink_sys::fs::{is_out_of_descriptors, reserve_descriptor};
 use super::admit;
 use super::conn::{Conn, HelloBuf};
 use super::handler::Handler;
+use super::handover;
 use super::listener::Listener;
 use super::prepare::Preparer;
 use super::registry::Registry;
 use super::serving;
-use super::shared::{Mode, Shared, StopHandle};
+use super::shared::{Mode, Shared, Slot, StopHandle};
 use super::stats::Stats;
 use super::sync::lock;
+use super::takeover;
 use crate::address::{Address, Transport};
 use crate::error::{Error, RefusalCode, Result};
+use crate::link::stream::Stream;
 use crate::options::{ServerOptions, WaitStrategy, DEFAULT_RING_SIZE};
 
 /// Epoll token of the wake event: a stop request, or a segment kept
@@ -36,6 +39,8 @@ const WAKE_TOKEN: u64 = u64::MAX;
 const EXPIRY_SLACK: Duration = Duration::from_millis(2);
 /// Epoll token of the first listener; the others follow.
 const LISTENER_TOKEN: u64 = 1 << 62;
+/// Epoll token of the hand-over socket.
+const HANDOVER_TOKEN: u64 = LISTENER_TOKEN - 1;
 
 /// The bound listeners and everything the sessions share.
 #[derive(Debug)]
@@ -47,6 +52,11 @@ pub(crate) struct Monitor {
     /// told why it is refused, instead of waiting for its handshake timeout
     /// while the level-triggered listener keeps the loop spinning.
     spare: Mutex<Option<OwnedFd>>,
+    /// Where a successor may take this server over
+    /// ([`ServerOptions::handover`]).
+    handover: Mutex<Option<Listener>>,
+    /// Sessions handed over by a predecessor, started when serving begins.
+    adopted: Mutex<Vec<(Slot, admit::Established)>>,
 }
 
 impl Monitor {
@@ -59,6 +69,63 @@ impl Monitor {
             .iter()
             .map(|a| Listener::bind(a, &opts))
             .collect::<Result<Vec<_>>>()?;
+        let monitor = Monitor::with_listeners(listeners, opts)?;
+        monitor.listen_for_successors()?;
+        Ok(monitor)
+    }
+
+    /// Takes over the server listening for successors at `path`: its
+    /// listeners and live `shm:` sessions, which go on here from where it
+    /// stopped (docs/protocol.md, "Hand-over"); then listens for a
+    /// successor of its own when `opts` say where.
+    ///
+    /// # Errors
+    /// [`Error::Bind`] naming the socket and why (nobody there, the
+    /// server's refusal, a malformed offer, a session this server cannot
+    /// take: it is told why and serves on).
+    pub(crate) fn take_over(path: &std::path::Path, opts: ServerOptions) -> Result<Monitor> {
+        let mut offered = takeover::receive(path)?;
+        let fail = |why: String| Error::Bind {
+            address: format!("hand-over socket {}", path.display()),
+            reason: format!("cannot take the server over: {why}"),
+        };
+        let listeners = std::mem::take(&mut offered.listeners);
+        let monitor = match Monitor::with_listeners(listeners, opts) {
+            Ok(m) => m,
+            Err(e) => {
+                offered.refuse(&e.to_string());
+                return Err(e);
+            }
+        };
+        let sh = &monitor.shared;
+        sh.set_next_session_id(offered.next_session);
+        let mut adopted = Vec::with_capacity(offered.sessions.len());
+        for (record, address, fds) in std::mem::take(&mut offered.sessions) {
+            let established = sh.take_slot().ok_or_else(|| {
+                format!(
+                    "more sessions than this server's max_sessions ({})",
+                    sh.opts.max_sessions
+                )
+            });
+            let established = established.and_then(|slot| {
+                takeover::establish(sh, &record, &address, fds).map(|est| (slot, est))
+            });
+            match established {
+                Ok(pair) => adopted.push(pair),
+                Err(why) => {
+                    offered.refuse(&why);
+                    return Err(fail(why));
+                }
+            }
+        }
+        *lock(&monitor.adopted) = adopted;
+        offered.took();
+        monitor.listen_for_successors()?;
+        Ok(monitor)
+    }
+
+    /// The monitor over bound listeners.
+    fn with_listeners(listeners: Vec<Listener>, opts: ServerOptions) -> Result<Monitor> {
         let io_err = |what: &str, e: io::Error| Error::io(format!("creating server {what}"), e);
         let registry = Registry::new().map_err(|e| io_err("epoll", e))?;
         let wake_evt = EventFd::new().map_err(|e| io_err("eventfd", e))?;
@@ -82,7 +149,30 @@ impl Monitor {
             listeners,
             shared: Arc::new(Shared::new(Mode::Serve, opts, registry, wake_evt, segments)),
             spare: Mutex::new(reserve_descriptor().ok()),
+            handover: Mutex::new(None),
+            adopted: Mutex::new(Vec::new()),
         })
+    }
+
+    /// Binds the hand-over socket, when the options name one (mode 0600:
+    /// only this uid, or root, may connect).
+    fn listen_for_successors(&self) -> Result<()> {
+        let Some(path) = self.shared.opts.handover.clone() else {
+            return Ok(());
+        };
+        let opts = ServerOptions {
+            socket_mode: Some(0o600),
+            socket_group: None,
+            ..self.shared.opts.clone()
+        };
+        let l = Listener::bind(&Address::Unix(path), &opts)?;
+        self.shared
+            .registry
+            .epoll()
+            .add(&l, HANDOVER_TOKEN, Interest::Readable)
+            .map_err(|e| Error::io("creating server epoll set", e))?;
+        *lock(&self.handover) = Some(l);
+        Ok(())
     }
 
     pub(crate) fn addresses(&self) -> Vec<Address> {
@@ -99,10 +189,20 @@ impl Monitor {
 
     /// Serves until stopped; then stops every session, waits for them, and
     /// joins every thread the server started.
-    pub(crate) fn run(self, handler: Arc<dyn Handler>) -> Result<()> {
+    pub(crate) fn run(mut self, handler: Arc<dyn Handler>) -> Result<()> {
+        for (slot, est) in std::mem::take(&mut *lock(&self.adopted)) {
+            self.start_adopted(slot, est, &handler);
+        }
         let result = self.event_loop(&handler);
+        if matches!(result, Ok(true)) {
+            // Handed over: the successor listens on these sockets now.
+            for l in &mut self.listeners {
+                l.keep_file();
+            }
+        }
         // Stop accepting: close the listeners (removing socket files) first.
         drop(self.listeners);
+        drop(lock(&self.handover).take());
         let sh = &self.shared;
         sh.request_stop();
         sh.registry.stop_all();
@@ -110,7 +210,45 @@ impl Monitor {
         sh.threads.close();
         sh.segments.close();
         sh.reusable.clear();
-        result
+        result.map(|_| ())
+    }
+
+    /// Serves a session a predecessor handed over.
+    fn start_adopted(&self, slot: Slot, est: admit::Established, handler: &Arc<dyn Handler>) {
+        let handler = Arc::clone(handler);
+        let job: Box<dyn FnOnce() + Send> = Box::new(move || {
+            serving::serve(slot.shared(), est, &*handler);
+            drop(slot);
+        });
+        let _ = self.shared.threads.submit(job);
+    }
+
+    /// A successor connected to the hand-over socket: true when it took
+    /// everything. Its connection closes after the hand-over socket does,
+    /// so that it can bind the same path for a successor of its own.
+    fn hand_over(&self) -> bool {
+        let conn = {
+            let guard = lock(&self.handover);
+            let Some(l) = guard.as_ref() else {
+                return false;
+            };
+            match l.accept() {
+                Ok(c) => c.into_stream(),
+                Err(_) => return false,
+            }
+        };
+        let Stream::Unix(conn) = conn else {
+            return false;
+        };
+        if conn.set_nonblocking(false).is_err() {
+            return false;
+        }
+        let took = handover::give(&self.shared, &self.listeners, &conn);
+        if took {
+            drop(lock(&self.handover).take());
+        }
+        drop(conn);
+        took
     }
 
     /// Waits for events; after accepting a connection it keeps looking
@@ -118,7 +256,7 @@ impl Monitor {
     /// CPU between looks), as session threads do for requests: clients
     /// that reconnect for every call then find it awake, where waking an
     /// idle CPU costs tens of µs on a VM. An idle server sleeps.
-    fn event_loop(&self, handler: &Arc<dyn Handler>) -> Result<()> {
+    fn event_loop(&self, handler: &Arc<dyn Handler>) -> Result<bool> {
         let sh = &self.shared;
         let spin = accept_spin(sh.opts.wait);
         let mut awake_until: Option<Instant> = None;
@@ -148,9 +286,13 @@ impl Monitor {
                 continue;
             }
             for &token in &tokens {
-                if token == WAKE_TOKEN {
+                if token == HANDOVER_TOKEN {
+                    if self.hand_over() {
+                        return Ok(true);
+                    }
+                } else if token == WAKE_TOKEN {
                     if sh.stopping() {
-                        return Ok(());
+                        return Ok(false);
                     }
                     // A segment was kept: the next look computes its expiry.
                     sh.wake_evt.clear();
@@ -165,7 +307,7 @@ impl Monitor {
                 }
             }
             if sh.stopping() {
-                return Ok(());
+                return Ok(false);
             }
         }
     }

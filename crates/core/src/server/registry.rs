@@ -126,6 +126,15 @@ impl Entry {
         self.wake();
     }
 
+    /// The server hands its sessions over: stop at the next message
+    /// boundary (`shm:` sessions; a stream session blocks in its socket).
+    pub(crate) fn hand_over(&self) {
+        self.flags.hand_over.store(true, Ordering::Release);
+        if let Wake::Shm(_) = self.wake {
+            self.wake();
+        }
+    }
+
     /// The server is stopping.
     pub(crate) fn stop(&self) {
         self.flags.stop.store(true, Ordering::Release);

@@ -3,7 +3,7 @@
 //! stops, then unregistered.
 
 use std::cell::Cell;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use super::admit::Established;
 use super::answer::Answer;
+use super::handing::{Parted, Verdict};
 use super::handler::Handler;
 use super::registry::{About, Entry, Wake};
 use super::reuse::ClientProcess;
@@ -22,10 +23,12 @@ use crate::link::stream::Stream;
 use crate::link::Link;
 use crate::message::{Extra, Message};
 use crate::session::Session;
+use crate::watch::SessionFlags;
 use shmlink_arena::Loan;
 use shmlink_wire::codes::CODE_NOT_ANSWERED;
 use shmlink_wire::codes::{CODE_HANDLER_PANICKED, CODE_SHUTTING_DOWN};
 use shmlink_wire::frame::Kind;
+use shmlink_wire::handover::{SessionRecord, SESSION_BELL};
 use shmlink_wire::handshake::{CAP_BELL, CAP_FDS};
 
 /// Serves an established session until it ends, then frees it.
@@ -65,13 +68,90 @@ pub(crate) fn serve(shared: &Shared, est: Established, handler: &dyn Handler) {
     if shared.stopping() {
         entry.flags.stop.store(true, Ordering::Release);
     }
+    // A hand-over under way when this session was filed: it joins.
+    if shared.handing.active() {
+        entry.flags.hand_over.store(true, Ordering::Release);
+    }
     shared.stats.sessions_opened.fetch_add(1, Ordering::AcqRel);
-    let end = serve_requests(shared, &mut session, handler);
+    let end = loop {
+        match serve_requests(shared, &mut session, handler, &entry.flags) {
+            Some(end) => break end,
+            None => {
+                let memfd = reuse.as_ref().map(|(_, fd)| fd);
+                let part = part(&session, id, ctrl.as_deref(), memfd);
+                match shared.handing.file(id, part) {
+                    Verdict::Resume => {
+                        entry.flags.hand_over.store(false, Ordering::Release);
+                        session.resume();
+                    }
+                    Verdict::Took => {
+                        // The successor serves it now, from where this
+                        // thread stopped: not a word to the client.
+                        shared.registry.remove(id, ctrl.as_deref());
+                        shared.stats.sessions_closed.fetch_add(1, Ordering::AcqRel);
+                        return;
+                    }
+                }
+            }
+        }
+    };
     report(shared, &session, id, &peer, &end);
     shared.registry.remove(id, ctrl.as_deref());
     drop(entry);
     give_back(shared, session, ctrl.as_deref(), reuse, shm);
     shared.stats.sessions_closed.fetch_add(1, Ordering::AcqRel);
+}
+
+/// What the successor needs of a session stopped at a message boundary:
+/// its terms and duplicates of its descriptors; `Err` says why it cannot
+/// be handed (the whole hand-over is then refused and the server serves
+/// on).
+fn part(
+    session: &Session,
+    id: u64,
+    ctrl: Option<&Stream>,
+    memfd: Option<&OwnedFd>,
+) -> Result<Parted, String> {
+    let Link::Shm(link) = session.link() else {
+        return Err(format!("session {id} is a stream session"));
+    };
+    let (own, peer) = session.arena_bytes();
+    if own != 0 || peer != 0 {
+        return Err(format!(
+            "session {id} has arena segments mapped ({own} bytes lent from, {peer} bytes lent to it); handing an arena over is not built yet"
+        ));
+    }
+    let (Some(ctrl), Some(memfd)) = (ctrl, memfd) else {
+        return Err(format!(
+            "session {id} does not hold its segment's memfd (sessions near the descriptor limit do not)"
+        ));
+    };
+    let dup = |fd: BorrowedFd<'_>| {
+        fd.try_clone_to_owned()
+            .map_err(|e| format!("duplicating a descriptor of session {id}: {e}"))
+    };
+    let mut fds = vec![dup(ctrl.as_fd())?, dup(memfd.as_fd())?];
+    let mut flags = 0;
+    if let Some(bell) = link.peer_bell() {
+        fds.push(dup(bell.as_fd())?);
+        flags |= SESSION_BELL;
+    }
+    let layout = link.segment().layout();
+    let ring = |n: u64| u32::try_from(n).map_err(|_| format!("session {id}: ring of {n} bytes"));
+    Ok(Parted {
+        record: SessionRecord {
+            id,
+            caps: session.caps(),
+            peer_max: session.peer_max() as u64,
+            ring_c2s: ring(layout.c2s_len)?,
+            ring_s2c: ring(layout.s2c_len)?,
+            flags,
+            listener: 0,
+            epochs: link.sleep_epochs(),
+        },
+        address: session.address().to_string(),
+        fds,
+    })
 }
 
 /// How long a session thread looks for the client's control socket to
@@ -160,8 +240,15 @@ fn report(shared: &Shared, session: &Session, id: u64, peer: &str, end: &Error) 
     ));
 }
 
-/// Answers requests until the session ends; returns why it ended.
-fn serve_requests(shared: &Shared, session: &mut Session, handler: &dyn Handler) -> Error {
+/// Answers requests until the session ends; returns why it ended, or
+/// `None` at the message boundary where a hand-over stopped it (what the
+/// client sent since stays queued in the ring).
+fn serve_requests(
+    shared: &Shared,
+    session: &mut Session,
+    handler: &dyn Handler,
+    flags: &SessionFlags,
+) -> Option<Error> {
     let mut resp = Vec::new();
     let in_place = session.lends() && handler.answers_in_place();
     let batch_limit = handler.batch_limit();
@@ -173,16 +260,22 @@ fn serve_requests(shared: &Shared, session: &mut Session, handler: &dyn Handler)
     loop {
         let received = match batch.next.take() {
             Some(next) => next.map(|next| m = next),
+            None if flags.hand_over.load(Ordering::Relaxed) => return None,
             None => session.recv_into(&mut Deadline::Never, &mut m),
         };
         match received {
             Ok(()) => {}
+            Err(Error::Closed { .. })
+                if flags.hand_over.load(Ordering::Acquire) && !session.ended_by_goodbye() =>
+            {
+                return None
+            }
             Err(e) => {
                 if shared.stopping() && matches!(e, Error::Closed { .. }) {
                     let reason = format!("server at {} is shutting down", session.address());
                     session.goodbye(CODE_SHUTTING_DOWN, &reason);
                 }
-                return e;
+                return Some(e);
             }
         };
         match m.kind {
@@ -190,12 +283,12 @@ fn serve_requests(shared: &Shared, session: &mut Session, handler: &dyn Handler)
                 let first = std::mem::replace(&mut m, Message::blank());
                 batch.gather(session, first, batch_limit);
                 if let Err(e) = batch.answer(shared, session, handler) {
-                    return e;
+                    return Some(e);
                 }
             }
             Kind::Request => {
                 if let Err(e) = answer(shared, session, handler, in_place, &mut m, &mut resp) {
-                    return e;
+                    return Some(e);
                 }
             }
             Kind::OneWay => {
@@ -206,12 +299,12 @@ fn serve_requests(shared: &Shared, session: &mut Session, handler: &dyn Handler)
                 if let Err(e) =
                     super::line_asks::answer_ask(shared, session, handler, &mut m, &mut lent)
                 {
-                    return e;
+                    return Some(e);
                 }
             }
             k => {
                 let detail = format!("client sent a {k:?} frame; only requests, one-way messages and goodbyes are expected");
-                return session.violation(detail);
+                return Some(session.violation(detail));
             }
         }
     }

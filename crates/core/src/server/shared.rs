@@ -7,6 +7,7 @@ use std::sync::{Arc, Condvar, Mutex};
 
 use shmlink_sys::eventfd::EventFd;
 
+use super::handing::Handing;
 use super::policy::Policy;
 use super::prepare::Preparer;
 use super::registry::Registry;
@@ -52,6 +53,8 @@ pub(crate) struct Shared {
     fd_limit: u64,
     /// When the server started (its inspection's uptime).
     pub(crate) started: std::time::Instant,
+    /// Where the monitor and the sessions meet during a hand-over.
+    pub(crate) handing: Handing,
 }
 
 /// Descriptors left for everything but sessions (listeners, epoll, the
@@ -96,6 +99,7 @@ impl Shared {
             next_id: AtomicU64::new(1),
             shm_bytes: Arc::new(AtomicU64::new(0)),
             started: std::time::Instant::now(),
+            handing: Handing::default(),
             fd_limit: shmlink_sys::process::descriptor_limit()
                 .0
                 .unwrap_or(u64::MAX),
@@ -138,6 +142,23 @@ impl Shared {
     /// A fresh session id (also its token in the epoll set; never 0).
     pub(crate) fn next_session_id(&self) -> u64 {
         self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// The id the next session will get (a hand-over's successor goes on
+    /// from it).
+    pub(crate) fn peek_next_session_id(&self) -> u64 {
+        self.next_id.load(Ordering::Relaxed)
+    }
+
+    /// Makes the next session's id `id` (a successor going on from its
+    /// predecessor's).
+    pub(crate) fn set_next_session_id(&self, id: u64) {
+        self.next_id.store(id, Ordering::Relaxed);
+    }
+
+    /// Session slots in use (running or in their handshake).
+    pub(crate) fn slots_in_use(&self) -> usize {
+        *lock(&self.live)
     }
 
     /// Whether the server is stopping.

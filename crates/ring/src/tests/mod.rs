@@ -369,6 +369,43 @@ fn bells_announce_sleep_and_owe_one_wake_per_sleep() {
 }
 
 #[test]
+fn a_consumer_taking_over_goes_on_after_its_predecessors_epochs() {
+    // The first consumer sleeps once (epoch 1) and is woken: the producer
+    // remembers epoch 1 as woken.
+    let hdr = RingHeader::new();
+    let mem = VecMem::new(64);
+    let mut p = Producer::new(&hdr, &mem).expect("producer");
+    let mut first = Consumer::new(&hdr, &mem).expect("consumer");
+    first.prepare_sleep().expect("sleep").expect("empty: sleep");
+    assert_eq!(
+        p.try_push(&[b"x"]).expect("push"),
+        Push::Done { wake: true }
+    );
+    first.finish_sleep();
+    assert_eq!(pop_vec(&mut first).expect("pop"), Some(b"x".to_vec()));
+    let last = first.sleep_epoch();
+    // A successor starting again from epoch 1 would never be woken.
+    let mut naive = Consumer::new(&hdr, &mem).expect("consumer");
+    naive.prepare_sleep().expect("sleep").expect("empty: sleep");
+    assert_eq!(
+        p.try_push(&[b"y"]).expect("push"),
+        Push::Done { wake: false },
+        "the lost wake-up continue_epochs prevents"
+    );
+    naive.finish_sleep();
+    assert_eq!(pop_vec(&mut naive).expect("pop"), Some(b"y".to_vec()));
+    // One that goes on after the last epoch is.
+    let mut next = Consumer::new(&hdr, &mem).expect("consumer");
+    next.continue_epochs(last);
+    next.prepare_sleep().expect("sleep").expect("empty: sleep");
+    assert_eq!(
+        p.try_push(&[b"z"]).expect("push"),
+        Push::Done { wake: true }
+    );
+    next.finish_sleep();
+}
+
+#[test]
 fn producer_sleep_is_owed_one_wake() {
     let hdr = RingHeader::new();
     let mem = VecMem::new(64);

@@ -1,0 +1,261 @@
+//! Hot upgrade of a running server (docs/protocol.md, "Hand-over"): real
+//! `shmlink echo` processes, a successor taking the listeners and the live
+//! `shm:` sessions over while clients call without pause; successors that
+//! die or lie during the hand-over leave the server serving.
+
+mod support;
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use shmlink::{Client, ClientOptions};
+use support::{Echo, TempDir, BIN};
+
+const DEADLINE: Duration = Duration::from_secs(20);
+
+/// Calls in a loop on one session until told to stop: every answer
+/// checked; the failures, with what they said.
+struct Caller {
+    stop: Arc<AtomicBool>,
+    calls: Arc<AtomicU64>,
+    thread: thread::JoinHandle<Vec<String>>,
+}
+
+impl Caller {
+    fn start(address: &str, pipelined: bool) -> Caller {
+        let opts = ClientOptions {
+            timeout: Duration::from_secs(10),
+            ..ClientOptions::default()
+        };
+        let mut c = Client::connect(address, opts).expect("connect");
+        let (stop, calls) = (
+            Arc::new(AtomicBool::new(false)),
+            Arc::new(AtomicU64::new(0)),
+        );
+        let (s, n) = (Arc::clone(&stop), Arc::clone(&calls));
+        let thread = thread::spawn(move || {
+            let mut failures = Vec::new();
+            let mut i = 0u64;
+            while !s.load(Ordering::Relaxed) && failures.len() < 5 {
+                i += 1;
+                let body = format!("call {i}").repeat(1 + (i % 7) as usize);
+                if pipelined {
+                    let ids: Vec<_> = (0..4)
+                        .map(|k| c.send(format!("{body}/{k}").as_bytes()))
+                        .collect();
+                    for (k, id) in ids.into_iter().enumerate() {
+                        let sent = match id {
+                            Ok(id) => id,
+                            Err(e) => {
+                                failures.push(format!("send: {e}"));
+                                continue;
+                            }
+                        };
+                        match c.recv() {
+                            Ok(r)
+                                if r.id == sent
+                                    && r.result.as_deref()
+                                        == Ok(format!("{body}/{k}").as_bytes()) => {}
+                            Ok(r) => failures.push(format!("answer {r:?} to call {sent:?}")),
+                            Err(e) => failures.push(format!("recv: {e}")),
+                        }
+                    }
+                } else {
+                    match c.call(body.as_bytes()) {
+                        Ok(r) if r == body.as_bytes() => {}
+                        Ok(r) => {
+                            failures.push(format!("wrong answer {:?}", String::from_utf8_lossy(&r)))
+                        }
+                        Err(e) => failures.push(format!("call: {e}")),
+                    }
+                }
+                n.fetch_add(1, Ordering::Relaxed);
+            }
+            failures
+        });
+        Caller {
+            stop,
+            calls,
+            thread,
+        }
+    }
+
+    /// Waits until `more` calls were made after now.
+    fn wait_calls(&self, more: u64) {
+        let target = self.calls.load(Ordering::Relaxed) + more;
+        let t0 = Instant::now();
+        while self.calls.load(Ordering::Relaxed) < target {
+            assert!(
+                t0.elapsed() < DEADLINE,
+                "calls stalled at {}",
+                self.calls.load(Ordering::Relaxed)
+            );
+            thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    fn finish(self) -> Vec<String> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread.join().expect("caller thread")
+    }
+}
+
+/// `shmlink echo --take-over PATH --handover PATH`, ready once its ready
+/// file appears.
+fn successor(dir: &Path, name: &str, handover: &Path) -> Child {
+    let ready = dir.join(name);
+    let mut child = Command::new(BIN)
+        .args(["echo", "--reply-ratio", "1", "--take-over"])
+        .arg(handover)
+        .arg("--handover")
+        .arg(handover)
+        .arg("--ready-file")
+        .arg(&ready)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start the successor");
+    let t0 = Instant::now();
+    while !ready.exists() {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            panic!("the successor exited: {status}");
+        }
+        assert!(
+            t0.elapsed() < DEADLINE,
+            "the successor did not become ready"
+        );
+        thread::sleep(Duration::from_millis(5));
+    }
+    child
+}
+
+fn exits_within(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
+    let t0 = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            return status;
+        }
+        assert!(
+            t0.elapsed() < limit,
+            "the old server did not exit after the hand-over"
+        );
+        thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn successors_take_live_shm_sessions_over_and_no_call_fails() {
+    let dir = TempDir::new("handover");
+    let handover = dir.path().join("h.sock");
+    let h = handover.to_str().expect("utf-8 path");
+    let mut old = Echo::start(dir.path(), &["--reply-ratio", "1", "--handover", h]);
+    let shm = old.address("shm:").to_string();
+    let unix = old.address("unix:").to_string();
+    let tcp = old.address("tcp:").to_string();
+    let callers = [Caller::start(&shm, false), Caller::start(&shm, true)];
+    for c in &callers {
+        c.wait_calls(200);
+    }
+    // Upgrades in a row: the old server, then each successor, hands over.
+    let mut current = successor(dir.path(), "ready-1", &handover);
+    assert!(exits_within(&mut old.child, DEADLINE).success());
+    for c in &callers {
+        c.wait_calls(200);
+    }
+    for n in 2..=5 {
+        let next = successor(dir.path(), &format!("ready-{n}"), &handover);
+        assert!(exits_within(&mut current, DEADLINE).success());
+        for c in &callers {
+            c.wait_calls(200);
+        }
+        current = next;
+    }
+    for c in callers {
+        let failures = c.finish();
+        assert!(
+            failures.is_empty(),
+            "failed calls across the hand-overs: {failures:?}"
+        );
+    }
+    // New sessions come to the last successor on every handed listener.
+    for address in [&shm, &unix, &tcp] {
+        let mut c = Client::connect(address, ClientOptions::default()).expect("connect after");
+        assert_eq!(c.call(b"after").expect("call after"), b"after");
+    }
+    let _ = current.kill();
+    let _ = current.wait();
+}
+
+#[test]
+fn a_successor_that_dies_or_lies_mid_hand_over_leaves_the_server_serving() {
+    let dir = TempDir::new("handover-refused");
+    let handover = dir.path().join("h.sock");
+    let h = handover.to_str().expect("utf-8 path");
+    let old = Echo::start(dir.path(), &["--reply-ratio", "1", "--handover", h]);
+    let shm = old.address("shm:").to_string();
+    let caller = Caller::start(&shm, true);
+    caller.wait_calls(100);
+    let ask = shmlink::wire::handover::Ask::ours().encode();
+    eprintln!("step 1");
+    // 1. Garbage instead of an ask: refused, with the reason.
+    let mut s = UnixStream::connect(&handover).expect("connect");
+    s.write_all(b"GET / HTTP/1.1\r\n").expect("garbage");
+    let mut said = Vec::new();
+    let _ = s.read_to_end(&mut said);
+    assert!(
+        String::from_utf8_lossy(&said).contains("hand-over ask starts"),
+        "{:?}",
+        String::from_utf8_lossy(&said)
+    );
+    caller.wait_calls(100);
+    eprintln!("step 2");
+    // 2. A successor that reads part of the offer and dies (its socket closes).
+    let mut s = UnixStream::connect(&handover).expect("connect");
+    s.write_all(&ask).expect("ask");
+    let mut head = [0u8; 32];
+    s.read_exact(&mut head).expect("the offer's head");
+    assert!(shmlink::wire::handover::Offer::decode(&head).is_ok());
+    drop(s);
+    caller.wait_calls(100);
+    eprintln!("step 3");
+    // 3. One that takes the whole offer, then refuses it.
+    let mut s = UnixStream::connect(&handover).expect("connect");
+    s.write_all(&ask).expect("ask");
+    s.set_read_timeout(Some(Duration::from_millis(300)))
+        .expect("timeout");
+    let mut sink = [0u8; 4096];
+    while let Ok(n) = s.read(&mut sink) {
+        if n == 0 || sink[..n].ends_with(&shmlink::wire::handover::END) {
+            break;
+        }
+    }
+    s.write_all(&shmlink::wire::handover::encode_refusal("not today"))
+        .expect("refusal");
+    drop(s);
+    caller.wait_calls(100);
+    eprintln!("step 4");
+    // 4. A real successor killed before it could answer: SIGKILL the moment it starts.
+    let mut doomed = Command::new(BIN)
+        .args(["echo", "--take-over", h])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start a successor");
+    let _ = doomed.kill();
+    let _ = doomed.wait();
+    caller.wait_calls(100);
+    let failures = caller.finish();
+    assert!(failures.is_empty(), "failed calls: {failures:?}");
+    // Still the same server, still serving new sessions.
+    let mut c = Client::connect(&shm, ClientOptions::default()).expect("connect after");
+    assert_eq!(c.call(b"still here").expect("call"), b"still here");
+    drop(old);
+}

@@ -1,0 +1,221 @@
+//! The server's side of a hand-over (docs/protocol.md, "Hand-over"): a
+//! successor connected to the hand-over socket; the monitor checks who it
+//! is and what it speaks, stops every `shm:` session at a message boundary
+//! (each files its part in [`Handing`](super::handing::Handing)), sends the
+//! listeners and sessions with their descriptors, and waits for the
+//! successor's answer. Took: the server lets them go and stops, leaving
+//! its socket files to the successor; anything else (a refusal, garbage,
+//! a hang-up, a deadline): it serves on as before.
+
+use std::io::{Read, Write};
+use std::os::fd::{AsFd, BorrowedFd};
+use std::os::unix::net::UnixStream;
+use std::time::{Duration, Instant};
+
+use shmlink_sys::fdpass;
+use shmlink_wire::handover::{
+    decode_refusal, encode_refusal, is_refusal, Ask, ListenerKind, ListenerRecord, Offer, END,
+    MARK_LEN, REFUSAL_LEN, TOOK,
+};
+
+use super::handing::Verdict;
+use super::listener::Listener;
+use super::shared::Shared;
+use crate::address::Transport;
+
+/// How long the sessions have to reach a message boundary.
+const QUIESCE: Duration = Duration::from_secs(2);
+/// How long the successor has for each step (its ask, its answer).
+const STEP: Duration = Duration::from_secs(5);
+
+/// Runs a hand-over to the successor on `conn`; true when it took
+/// everything (the server then stops).
+pub(crate) fn give(sh: &Shared, listeners: &[Listener], conn: &UnixStream) -> bool {
+    let name = listeners
+        .first()
+        .map_or_else(String::new, |l| l.address().to_string());
+    match hand(sh, listeners, conn, &name) {
+        Ok(()) => {
+            // Stream sessions are not handed (v1): they end as at a stop,
+            // their clients reconnect to the successor.
+            for (_, e) in sh.registry.snapshot() {
+                if e.segment().is_none() {
+                    e.stop();
+                }
+            }
+            sh.opts.log.write(&format!(
+                "shmlink: server at {name} handed its listeners and sessions to a successor"
+            ));
+            true
+        }
+        Err(why) => {
+            sh.opts.log.write(&format!(
+                "shmlink: server at {name}: hand-over refused: {why}"
+            ));
+            false
+        }
+    }
+}
+
+/// The steps; `Err` with the reason when the server keeps serving.
+fn hand(sh: &Shared, listeners: &[Listener], conn: &UnixStream, name: &str) -> Result<(), String> {
+    let refuse = |why: String| {
+        let _ = (&*conn).write_all(&encode_refusal(&why));
+        why
+    };
+    let me = shmlink_sys::cred::current_uid();
+    let cred = shmlink_sys::peer_cred(conn)
+        .map_err(|e| format!("reading the successor's credentials: {e}"))?;
+    if cred.uid != me && cred.uid != 0 {
+        return Err(refuse(format!(
+            "server at {name} refused a hand-over to uid {} (pid {}): only uid {me} or root may take it over",
+            cred.uid, cred.pid
+        )));
+    }
+    conn.set_read_timeout(Some(STEP))
+        .map_err(|e| e.to_string())?;
+    conn.set_write_timeout(Some(STEP))
+        .map_err(|e| e.to_string())?;
+    let mut ask = [0u8; shmlink_wire::handover::ASK_LEN];
+    (&*conn)
+        .read_exact(&mut ask)
+        .map_err(|e| format!("reading the successor's ask: {e}"))?;
+    let ask = Ask::decode(&ask).map_err(|e| refuse(e.to_string()))?;
+    let Some(version) = ask.agree() else {
+        return Err(refuse(format!(
+            "server at {name} speaks hand-over versions {} to {}; the successor asked for {} to {}",
+            shmlink_wire::handover::HANDOVER_MIN,
+            shmlink_wire::handover::HANDOVER_MAX,
+            ask.version_min,
+            ask.version_max
+        )));
+    };
+    if sh.opts.lines {
+        return Err(refuse(format!(
+            "server at {name} lends direct lines; handing lines over is not built yet"
+        )));
+    }
+    sh.handing.begin();
+    for (_, e) in sh.registry.snapshot() {
+        if e.segment().is_some() {
+            e.hand_over();
+        }
+    }
+    let expected = || {
+        // Sessions still in their handshake file once established.
+        let all = sh.registry.snapshot();
+        (sh.slots_in_use() == all.len()).then(|| {
+            all.iter()
+                .filter(|(_, e)| e.segment().is_some())
+                .map(|&(id, _)| id)
+                .collect()
+        })
+    };
+    let parts = match sh.handing.gather(expected, Instant::now() + QUIESCE) {
+        Ok(parts) => parts,
+        Err(why) => {
+            resume(sh);
+            return Err(refuse(format!(
+                "server at {name} cannot hand over now: {why}"
+            )));
+        }
+    };
+    let sent = offer(sh, listeners, conn, version, &parts);
+    if let Err(e) = sent {
+        resume(sh);
+        return Err(format!("sending the offer: {e}"));
+    }
+    let mut answer = [0u8; MARK_LEN];
+    let took = (&*conn).read_exact(&mut answer).map(|()| answer == TOOK);
+    match took {
+        Ok(true) => {
+            sh.handing.decide(Verdict::Took);
+            Ok(())
+        }
+        Ok(false) => {
+            resume(sh);
+            Err(refusal_text(conn, &answer))
+        }
+        Err(e) => {
+            resume(sh);
+            Err(format!("the successor did not answer: {e}"))
+        }
+    }
+}
+
+/// Lets every session serve on.
+fn resume(sh: &Shared) {
+    for (_, e) in sh.registry.snapshot() {
+        e.flags
+            .hand_over
+            .store(false, std::sync::atomic::Ordering::Release);
+    }
+    sh.handing.decide(Verdict::Resume);
+}
+
+/// Sends the offer: its head, the listeners, the sessions, the end.
+fn offer(
+    sh: &Shared,
+    listeners: &[Listener],
+    conn: &UnixStream,
+    version: u16,
+    parts: &[(u64, super::handing::Parted)],
+) -> std::io::Result<()> {
+    let head = Offer {
+        version,
+        listeners: listeners.len() as u16,
+        sessions: parts.len() as u32,
+        next_session: sh.peek_next_session_id(),
+    };
+    (&*conn).write_all(&head.encode())?;
+    for l in listeners {
+        let kind = match l.transport() {
+            Transport::Shm => ListenerKind::Shm,
+            Transport::Unix => ListenerKind::Unix,
+            Transport::Tcp => ListenerKind::Tcp,
+        };
+        let r = ListenerRecord {
+            kind,
+            address: l.address().to_string(),
+        };
+        send_with(conn, &r.encode(), &[l.as_fd()])?;
+    }
+    for (_, p) in parts {
+        let mut r = p.record;
+        r.listener = listeners
+            .iter()
+            .position(|l| l.address().to_string() == p.address)
+            .unwrap_or(0) as u16;
+        let fds: Vec<BorrowedFd<'_>> = p.fds.iter().map(AsFd::as_fd).collect();
+        send_with(conn, &r.encode(), &fds)?;
+    }
+    (&*conn).write_all(&END)
+}
+
+/// Sends `bytes` with `fds` on the first of them.
+fn send_with(conn: &UnixStream, bytes: &[u8], fds: &[BorrowedFd<'_>]) -> std::io::Result<()> {
+    let n = fdpass::send_with_fds(conn, bytes, fds)?;
+    (&*conn).write_all(&bytes[n..])
+}
+
+/// The successor's refusal, read after its first 8 bytes `head`.
+fn refusal_text(conn: &UnixStream, head: &[u8; MARK_LEN]) -> String {
+    if !is_refusal(head) {
+        return format!("the successor answered {head:02x?}, neither took nor a refusal");
+    }
+    let mut rest = [0u8; REFUSAL_LEN - MARK_LEN];
+    if (&*conn).read_exact(&mut rest).is_err() {
+        return "the successor's refusal was cut short".into();
+    }
+    let mut fixed = [0u8; REFUSAL_LEN];
+    fixed[..MARK_LEN].copy_from_slice(head);
+    fixed[MARK_LEN..].copy_from_slice(&rest);
+    let Ok(len) = decode_refusal(&fixed) else {
+        return "the successor's refusal is malformed".into();
+    };
+    let mut text = vec![0u8; len];
+    if (&*conn).read_exact(&mut text).is_err() {
+        return "the successor's refusal was cut short".into();
+    }
+    format!("the successor refused: {}", String::from_utf8_lossy(&text))
+}

@@ -238,6 +238,18 @@ SEEDS = {
         "grant_without_fds": bytes([0]) + line(2, 3, 65536, 65536, 1 << 20, 1000),
         "short": bytes([0]) + line(1)[:39],
     },
+    # First byte: the decoder (% 5); then its bytes.
+    "handover": {
+        "ask": bytes([0]) + b"SLHOASK\0" + (1).to_bytes(2, "little") + (1).to_bytes(2, "little") + bytes(4),
+        "offer": bytes([1]) + b"SLHOOFFR" + (1).to_bytes(2, "little") + (2).to_bytes(2, "little")
+        + (1).to_bytes(4, "little") + (9).to_bytes(8, "little") + bytes(8),
+        "listener": bytes([2, 1, 0, 0, 0]) + (15).to_bytes(4, "little") + b"shm:/run/a.sock",
+        "session": bytes([3]) + (7).to_bytes(8, "little") + (0x237).to_bytes(8, "little")
+        + (1 << 20).to_bytes(8, "little") + (1 << 20).to_bytes(4, "little") + (1 << 20).to_bytes(4, "little")
+        + (1).to_bytes(4, "little") + (3).to_bytes(4, "little") + bytes(4) + (41).to_bytes(4, "little")
+        + (3).to_bytes(4, "little") + bytes(4),
+        "refusal": bytes([4]) + b"SLHONO\0\0" + (9).to_bytes(4, "little") + bytes(4) + b"not today",
+    },
     # The 16-byte record: "SLFD", count, call id.
     "fd_record": {
         "two_of_call_4": b"SLFD" + (2).to_bytes(4, "little") + (4).to_bytes(8, "little"),

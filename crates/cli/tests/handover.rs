@@ -106,9 +106,19 @@ impl Caller {
     }
 }
 
+/// A process killed on drop (a failed test leaves none behind).
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// `shmlink echo --take-over PATH --handover PATH`, ready once its ready
 /// file appears.
-fn successor(dir: &Path, name: &str, handover: &Path) -> Child {
+fn successor(dir: &Path, name: &str, handover: &Path) -> Proc {
     let ready = dir.join(name);
     let mut child = Command::new(BIN)
         .args(["echo", "--reply-ratio", "1", "--take-over"])
@@ -133,7 +143,7 @@ fn successor(dir: &Path, name: &str, handover: &Path) -> Child {
         );
         thread::sleep(Duration::from_millis(5));
     }
-    child
+    Proc(child)
 }
 
 fn exits_within(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
@@ -171,7 +181,7 @@ fn successors_take_live_shm_sessions_over_and_no_call_fails() {
     }
     for n in 2..=5 {
         let next = successor(dir.path(), &format!("ready-{n}"), &handover);
-        assert!(exits_within(&mut current, DEADLINE).success());
+        assert!(exits_within(&mut current.0, DEADLINE).success());
         for c in &callers {
             c.wait_calls(200);
         }
@@ -189,8 +199,7 @@ fn successors_take_live_shm_sessions_over_and_no_call_fails() {
         let mut c = Client::connect(address, ClientOptions::default()).expect("connect after");
         assert_eq!(c.call(b"after").expect("call after"), b"after");
     }
-    let _ = current.kill();
-    let _ = current.wait();
+    drop(current);
 }
 
 #[test]

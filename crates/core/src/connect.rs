@@ -223,7 +223,12 @@ fn open_link(
     };
     match stream {
         Stream::Unix(ctrl) if agreed.ring_c2s != 0 => {
-            if control_state(&ctrl) == ControlState::Bytes {
+            // With descriptors (or line grants) agreed, the server may
+            // write a descriptor record right behind the welcome (a
+            // supervisor granting its new worker a line at once); any other
+            // bytes there are a protocol error.
+            let records = agreed.caps & handshake::CONTROL_FDS != 0;
+            if control_state(&ctrl) == ControlState::Bytes && !(records && record_next(&ctrl)) {
                 return Err(proto(
                     "bytes on the control socket after the welcome (it carries nothing then)"
                         .into(),
@@ -414,4 +419,11 @@ pub(crate) fn read_welcome(
         .read_exact_by(&mut buf[WELCOME_LEN..end], patience)
         .map_err(|e| handshake_io(name, "handshake (reading the refusal)", timeout, e))?;
     Ok((fixed.with_text(&buf[WELCOME_LEN..end]), fds))
+}
+
+/// Whether the bytes waiting on a control socket start a descriptor record.
+fn record_next(ctrl: &std::os::unix::net::UnixStream) -> bool {
+    let mut magic = [0u8; 4];
+    matches!(shmlink_sys::net::peek(ctrl, &mut magic), Ok(4))
+        && magic == shmlink_wire::fd_record::FD_RECORD_MAGIC
 }

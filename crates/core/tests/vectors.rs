@@ -16,6 +16,10 @@ use std::cell::RefCell;
 use std::path::PathBuf;
 
 use serde_json::{json, Map, Value};
+use shmlink::wire::handover::{
+    decode_refusal, encode_refusal, Ask, ListenerKind, ListenerRecord, Offer, SessionRecord, END,
+    SESSION_BELL, TOOK,
+};
 use shmlink::wire::{
     encode_release, Descriptor, FrameHeader, Hello, Kind, LineBody, LineOp, Report, ReportSession,
     ReportTotals, ReportTransport, RingHeader, SegmentHeader, SegmentNotice, Welcome, Wire, CAPS,
@@ -718,6 +722,101 @@ fn reports() -> Vec<Value> {
     out
 }
 
+fn session_fields(r: &SessionRecord) -> Value {
+    json!({"kind": "session", "id": n(r.id), "caps": n(r.caps), "peer_max": n(r.peer_max),
+           "ring_c2s": r.ring_c2s, "ring_s2c": r.ring_s2c, "flags": r.flags, "fds": r.fds(),
+           "listener": r.listener, "recv_epoch": r.epochs.0, "send_epoch": r.epochs.1})
+}
+
+/// The hand-over's messages (docs/protocol.md, "Hand-over"). A session
+/// record is decoded within an offer of 2 listeners and next session 9.
+fn handovers() -> Vec<Value> {
+    let ask = Ask::ours();
+    let offer = Offer {
+        version: 1,
+        listeners: 2,
+        sessions: 1,
+        next_session: 9,
+    };
+    let listener = ListenerRecord {
+        kind: ListenerKind::Shm,
+        address: "shm:/run/a.sock".into(),
+    };
+    let session = SessionRecord {
+        id: 7,
+        caps: 0x237,
+        peer_max: 64 << 20,
+        ring_c2s: 1 << 20,
+        ring_s2c: 1 << 20,
+        flags: SESSION_BELL,
+        listener: 0,
+        epochs: (41, 3),
+    };
+    let mut out = vec![
+        valid(
+            "ask: versions 1 to 1",
+            &ask.encode(),
+            json!({"kind": "ask", "version_min": 1, "version_max": 1}),
+        ),
+        valid(
+            "offer: version 1, 2 listeners, 1 session, next session 9",
+            &offer.encode(),
+            json!({"kind": "offer", "version": 1, "listeners": 2, "sessions": 1, "next_session": 9}),
+        ),
+        valid(
+            "listener record: shm:/run/a.sock (its socket with the first byte)",
+            &listener.encode(),
+            json!({"kind": "listener", "listener_kind": 1, "address": "shm:/run/a.sock"}),
+        ),
+        valid(
+            "session record: id 7, 1 MiB rings, a bell, epochs 41 and 3 (3 descriptors)",
+            &session.encode(),
+            session_fields(&session),
+        ),
+        valid("end", &END, json!({"kind": "end"})),
+        valid("took", &TOOK, json!({"kind": "took"})),
+        valid(
+            "refusal: \"not today\"",
+            &encode_refusal("not today"),
+            json!({"kind": "refusal", "text": "not today"}),
+        ),
+    ];
+    let with = |b: &[u8], i: usize, v: u8| {
+        let mut x = b.to_vec();
+        x[i] = v;
+        x
+    };
+    let bad: [(&str, Vec<u8>, &str); 5] = [
+        (
+            "ask: versions 2 to 1",
+            with(&ask.encode(), 8, 2),
+            "versions 2 to 1",
+        ),
+        (
+            "offer: no listener",
+            with(&offer.encode(), 10, 0),
+            "0 listeners",
+        ),
+        (
+            "session record: id 9, not below the next session",
+            with(&session.encode(), 0, 9),
+            "session id 9",
+        ),
+        (
+            "session record: 2 descriptors where its bell flag says 3",
+            with(&session.encode(), 36, 2),
+            "announces 2 descriptors",
+        ),
+        (
+            "session record: reserved byte set",
+            with(&session.encode(), 53, 1),
+            "reserved",
+        ),
+    ];
+    out.extend(bad.iter().map(|(name, b, says)| invalid(name, b, says)));
+    out
+}
+
 fn build() -> Value {
     json!({
         "version": 1,
@@ -740,6 +839,7 @@ fn build() -> Value {
         "descriptor": descriptors(),
         "line": lines(),
         "inspect_report": reports(),
+        "handover": handovers(),
     })
 }
 
@@ -968,6 +1068,47 @@ fn every_vector_decodes_to_its_fields() {
         }
         let d = LineBody::decode(&b, fds).unwrap_or_else(|e| panic!("{what}: {e}"));
         check_fields(&what, &line_fields(&d, fds), &c["decoded"]);
+    }
+    for c in cases(&all, "handover") {
+        let what = format!("handover {}", c["name"]);
+        let b = unhex(c["hex"].as_str().expect("hex"));
+        if c["valid"] == json!(false) {
+            let r = match &b[..8] {
+                m if m == b"SLHOASK\0" => Ask::decode(&b).map(drop),
+                m if m == b"SLHOOFFR" => Offer::decode(&b).map(drop),
+                _ => SessionRecord::decode(&b, 2, 9).map(drop),
+            };
+            refused(&what, c, r);
+            continue;
+        }
+        let d = &c["decoded"];
+        let got = match d["kind"].as_str().expect("kind") {
+            "ask" => {
+                let a = Ask::decode(&b).unwrap_or_else(|e| panic!("{what}: {e}"));
+                json!({"kind": "ask", "version_min": a.version_min, "version_max": a.version_max})
+            }
+            "offer" => {
+                let o = Offer::decode(&b).unwrap_or_else(|e| panic!("{what}: {e}"));
+                json!({"kind": "offer", "version": o.version, "listeners": o.listeners,
+                       "sessions": o.sessions, "next_session": n(o.next_session)})
+            }
+            "listener" => {
+                let l = ListenerRecord::decode(&b[..8], &b[8..])
+                    .unwrap_or_else(|e| panic!("{what}: {e}"));
+                json!({"kind": "listener", "listener_kind": l.kind as u8, "address": l.address})
+            }
+            "session" => session_fields(
+                &SessionRecord::decode(&b, 2, 9).unwrap_or_else(|e| panic!("{what}: {e}")),
+            ),
+            "end" => json!({"kind": if b == END { "end" } else { "?" }}),
+            "took" => json!({"kind": if b == TOOK { "took" } else { "?" }}),
+            "refusal" => {
+                let len = decode_refusal(&b[..16]).unwrap_or_else(|e| panic!("{what}: {e}"));
+                json!({"kind": "refusal", "text": String::from_utf8_lossy(&b[16..16 + len])})
+            }
+            k => panic!("{what}: unknown kind {k}"),
+        };
+        check_fields(&what, &got, d);
     }
     for c in cases(&all, "inspect_report") {
         let what = format!("inspect_report {}", c["name"]);

@@ -31,6 +31,12 @@ cp "$r/python-matrix-latest.md" "$r/$name-python-matrix.md"
 cp "$r/pool-prometheus-latest.md" "$r/$name-pool-prometheus.md"
 cp "$r/go-latest.md" "$r/$name-go.md"
 cp "$r/async-latest.md" "$r/$name-async.md"
+# Hot upgrade (issue 38): in runs from 2026-11-28 on.
+upgrade=0
+if [ -s "$r/upgrade-latest.md" ]; then
+  for ext in md json; do cp "$r/upgrade-latest.$ext" "$r/$name-upgrade.$ext"; done
+  upgrade=1
+fi
 
 headline=$(php bench/headline.php "$r/$name.json" "$r/$name-scenario.json" docs/benchmarks.md)
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
@@ -238,6 +244,12 @@ conditions() { sed -n '/^- /p;/^## /q' "$1"; }
   echo
   sed 's/^### /#### /' "$r/$name-async.md"
   echo
+  if [ "$upgrade" = 1 ]; then
+    echo "Source: [\`bench/results/$name-upgrade.md\`](../bench/results/$name-upgrade.md)."
+    echo
+    sed 's/^## /### /' "$r/$name-upgrade.md"
+    echo
+  fi
   cat bench/reading.md
 } >docs/benchmarks.md
 

@@ -14,7 +14,9 @@
 #     shmlink pool --http against nginx + PHP-FPM (Swoole when SWOOLE_SO
 #     names its extension);
 #   - zero copy at 16 MiB (shmlink bench --paths copy,arena,loan) and the
-#     latency and CPU plot from 64 B to 16 MiB.
+#     latency and CPU plot from 64 B to 16 MiB;
+#   - a hot upgrade under load (shmlink upgrade-bench): an echo server
+#     replaced 10 times while clients call it.
 # --full (about 20 minutes): the publication run, to bench/results/ (then
 #   bench/publish.sh NAME writes docs/benchmarks.md and the README figures):
 #   1. `shmlink bench`: every transport and wait strategy against raw socket
@@ -28,6 +30,7 @@
 #      net.UnixConn and shmipc-go -> {python,go}-latest.md;
 #      async calls beside blocking ones (bench/async/run.sh: Rust on tokio,
 #      C on epoll, Python on asyncio) -> async-latest.md;
+#      a hot upgrade under load -> upgrade-latest.{md,json};
 #      the pool's dispatch and churn, its metrics scraped by Prometheus;
 #   2. the HTTP benchmark: three PHP apps under shmlink pool --http, Swoole,
 #      nginx + PHP-FPM and + preload, loaded by wrk -> http-latest.{md,json,png};
@@ -65,6 +68,7 @@ python_matrix_args=(--rounds 3 --seconds 0.3)
 go_args=(--calls 100000)
 requests=20000
 churn=3
+upgrades=10
 prometheus_calls=500
 if [ "$quick" = 1 ]; then
   out=target/main-quick
@@ -78,6 +82,7 @@ if [ "$quick" = 1 ]; then
   go_args=(--calls 4000)
   requests=300
   churn=0.5
+  upgrades=2
   prometheus_calls=20
 fi
 
@@ -105,10 +110,13 @@ if [ "$mode" = first ]; then
   test -s "$out/plot.png"
   step "HTTP: PHP apps under shmlink pool --http against nginx + PHP-FPM (short rows)"
   bench/http/run.sh --out "$out" --duration 2 --rounds 1
+  step "hot upgrade: an echo server replaced 10 times while clients call it"
+  target/release/shmlink upgrade-bench --upgrades 10 --markdown "$out/upgrade.md" >/dev/null
+  sed -n '/^| figure/,$p' "$out/upgrade.md"
   step "the scenario: C++ daemon, PHP client, shm/unix/tcp, raw sockets, Redis, shmlink pool"
   bench/scenario/run.sh --requests 5000 --out "$out" "${scenario_args[@]}"
   step "done"
-  echo "tables: $out/arena.md $out/http-latest.md $out/scenario-latest.md; plot: $out/plot.png"
+  echo "tables: $out/arena.md $out/http-latest.md $out/upgrade.md $out/scenario-latest.md; plot: $out/plot.png"
   echo "the publication run, with every baseline and the bindings: ci/main.sh --full"
   exit 0
 fi
@@ -160,6 +168,11 @@ target/release/shmlink pool bench --calls "$requests" --rounds 5 --churn-seconds
   >"$out/pool-dispatch-latest.md"
 cat "$out/pool-dispatch-latest.md"
 
+step "hot upgrade: an echo server replaced 10 times while clients call it (shm: handed over, unix: reconnects)"
+target/release/shmlink upgrade-bench --upgrades "$upgrades" --json "$out/upgrade-latest.json" \
+  --markdown "$out/upgrade-latest.md" >/dev/null
+cat "$out/upgrade-latest.md"
+
 step "the pool's metrics scraped by a real Prometheus server"
 bench/pool/prometheus.sh --calls "$prometheus_calls" --markdown "$out/pool-prometheus-latest.md"
 
@@ -185,4 +198,4 @@ step "the scenario: C++ daemon, PHP client, shm/unix/tcp, raw sockets, Redis, sh
 bench/scenario/run.sh --requests "$requests" --out "$out" "${scenario_args[@]}"
 
 step "done"
-echo "results: $out/latest.md $out/latest.json $out/latest.png $out/arena-latest.md $out/arena-memory-latest.md $out/pool-dispatch-latest.md $out/http-latest.md $out/http-latest.png $out/frameworks-latest.md $out/scenario-latest.md $out/scenario-latest.json"
+echo "results: $out/latest.md $out/latest.json $out/latest.png $out/upgrade-latest.md $out/arena-latest.md $out/arena-memory-latest.md $out/pool-dispatch-latest.md $out/http-latest.md $out/http-latest.png $out/frameworks-latest.md $out/scenario-latest.md $out/scenario-latest.json"

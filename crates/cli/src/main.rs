@@ -17,6 +17,7 @@ mod pool;
 mod pool_bench;
 mod pool_churn;
 mod reply;
+mod upgrade_bench;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -70,6 +71,12 @@ enum Command {
     /// transport, age, messages and bytes each way, ring fill, arena bytes,
     /// and the server's totals. Only the server's uid or root may ask.
     Inspect(inspect::InspectArgs),
+    /// Upgrade an echo server N times (a new process taking its listeners
+    /// and live shm: sessions over) while clients call it without pause:
+    /// the worst window against the steady rate, upgrade times, failed
+    /// calls and reconnects.
+    #[command(name = "upgrade-bench")]
+    UpgradeBench(upgrade_bench::UpgradeBenchArgs),
     /// One client process of `chaos`.
     #[command(name = "__chaos-client", hide = true)]
     ChaosClient(chaos::ClientArgs),
@@ -97,6 +104,7 @@ fn main() -> ExitCode {
         Command::RawEcho(args) => connect_cost::run_raw_echo(&args),
         Command::Pool(args) => pool::run(&args),
         Command::Inspect(args) => inspect::run(&args),
+        Command::UpgradeBench(args) => upgrade_bench::run(&args),
         Command::ChaosClient(args) => chaos::run_client(args),
     };
     match result {

@@ -1,0 +1,346 @@
+//! `shmlink upgrade-bench`: an echo server upgraded N times while clients
+//! call it without pause (docs/protocol.md, "Hand-over"). Each upgrade
+//! starts a new `shmlink echo --take-over` and ends when the old process
+//! has exited. Counts every call in windows of --window-ms and reports the
+//! worst window that overlaps an upgrade against the steady rate, the
+//! upgrade times, and what each client saw: failed calls and reconnects
+//! (`shm:` sessions are handed over; `unix:` ones are closed between calls
+//! and reconnect).
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use clap::Args;
+use shmlink::{Client, ClientOptions};
+
+/// Options of `shmlink upgrade-bench`.
+#[derive(Debug, Args)]
+pub(crate) struct UpgradeBenchArgs {
+    /// Upgrades to make.
+    #[arg(long, default_value_t = 10)]
+    upgrades: usize,
+    /// Callers over shm: (each one session, handed over).
+    #[arg(long, default_value_t = 2)]
+    shm_clients: usize,
+    /// Callers over unix: (each reconnects when its session is closed).
+    #[arg(long, default_value_t = 1)]
+    unix_clients: usize,
+    /// Request (and response) size in bytes.
+    #[arg(long, default_value_t = 2048)]
+    size: usize,
+    /// Steady running before the first upgrade and between upgrades, in ms.
+    #[arg(long, default_value_t = 300)]
+    gap_ms: u64,
+    /// Width of the windows calls are counted in, in ms.
+    #[arg(long, default_value_t = 10)]
+    window_ms: u64,
+    /// Write the figures as JSON there.
+    #[arg(long, value_name = "PATH")]
+    json: Option<PathBuf>,
+    /// Write the table as Markdown there.
+    #[arg(long, value_name = "PATH")]
+    markdown: Option<PathBuf>,
+}
+
+/// Most windows counted (10 ms each: 10 minutes).
+const WINDOWS: usize = 60_000;
+
+/// What the callers share.
+struct Load {
+    t0: Instant,
+    window: Duration,
+    counts: Vec<AtomicU64>,
+    stop: AtomicBool,
+}
+
+impl Load {
+    fn count(&self) {
+        let i = (self.t0.elapsed().as_nanos() / self.window.as_nanos()) as usize;
+        if let Some(c) = self.counts.get(i) {
+            c.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// What one caller saw.
+#[derive(Debug, Default)]
+struct Seen {
+    calls: u64,
+    failed: u64,
+    reconnects: u64,
+    first_failure: Option<String>,
+}
+
+fn caller(load: &Load, address: &str, size: usize) -> anyhow::Result<Seen> {
+    let opts = ClientOptions {
+        timeout: Duration::from_secs(10),
+        ..ClientOptions::default()
+    };
+    let mut c = Client::connect(address, opts.clone())
+        .with_context(|| format!("connecting to {address}"))?;
+    let body = vec![7u8; size];
+    let mut seen = Seen::default();
+    while !load.stop.load(Ordering::Relaxed) {
+        match c.call(&body) {
+            Ok(r) if r == body => {
+                seen.calls += 1;
+                load.count();
+            }
+            other => {
+                seen.failed += 1;
+                seen.first_failure.get_or_insert_with(|| match other {
+                    Ok(r) => format!("a wrong answer of {} bytes", r.len()),
+                    Err(e) => e.to_string(),
+                });
+                // The session is over (a stream session closed by the old
+                // server): connect again, to the successor.
+                let t = Instant::now();
+                loop {
+                    match Client::connect(address, opts.clone()) {
+                        Ok(n) => {
+                            c = n;
+                            seen.reconnects += 1;
+                            break;
+                        }
+                        Err(e) if t.elapsed() > Duration::from_secs(10) => {
+                            bail!("reconnecting to {address}: {e}")
+                        }
+                        Err(_) => std::thread::yield_now(),
+                    }
+                }
+            }
+        }
+    }
+    Ok(seen)
+}
+
+fn echo(exe: &Path, dir: &Path, n: usize, first: bool) -> anyhow::Result<Child> {
+    let handover = dir.join("h.sock");
+    let mut cmd = Command::new(exe);
+    cmd.args(["echo", "--reply-ratio", "1", "--ready-file"])
+        .arg(dir.join(format!("ready-{n}")))
+        .arg("--handover")
+        .arg(&handover);
+    if first {
+        cmd.arg("--listen")
+            .arg(format!("shm:{}", dir.join("a.sock").display()))
+            .arg("--listen")
+            .arg(format!("unix:{}", dir.join("u.sock").display()));
+    } else {
+        cmd.arg("--take-over").arg(&handover);
+    }
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .context("starting shmlink echo")
+}
+
+fn wait_exit(child: &mut Child, limit: Duration, what: &str) -> anyhow::Result<()> {
+    let t = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait()? {
+            if !status.success() {
+                bail!("{what} exited with {status}");
+            }
+            return Ok(());
+        }
+        if t.elapsed() > limit {
+            bail!("{what} did not exit within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+}
+
+/// Runs the benchmark.
+pub(crate) fn run(args: &UpgradeBenchArgs) -> anyhow::Result<()> {
+    if args.upgrades == 0 || args.shm_clients == 0 || args.window_ms == 0 {
+        bail!("--upgrades, --shm-clients and --window-ms must be at least 1");
+    }
+    let exe = std::env::current_exe().context("cannot find the shmlink executable")?;
+    let dir = std::env::temp_dir().join(format!("shmlink-upgrade-bench-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let result = measure(args, &exe, &dir);
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+fn measure(args: &UpgradeBenchArgs, exe: &Path, dir: &Path) -> anyhow::Result<()> {
+    let mut server = echo(exe, dir, 0, true)?;
+    let ready = dir.join("ready-0");
+    let t = Instant::now();
+    while !ready.exists() {
+        if t.elapsed() > Duration::from_secs(20) {
+            let _ = server.kill();
+            bail!("shmlink echo did not become ready");
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let load = Arc::new(Load {
+        t0: Instant::now(),
+        window: Duration::from_millis(args.window_ms),
+        counts: (0..WINDOWS).map(|_| AtomicU64::new(0)).collect(),
+        stop: AtomicBool::new(false),
+    });
+    let mut callers = Vec::new();
+    let addresses = [
+        (
+            format!("shm:{}", dir.join("a.sock").display()),
+            args.shm_clients,
+        ),
+        (
+            format!("unix:{}", dir.join("u.sock").display()),
+            args.unix_clients,
+        ),
+    ];
+    for (address, n) in &addresses {
+        for _ in 0..*n {
+            let (load, address, size) = (Arc::clone(&load), address.clone(), args.size);
+            callers.push((
+                address.clone(),
+                std::thread::spawn(move || caller(&load, &address, size)),
+            ));
+        }
+    }
+    let gap = Duration::from_millis(args.gap_ms);
+    std::thread::sleep(gap);
+    let mut spans = Vec::new();
+    let mut times = Vec::new();
+    let mut outcome = Ok(());
+    for n in 1..=args.upgrades {
+        let start = load.t0.elapsed();
+        let next = echo(exe, dir, n, false)?;
+        if let Err(e) = wait_exit(&mut server, Duration::from_secs(20), "the old server") {
+            outcome = Err(e);
+            server = next;
+            break;
+        }
+        let end = load.t0.elapsed();
+        times.push(end - start);
+        spans.push((start, end));
+        server = next;
+        std::thread::sleep(gap);
+    }
+    load.stop.store(true, Ordering::Relaxed);
+    let mut seen = Vec::new();
+    for (address, h) in callers {
+        let s = h
+            .join()
+            .map_err(|_| anyhow::anyhow!("a caller panicked"))??;
+        seen.push((address, s));
+    }
+    let _ = server.kill();
+    let _ = server.wait();
+    outcome?;
+    report(args, &load, &spans, &times, &seen)
+}
+
+fn report(
+    args: &UpgradeBenchArgs,
+    load: &Load,
+    spans: &[(Duration, Duration)],
+    times: &[Duration],
+    seen: &[(String, Seen)],
+) -> anyhow::Result<()> {
+    let w = load.window;
+    let last = (spans.last().map_or(Duration::ZERO, |s| s.1) + w * 2).as_nanos() / w.as_nanos();
+    let first = (Duration::from_millis(args.gap_ms / 2).as_nanos() / w.as_nanos()) as usize;
+    let counts: Vec<u64> = load.counts[..(last as usize).min(WINDOWS)]
+        .iter()
+        .map(|c| c.load(Ordering::Relaxed))
+        .collect();
+    let during = |i: usize| {
+        let (a, b) = (w * i as u32, w * (i as u32 + 1));
+        spans.iter().any(|&(s, e)| a < e + w && b > s)
+    };
+    let mut steady: Vec<u64> = (first..counts.len())
+        .filter(|&i| !during(i))
+        .map(|i| counts[i])
+        .collect();
+    steady.sort_unstable();
+    let steady_rate = steady.get(steady.len() / 2).copied().unwrap_or(0);
+    let worst = (first..counts.len())
+        .filter(|&i| during(i))
+        .map(|i| counts[i])
+        .min()
+        .unwrap_or(0);
+    let mut sorted = times.to_vec();
+    sorted.sort_unstable();
+    let p50 = sorted.get(sorted.len() / 2).copied().unwrap_or_default();
+    let max = sorted.last().copied().unwrap_or_default();
+    let ratio = if steady_rate == 0 {
+        0.0
+    } else {
+        worst as f64 / steady_rate as f64
+    };
+    let (shm, unix): (Vec<_>, Vec<_>) = seen.iter().partition(|(a, _)| a.starts_with("shm:"));
+    let sum = |v: &[&(String, Seen)], f: fn(&Seen) -> u64| v.iter().map(|(_, s)| f(s)).sum::<u64>();
+    let mut md = String::new();
+    writeln!(md, "## Hot upgrade under load")?;
+    writeln!(md)?;
+    writeln!(
+        md,
+        "`shmlink upgrade-bench --upgrades {} --shm-clients {} --unix-clients {} --size {}`: an echo server upgraded {} times (a new `shmlink echo --take-over` each time) while every client calls without pause; calls counted in {} ms windows.",
+        args.upgrades, args.shm_clients, args.unix_clients, args.size, times.len(), args.window_ms
+    )?;
+    writeln!(md)?;
+    writeln!(md, "| figure | value |")?;
+    writeln!(md, "|---|---|")?;
+    writeln!(md, "| upgrades | {} |", times.len())?;
+    writeln!(md, "| upgrade time, start of the new process to the old one's exit: p50 / max | {:.1} / {:.1} ms |", p50.as_secs_f64() * 1e3, max.as_secs_f64() * 1e3)?;
+    writeln!(
+        md,
+        "| calls per {} ms window, steady (median) | {steady_rate} |",
+        args.window_ms
+    )?;
+    writeln!(
+        md,
+        "| worst window during an upgrade | {worst} ({ratio:.2}x steady) |"
+    )?;
+    writeln!(
+        md,
+        "| shm: calls / failed / reconnects | {} / {} / {} |",
+        sum(&shm, |s| s.calls),
+        sum(&shm, |s| s.failed),
+        sum(&shm, |s| s.reconnects)
+    )?;
+    writeln!(
+        md,
+        "| unix: calls / failed / reconnects | {} / {} / {} |",
+        sum(&unix, |s| s.calls),
+        sum(&unix, |s| s.failed),
+        sum(&unix, |s| s.reconnects)
+    )?;
+    if let Some(f) = seen
+        .iter()
+        .find_map(|(a, s)| s.first_failure.as_ref().map(|f| (a, f)))
+    {
+        writeln!(md)?;
+        writeln!(md, "First failure, on {}: {}", f.0, f.1)?;
+    }
+    print!("{md}");
+    if let Some(p) = &args.markdown {
+        std::fs::write(p, &md).with_context(|| format!("writing {}", p.display()))?;
+    }
+    if let Some(p) = &args.json {
+        let doc = serde_json::json!({
+            "upgrades": times.len(),
+            "upgrade_ms": times.iter().map(|t| t.as_secs_f64() * 1e3).collect::<Vec<_>>(),
+            "window_ms": args.window_ms,
+            "steady_calls_per_window": steady_rate,
+            "worst_window_during_upgrade": worst,
+            "worst_ratio": ratio,
+            "shm": {"calls": sum(&shm, |s| s.calls), "failed": sum(&shm, |s| s.failed), "reconnects": sum(&shm, |s| s.reconnects)},
+            "unix": {"calls": sum(&unix, |s| s.calls), "failed": sum(&unix, |s| s.failed), "reconnects": sum(&unix, |s| s.reconnects)},
+        });
+        std::fs::write(p, serde_json::to_string_pretty(&doc)? + "\n")
+            .with_context(|| format!("writing {}", p.display()))?;
+    }
+    Ok(())
+}

@@ -123,6 +123,12 @@ pub(crate) fn run(args: &EchoArgs) -> anyhow::Result<()> {
             }
         })
         .context("cannot start the signal thread")?;
+    // Serving first: sessions taken over from a predecessor wait for no
+    // file to be written.
+    let running = server.spawn(move |req: &[u8], resp: &mut Vec<u8>| {
+        shape.fill(req, resp);
+        Ok(())
+    })?;
     if let Some(path) = &args.ready_file {
         write_ready_file(path, &addresses)?;
     }
@@ -132,10 +138,7 @@ pub(crate) fn run(args: &EchoArgs) -> anyhow::Result<()> {
         "shmlink echo: ready, listening on {}",
         addresses.join(" ")
     );
-    let served = server.serve(move |req: &[u8], resp: &mut Vec<u8>| {
-        shape.fill(req, resp);
-        Ok(())
-    });
+    let served = running.wait();
     if let Some(path) = &args.ready_file {
         let _ = std::fs::remove_file(path);
     }

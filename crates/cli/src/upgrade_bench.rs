@@ -134,9 +134,12 @@ fn echo(exe: &Path, dir: &Path, n: usize, first: bool) -> anyhow::Result<Child> 
     } else {
         cmd.arg("--take-over").arg(&handover);
     }
+    // Its log says how long its sessions stopped when it handed them over.
+    let log =
+        std::fs::File::create(dir.join(format!("echo-{n}.log"))).context("creating a log file")?;
     cmd.stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(log)
         .spawn()
         .context("starting shmlink echo")
 }
@@ -212,8 +215,18 @@ fn measure(args: &UpgradeBenchArgs, exe: &Path, dir: &Path) -> anyhow::Result<()
     std::thread::sleep(gap);
     let mut spans = Vec::new();
     let mut times = Vec::new();
+    let mut bound_spans = Vec::new();
     let mut outcome = Ok(());
     for n in 1..=args.upgrades {
+        // The bound beside: another server process started and stopped
+        // next to the load, touching none of its sessions.
+        let start = load.t0.elapsed();
+        let mut other = bystander(exe, dir, n)?;
+        let pid = other.id();
+        let _ = shmlink_sys::process::kill(pid, shmlink_sys::process::Sig::Term);
+        wait_exit(&mut other, Duration::from_secs(20), "the bystander server")?;
+        bound_spans.push((start, load.t0.elapsed()));
+        std::thread::sleep(gap);
         let start = load.t0.elapsed();
         let next = echo(exe, dir, n, false)?;
         if let Err(e) = wait_exit(&mut server, Duration::from_secs(20), "the old server") {
@@ -238,14 +251,58 @@ fn measure(args: &UpgradeBenchArgs, exe: &Path, dir: &Path) -> anyhow::Result<()
     let _ = server.kill();
     let _ = server.wait();
     outcome?;
-    report(args, &load, &spans, &times, &seen)
+    let stopped = stopped_times(dir, times.len());
+    report(args, &load, (&spans, &bound_spans), &times, &stopped, &seen)
+}
+
+/// `shmlink echo` on an address of its own, ready: what starting a server
+/// process costs the load beside it.
+fn bystander(exe: &Path, dir: &Path, n: usize) -> anyhow::Result<Child> {
+    let ready = dir.join(format!("bystander-{n}"));
+    let mut child = Command::new(exe)
+        .args(["echo", "--reply-ratio", "1", "--listen"])
+        .arg(format!("shm:{}", dir.join(format!("b-{n}.sock")).display()))
+        .arg("--ready-file")
+        .arg(&ready)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.join(format!("bystander-{n}.log")))?)
+        .spawn()
+        .context("starting a bystander shmlink echo")?;
+    let t = Instant::now();
+    while !ready.exists() {
+        if let Some(status) = child.try_wait()? {
+            let log = std::fs::read_to_string(dir.join(format!("bystander-{n}.log")))
+                .unwrap_or_default();
+            bail!("the bystander server exited with {status}: {}", log.trim());
+        }
+        if t.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            bail!("the bystander server did not become ready");
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    Ok(child)
+}
+
+/// How long each handing server's sessions stopped, from its log line
+/// ("... its sessions stopped for the last X ms of it").
+fn stopped_times(dir: &Path, upgrades: usize) -> Vec<f64> {
+    (0..upgrades)
+        .filter_map(|n| {
+            let log = std::fs::read_to_string(dir.join(format!("echo-{n}.log"))).ok()?;
+            let at = log.find("stopped for the last ")? + "stopped for the last ".len();
+            log[at..].split(' ').next()?.parse().ok()
+        })
+        .collect()
 }
 
 fn report(
     args: &UpgradeBenchArgs,
     load: &Load,
-    spans: &[(Duration, Duration)],
+    (spans, bound_spans): (&[(Duration, Duration)], &[(Duration, Duration)]),
     times: &[Duration],
+    stopped: &[f64],
     seen: &[(String, Seen)],
 ) -> anyhow::Result<()> {
     let w = load.window;
@@ -255,25 +312,39 @@ fn report(
         .iter()
         .map(|c| c.load(Ordering::Relaxed))
         .collect();
-    let during = |i: usize| {
+    let overlaps = |i: usize, spans: &[(Duration, Duration)]| {
         let (a, b) = (w * i as u32, w * (i as u32 + 1));
         spans.iter().any(|&(s, e)| a < e + w && b > s)
     };
+    let during = |i: usize| overlaps(i, spans) || overlaps(i, bound_spans);
     let mut steady: Vec<u64> = (first..counts.len())
         .filter(|&i| !during(i))
         .map(|i| counts[i])
         .collect();
     steady.sort_unstable();
     let steady_rate = steady.get(steady.len() / 2).copied().unwrap_or(0);
-    let worst = (first..counts.len())
-        .filter(|&i| during(i))
-        .map(|i| counts[i])
-        .min()
-        .unwrap_or(0);
+    let worst_in = |spans: &[(Duration, Duration)]| {
+        (first..counts.len())
+            .filter(|&i| overlaps(i, spans))
+            .map(|i| counts[i])
+            .min()
+            .unwrap_or(0)
+    };
+    let worst = worst_in(spans);
+    let bound = worst_in(bound_spans);
+    let bound_ratio = if steady_rate == 0 {
+        0.0
+    } else {
+        bound as f64 / steady_rate as f64
+    };
     let mut sorted = times.to_vec();
     sorted.sort_unstable();
     let p50 = sorted.get(sorted.len() / 2).copied().unwrap_or_default();
     let max = sorted.last().copied().unwrap_or_default();
+    let mut stops = stopped.to_vec();
+    stops.sort_by(f64::total_cmp);
+    let stop_p50 = stops.get(stops.len() / 2).copied().unwrap_or(f64::NAN);
+    let stop_max = stops.last().copied().unwrap_or(f64::NAN);
     let ratio = if steady_rate == 0 {
         0.0
     } else {
@@ -296,12 +367,20 @@ fn report(
     writeln!(md, "| upgrade time, start of the new process to the old one's exit: p50 / max | {:.1} / {:.1} ms |", p50.as_secs_f64() * 1e3, max.as_secs_f64() * 1e3)?;
     writeln!(
         md,
+        "| sessions stopped, from the old server's signal to stop to the successor's answer: p50 / max | {stop_p50:.2} / {stop_max:.2} ms |"
+    )?;
+    writeln!(
+        md,
         "| calls per {} ms window, steady (median) | {steady_rate} |",
         args.window_ms
     )?;
     writeln!(
         md,
         "| worst window during an upgrade | {worst} ({ratio:.2}x steady) |"
+    )?;
+    writeln!(
+        md,
+        "| the bound: worst window while another server process starts and stops beside (no hand-over) | {bound} ({bound_ratio:.2}x steady) |"
     )?;
     writeln!(
         md,
@@ -336,6 +415,9 @@ fn report(
             "steady_calls_per_window": steady_rate,
             "worst_window_during_upgrade": worst,
             "worst_ratio": ratio,
+            "bound_worst_window": bound,
+            "bound_ratio": bound_ratio,
+            "sessions_stopped_ms": stopped,
             "shm": {"calls": sum(&shm, |s| s.calls), "failed": sum(&shm, |s| s.failed), "reconnects": sum(&shm, |s| s.reconnects)},
             "unix": {"calls": sum(&unix, |s| s.calls), "failed": sum(&unix, |s| s.failed), "reconnects": sum(&unix, |s| s.reconnects)},
         });

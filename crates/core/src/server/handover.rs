@@ -34,8 +34,9 @@ pub(crate) fn give(sh: &Shared, listeners: &[Listener], conn: &UnixStream) -> bo
     let name = listeners
         .first()
         .map_or_else(String::new, |l| l.address().to_string());
+    let t0 = Instant::now();
     match hand(sh, listeners, conn, &name) {
-        Ok(()) => {
+        Ok(stopped) => {
             // Stream sessions are not handed (v1): they end as at a stop,
             // their clients reconnect to the successor.
             for (_, e) in sh.registry.snapshot() {
@@ -44,7 +45,10 @@ pub(crate) fn give(sh: &Shared, listeners: &[Listener], conn: &UnixStream) -> bo
                 }
             }
             sh.opts.log.write(&format!(
-                "shmlink: server at {name} handed its listeners and sessions to a successor"
+                "shmlink: server at {name} handed its listeners and sessions to a successor \
+                 ({:.1} ms after it asked; its sessions stopped for the last {:.1} ms of it)",
+                t0.elapsed().as_secs_f64() * 1e3,
+                stopped.elapsed().as_secs_f64() * 1e3
             ));
             true
         }
@@ -57,8 +61,14 @@ pub(crate) fn give(sh: &Shared, listeners: &[Listener], conn: &UnixStream) -> bo
     }
 }
 
-/// The steps; `Err` with the reason when the server keeps serving.
-fn hand(sh: &Shared, listeners: &[Listener], conn: &UnixStream, name: &str) -> Result<(), String> {
+/// The steps; `Err` with the reason when the server keeps serving, `Ok`
+/// with when the sessions were told to stop.
+fn hand(
+    sh: &Shared,
+    listeners: &[Listener],
+    conn: &UnixStream,
+    name: &str,
+) -> Result<Instant, String> {
     let refuse = |why: String| {
         let _ = (&*conn).write_all(&encode_refusal(&why));
         why
@@ -96,6 +106,7 @@ fn hand(sh: &Shared, listeners: &[Listener], conn: &UnixStream, name: &str) -> R
         )));
     }
     sh.handing.begin();
+    let stopped = Instant::now();
     for (_, e) in sh.registry.snapshot() {
         if e.segment().is_some() {
             e.hand_over();
@@ -130,7 +141,7 @@ fn hand(sh: &Shared, listeners: &[Listener], conn: &UnixStream, name: &str) -> R
     match took {
         Ok(true) => {
             sh.handing.decide(Verdict::Took);
-            Ok(())
+            Ok(stopped)
         }
         Ok(false) => {
             resume(sh);

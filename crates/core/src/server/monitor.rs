@@ -57,6 +57,8 @@ pub(crate) struct Monitor {
     handover: Mutex<Option<Listener>>,
     /// Sessions handed over by a predecessor, started when serving begins.
     adopted: Mutex<Vec<(Slot, admit::Established)>>,
+    /// The connection to that predecessor, until it closes.
+    predecessor: Mutex<Option<std::os::unix::net::UnixStream>>,
 }
 
 impl Monitor {
@@ -119,8 +121,9 @@ impl Monitor {
             }
         }
         *lock(&monitor.adopted) = adopted;
-        offered.took();
-        monitor.listen_for_successors()?;
+        // The sessions start serving first (in `run`); the hand-over socket
+        // is bound once the predecessor has let go of the path.
+        *lock(&monitor.predecessor) = Some(offered.took());
         Ok(monitor)
     }
 
@@ -151,6 +154,7 @@ impl Monitor {
             spare: Mutex::new(reserve_descriptor().ok()),
             handover: Mutex::new(None),
             adopted: Mutex::new(Vec::new()),
+            predecessor: Mutex::new(None),
         })
     }
 
@@ -192,6 +196,16 @@ impl Monitor {
     pub(crate) fn run(mut self, handler: Arc<dyn Handler>) -> Result<()> {
         for (slot, est) in std::mem::take(&mut *lock(&self.adopted)) {
             self.start_adopted(slot, est, &handler);
+        }
+        let predecessor = lock(&self.predecessor).take();
+        if let Some(conn) = predecessor {
+            takeover::wait_closed(conn);
+            if let Err(e) = self.listen_for_successors() {
+                self.shared
+                    .opts
+                    .log
+                    .write(&format!("shmlink: server taking over: {e}"));
+            }
         }
         let result = self.event_loop(&handler);
         if matches!(result, Ok(true)) {

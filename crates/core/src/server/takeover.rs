@@ -50,14 +50,12 @@ pub(crate) struct Offered {
 }
 
 impl Offered {
-    /// Tells the server everything was taken: it lets go and stops; then
-    /// waits (up to [`STEP`]) for it to close the connection, which it
-    /// does once its own hand-over socket is gone.
-    pub(crate) fn took(self) {
-        if (&self.conn).write_all(&TOOK).is_ok() {
-            let mut byte = [0u8; 1];
-            let _ = (&self.conn).read(&mut byte);
-        }
+    /// Tells the server everything was taken: it lets go and stops.
+    /// Returns the connection, which the server closes once its own
+    /// hand-over socket is gone ([`wait_closed`]).
+    pub(crate) fn took(self) -> UnixStream {
+        let _ = (&self.conn).write_all(&TOOK);
+        self.conn
     }
 
     /// Tells the server why not: it serves on.
@@ -302,4 +300,12 @@ pub(crate) fn establish(
         shm: Some(charge),
         reuse: process.map(|p| (p, memfd)),
     })
+}
+
+/// Waits (up to [`STEP`]) for the predecessor to close `conn`: it does
+/// once its hand-over socket is gone, so that this server can listen on
+/// the same path.
+pub(crate) fn wait_closed(conn: UnixStream) {
+    let mut byte = [0u8; 1];
+    let _ = (&conn).read(&mut byte);
 }

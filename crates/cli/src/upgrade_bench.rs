@@ -47,6 +47,9 @@ pub(crate) struct UpgradeBenchArgs {
     markdown: Option<PathBuf>,
 }
 
+/// When something ran, from the start of the load.
+type Span = (Duration, Duration);
+
 /// Most windows counted (10 ms each: 10 minutes).
 const WINDOWS: usize = 60_000;
 
@@ -300,7 +303,7 @@ fn stopped_times(dir: &Path, upgrades: usize) -> Vec<f64> {
 fn report(
     args: &UpgradeBenchArgs,
     load: &Load,
-    (spans, bound_spans): (&[(Duration, Duration)], &[(Duration, Duration)]),
+    (spans, bound_spans): (&[Span], &[Span]),
     times: &[Duration],
     stopped: &[f64],
     seen: &[(String, Seen)],
@@ -312,7 +315,7 @@ fn report(
         .iter()
         .map(|c| c.load(Ordering::Relaxed))
         .collect();
-    let overlaps = |i: usize, spans: &[(Duration, Duration)]| {
+    let overlaps = |i: usize, spans: &[Span]| {
         let (a, b) = (w * i as u32, w * (i as u32 + 1));
         spans.iter().any(|&(s, e)| a < e + w && b > s)
     };
@@ -323,7 +326,7 @@ fn report(
         .collect();
     steady.sort_unstable();
     let steady_rate = steady.get(steady.len() / 2).copied().unwrap_or(0);
-    let worst_in = |spans: &[(Duration, Duration)]| {
+    let worst_in = |spans: &[Span]| {
         (first..counts.len())
             .filter(|&i| overlaps(i, spans))
             .map(|i| counts[i])

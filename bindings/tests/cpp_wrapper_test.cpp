@@ -487,6 +487,42 @@ TEST_P(CppTest, BindFailuresAndServerOptions) {
   EXPECT_THROW(shmlink::Server::bind({bind_address(GetParam(), dir_, "bad")}, o), shmlink::Error);
 }
 
+// Hot upgrade: a second server takes the first one's listener and live
+// shm: session over; the client's next calls, on the same session, are
+// answered by the successor, and the first server's wait() returns.
+TEST(CppHandover, ASuccessorTakesTheListenerAndTheLiveSessionOver) {
+  TempDir dir;
+  shmlink::ServerOptions options;
+  options.handover = dir.path() + "/h.sock";
+  shmlink::Server first = shmlink::Server::bind({"shm:" + dir.path() + "/a.sock"}, options);
+  first.start([](std::string_view req, std::string& resp) { resp = "first " + std::string(req); });
+  shmlink::Client c = shmlink::Client::connect(first.addresses().at(0));
+  EXPECT_EQ(c.call("x"), "first x");
+  uint64_t pipelined = c.send("queued");
+  EXPECT_EQ(c.recv(), std::make_pair(pipelined, std::string("first queued")));
+
+  shmlink::Server second = shmlink::Server::take_over(options.handover, options);
+  EXPECT_EQ(second.addresses(), first.addresses());
+  second.start(
+      [](std::string_view req, std::string& resp) { resp = "second " + std::string(req); });
+  auto waited = std::async(std::launch::async, [&] { first.wait(); });
+  ASSERT_EQ(waited.wait_for(10s), std::future_status::ready) << "the first server did not stop";
+  waited.get();
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(c.call("y"), "second y");
+  // New sessions come to the successor too, and it can be taken over in turn.
+  EXPECT_EQ(shmlink::Client::connect(first.addresses().at(0)).call("z"), "second z");
+  shmlink::Server third = shmlink::Server::take_over(options.handover);
+  third.start([](std::string_view req, std::string& resp) { resp = "third " + std::string(req); });
+  second.wait();
+  EXPECT_EQ(c.call("w"), "third w");
+
+  // Nobody listening: a clear failure.
+  shmlink::Status st;
+  shmlink::Server none = shmlink::Server::take_over(dir.path() + "/nobody.sock", {}, st);
+  EXPECT_EQ(st.code, SHMLINK_E_BIND);
+  EXPECT_NE(st.message.find("cannot take the server over"), std::string::npos) << st.message;
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, CppTest,
                          ::testing::Values(Transport::Shm, Transport::Unix, Transport::Tcp),
                          transport_name);

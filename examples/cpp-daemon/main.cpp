@@ -4,12 +4,21 @@
 // SIGINT stops it gracefully (calls in flight are answered).
 //
 //   shmlink-daemon [--wait sleep|spin|busy] [--allow-uid N]... [--allow-gid N]...
-//                  [--raw-unix PATH] [--raw-tcp HOST:PORT] [--ready-file PATH] ADDRESS...
+//                  [--raw-unix PATH] [--raw-tcp HOST:PORT] [--ready-file PATH]
+//                  [--handover PATH] ADDRESS...
+//   shmlink-daemon [options] --take-over PATH [--handover PATH]
+//
+// Hot upgrade: a daemon started with --handover PATH is replaced by a new
+// one started with --take-over PATH (a newer build, say): the new daemon
+// takes the listeners and the live shm: sessions over, their clients
+// notice nothing, and the old one exits (docs/protocol.md, "Hand-over").
+// The raw listeners are not handed over.
 //
 // --raw-unix/--raw-tcp also serve the same work over plain sockets with
 // 4-byte length framing: the baseline a hand-built client would talk to.
 
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <atomic>
 #include <chrono>
@@ -44,13 +53,15 @@ struct Args {
   std::vector<std::string> addresses, raw;
   shmlink::ServerOptions options;
   std::string ready_file;
+  std::string take_over;  // take the daemon listening for successors there over
 };
 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "shmlink-daemon: %s\nusage: shmlink-daemon [--wait sleep|spin|busy] "
                "[--allow-uid N]... [--allow-gid N]... [--raw-unix PATH] [--raw-tcp HOST:PORT] "
-               "[--ready-file PATH] ADDRESS...\n",
+               "[--ready-file PATH] [--handover PATH] ADDRESS...\n"
+               "       shmlink-daemon [options] --take-over PATH [--handover PATH]\n",
                why);
   std::exit(2);
 }
@@ -90,13 +101,20 @@ Args parse(int argc, char** argv) {
       a.raw.push_back(std::string("tcp:") + value());
     } else if (arg == "--ready-file") {
       a.ready_file = value();
+    } else if (arg == "--handover") {
+      a.options.handover = value();
+    } else if (arg == "--take-over") {
+      a.take_over = value();
     } else if (arg.rfind("--", 0) == 0) {
       usage(("unknown option " + arg).c_str());
     } else {
       a.addresses.push_back(arg);
     }
   }
-  if (a.addresses.empty()) usage("no address to listen on");
+  if (a.addresses.empty() && a.take_over.empty()) usage("no address to listen on");
+  if (!a.addresses.empty() && !a.take_over.empty()) {
+    usage("--take-over takes its predecessor's addresses: give none");
+  }
   return a;
 }
 
@@ -128,7 +146,11 @@ void log_sessions(const shmlink::Server& server, const std::atomic<bool>& done) 
 int main(int argc, char** argv) {
   Args args = parse(argc, argv);
   try {
-    shmlink::Server server = shmlink::Server::bind(args.addresses, args.options);
+    // A new build takes a running daemon's listeners and live shm: sessions
+    // over (its clients notice nothing); the old one then exits.
+    shmlink::Server server = args.take_over.empty()
+                                 ? shmlink::Server::bind(args.addresses, args.options)
+                                 : shmlink::Server::take_over(args.take_over, args.options);
     std::vector<std::unique_ptr<RawServer>> raw;
     for (const auto& a : args.raw) raw.push_back(std::make_unique<RawServer>(a));
 
@@ -149,11 +171,15 @@ int main(int argc, char** argv) {
     for (const auto& r : raw) listening += " raw:" + r->address();
     std::printf("listening on%s\n", listening.c_str());
     std::fflush(stdout);
+    // The ready file's identity: a successor writes its own at the same
+    // path, which this daemon then must not remove as it exits.
+    struct stat ready {};
     if (!args.ready_file.empty()) {
       // Written aside then renamed: a reader never sees half a line.
       const std::string tmp = args.ready_file + ".tmp";
       std::ofstream(tmp) << listening.substr(1) << "\n";
       std::rename(tmp.c_str(), args.ready_file.c_str());
+      stat(args.ready_file.c_str(), &ready);
     }
 
     std::atomic<bool> done{false};
@@ -169,7 +195,11 @@ int main(int argc, char** argv) {
     std::printf("stopped: %" PRIu64 " sessions, %" PRIu64 " calls, %" PRIu64
                 " errors, byte-count checksum %016" PRIx64 "\n",
                 s.sessions_opened, s.calls, s.errors, daemon_work::checksum());
-    if (!args.ready_file.empty()) std::remove(args.ready_file.c_str());
+    struct stat now {};
+    if (!args.ready_file.empty() && stat(args.ready_file.c_str(), &now) == 0 &&
+        now.st_ino == ready.st_ino && now.st_dev == ready.st_dev) {
+      std::remove(args.ready_file.c_str());
+    }
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "shmlink-daemon: %s\n", e.what());

@@ -269,8 +269,9 @@ typedef struct shmlink_client_options {
 } shmlink_client_options;
 
 // Options of a server. Zero in any field means its default; fill with
-// `shmlink_server_options_init` or zero-initialise. The arrays are read
-// during `shmlink_server_bind` only.
+// `shmlink_server_options_init` or zero-initialise. The arrays and the
+// `handover` string are read during `shmlink_server_bind` (or
+// `shmlink_server_take_over`) only.
 //
 // Extensible as `shmlink_client_options` is: `struct_size` (set by
 // `shmlink_server_options_init`; 0: this release's size) says how many
@@ -326,6 +327,11 @@ typedef struct shmlink_server_options {
   // over its socket, or is refused when its client requires shared
   // memory (0: no limit).
   uint64_t max_shm_bytes;
+  // A Unix socket path (mode 0600) on which a successor process may take
+  // this server over with `shmlink_server_take_over`: its listeners and
+  // live `shm:` sessions go to the successor, and this server stops
+  // (`shmlink_server_wait` returns). NULL: none.
+  const char *handover;
 } shmlink_server_options;
 
 // Serves one request: reads `request[0..request_len]`, fills `response`
@@ -889,6 +895,27 @@ enum shmlink_status shmlink_server_bind(const char *const *addresses,
                                         size_t address_count,
                                         const struct shmlink_server_options *options,
                                         struct shmlink_server **out);
+
+// Takes over the server listening for successors at `handover` (its
+// `shmlink_server_options.handover`): its listening sockets and its live
+// `shm:` sessions come to the new server `*out`, bound as if by
+// `shmlink_server_bind` (`shmlink_server_address_count` lists the same
+// addresses), and go on from where the old server stopped once it serves
+// (`shmlink_server_start` or `shmlink_server_serve`); their clients
+// notice nothing. The old server answers the calls it had begun, then
+// stops; its `unix:`/`tcp:` sessions end as at a stop and their clients
+// reconnect here. With `options->handover` set, this server listens there
+// for a successor of its own. `*out` is NULL on failure
+// (`SHMLINK_E_BIND`, the reason in `shmlink_last_error`: nobody listens
+// there, the old server refused, a session this server cannot take; the
+// old server then serves on).
+//
+// # Safety
+// `handover` is NULL or a C string; `options` is NULL or valid; `out` is
+// NULL or writable.
+enum shmlink_status shmlink_server_take_over(const char *handover,
+                                             const struct shmlink_server_options *options,
+                                             struct shmlink_server **out);
 
 // Number of bound addresses (0 for NULL).
 //

@@ -4,7 +4,9 @@ use std::time::Duration;
 
 use shmlink::{ClientOptions, ServerOptions, WaitStrategy};
 
-use crate::guard::slice;
+use std::ffi::c_char;
+
+use crate::guard::{cstr, slice, text};
 use crate::status::{shmlink_status, Failure};
 
 /// Smallest ring size of an `shm:` session, in bytes (a power of two).
@@ -99,8 +101,9 @@ pub struct shmlink_client_options {
 }
 
 /// Options of a server. Zero in any field means its default; fill with
-/// `shmlink_server_options_init` or zero-initialise. The arrays are read
-/// during `shmlink_server_bind` only.
+/// `shmlink_server_options_init` or zero-initialise. The arrays and the
+/// `handover` string are read during `shmlink_server_bind` (or
+/// `shmlink_server_take_over`) only.
 ///
 /// Extensible as `shmlink_client_options` is: `struct_size` (set by
 /// `shmlink_server_options_init`; 0: this release's size) says how many
@@ -158,6 +161,11 @@ pub struct shmlink_server_options {
     /// over its socket, or is refused when its client requires shared
     /// memory (0: no limit).
     pub max_shm_bytes: u64,
+    /// A Unix socket path (mode 0600) on which a successor process may take
+    /// this server over with `shmlink_server_take_over`: its listeners and
+    /// live `shm:` sessions go to the successor, and this server stops
+    /// (`shmlink_server_wait` returns). NULL: none.
+    pub handover: *const c_char,
 }
 
 impl Default for shmlink_server_options {
@@ -181,6 +189,7 @@ impl Default for shmlink_server_options {
             max_arena_bytes: 0,
             refuse_arena: 0,
             max_shm_bytes: 0,
+            handover: std::ptr::null(),
         }
     }
 }
@@ -369,7 +378,8 @@ pub(crate) fn client_options(o: Option<&shmlink_client_options>) -> Result<Clien
 /// The core's server options for `o` (NULL: defaults).
 ///
 /// # Safety
-/// The arrays in `o` are valid for their lengths (or NULL with length 0).
+/// The arrays in `o` are valid for their lengths (or NULL with length 0);
+/// `o.handover` is NULL or a C string.
 pub(crate) unsafe fn server_options(
     o: Option<&shmlink_server_options>,
 ) -> Result<ServerOptions, Failure> {
@@ -413,6 +423,11 @@ pub(crate) unsafe fn server_options(
         max_shm_bytes: match o.max_shm_bytes {
             0 => d.max_shm_bytes,
             n => n,
+        },
+        // SAFETY: NULL or a C string, per this function's contract.
+        handover: match unsafe { cstr(o.handover) } {
+            None => None,
+            Some(p) => Some(std::path::PathBuf::from(text(Some(p), "handover")?)),
         },
         // Sessions ended for a protocol error or a stalled client are
         // reported on standard error (the C host's log).

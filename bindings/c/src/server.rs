@@ -333,25 +333,68 @@ pub unsafe extern "C" fn shmlink_server_bind(
         // SAFETY: the option arrays are valid for their lengths, per the contract.
         let options = unsafe { server_options(options.as_ref()) }?;
         let lendable = lendable(&options);
-        let server = Server::bind(&texts, options)?;
-        let addresses = server
-            .addresses()
-            .iter()
-            .map(|a| CString::new(a.to_string()).unwrap_or_default())
-            .collect();
-        *out = Box::into_raw(Box::new(shmlink_server {
-            inner: Arc::new(Inner {
-                stop: server.stop_handle(),
-                stats: server.stats(),
-                addresses,
-                state: Mutex::new(State::Bound(server)),
-                fd_handler: Mutex::new(None),
-                lendable,
-                queue: Mutex::new(None),
-            }),
-        }));
+        *out = wrap(Server::bind(&texts, options)?, lendable);
         Ok(())
     })
+}
+
+/// Takes over the server listening for successors at `handover` (its
+/// `shmlink_server_options.handover`): its listening sockets and its live
+/// `shm:` sessions come to the new server `*out`, bound as if by
+/// `shmlink_server_bind` (`shmlink_server_address_count` lists the same
+/// addresses), and go on from where the old server stopped once it serves
+/// (`shmlink_server_start` or `shmlink_server_serve`); their clients
+/// notice nothing. The old server answers the calls it had begun, then
+/// stops; its `unix:`/`tcp:` sessions end as at a stop and their clients
+/// reconnect here. With `options->handover` set, this server listens there
+/// for a successor of its own. `*out` is NULL on failure
+/// (`SHMLINK_E_BIND`, the reason in `shmlink_last_error`: nobody listens
+/// there, the old server refused, a session this server cannot take; the
+/// old server then serves on).
+///
+/// # Safety
+/// `handover` is NULL or a C string; `options` is NULL or valid; `out` is
+/// NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn shmlink_server_take_over(
+    handover: *const c_char,
+    options: *const shmlink_server_options,
+    out: *mut *mut shmlink_server,
+) -> shmlink_status {
+    guard(|| {
+        // SAFETY: the pointers are NULL or valid, per the contract.
+        let (path, options, out) =
+            unsafe { (cstr(handover), read_sized(options, "options"), out.as_mut()) };
+        let options = options?;
+        let out = required(out, "out")?;
+        *out = std::ptr::null_mut();
+        let path = text(path, "handover")?;
+        // SAFETY: the option arrays are valid for their lengths, per the contract.
+        let options = unsafe { server_options(options.as_ref()) }?;
+        let lendable = lendable(&options);
+        *out = wrap(Server::take_over(path, options)?, lendable);
+        Ok(())
+    })
+}
+
+/// A bound server as the C ABI's handle.
+fn wrap(server: Server, lendable: RangeInclusive<usize>) -> *mut shmlink_server {
+    let addresses = server
+        .addresses()
+        .iter()
+        .map(|a| CString::new(a.to_string()).unwrap_or_default())
+        .collect();
+    Box::into_raw(Box::new(shmlink_server {
+        inner: Arc::new(Inner {
+            stop: server.stop_handle(),
+            stats: server.stats(),
+            addresses,
+            state: Mutex::new(State::Bound(server)),
+            fd_handler: Mutex::new(None),
+            lendable,
+            queue: Mutex::new(None),
+        }),
+    }))
 }
 
 /// Number of bound addresses (0 for NULL).

@@ -90,6 +90,7 @@ struct ServerOptions {
   uint64_t max_arena_bytes = 0;  // per session: client arena mapped, own lent (0: 2 GiB)
   bool accept_arena = true;      // false: no lent requests or responses (everything streams)
   uint64_t max_shm_bytes = 0;    // session segments held at once; past it, the socket (0: no limit)
+  std::string handover;          // Unix socket a successor takes this server over at (empty: none)
 };
 
 // Outcome of a non-throwing operation; true when it succeeded.
@@ -985,26 +986,7 @@ class Server {
                      Status& status) noexcept {
     status = Status{};
     shmlink_server_options o{};
-    o.allowed_uids = options.allowed_uids.data();
-    o.allowed_uids_len = options.allowed_uids.size();
-    o.allowed_gids = options.allowed_gids.data();
-    o.allowed_gids_len = options.allowed_gids.size();
-    o.socket_mode = options.socket_mode;
-    o.socket_group_set = options.socket_group.has_value() ? 1 : 0;
-    o.socket_group = options.socket_group.value_or(0);
-    o.max_sessions = options.max_sessions;
-    o.wait = static_cast<uint32_t>(options.wait);
-    o.spin_us = options.spin_us;
-    o.max_message_size = options.max_message_size;
-    o.refuse_fds = options.accept_fds ? 0 : 1;
-    o.max_arena_bytes = options.max_arena_bytes;
-    o.refuse_arena = options.accept_arena ? 0 : 1;
-    o.max_shm_bytes = options.max_shm_bytes;
-    if (!detail::micros(options.handshake_timeout, o.handshake_timeout_us) ||
-        !detail::micros(options.send_timeout, o.send_timeout_us)) {
-      status = detail::make_status(SHMLINK_E_INVALID_ARGUMENT, detail::kNegativeTimeout);
-      return Server();
-    }
+    if (!options_for(options, o, status)) return Server();
     std::vector<const char*> list;
     try {
       list.reserve(addresses.size());
@@ -1022,6 +1004,40 @@ class Server {
     }
     shmlink_server* handle = nullptr;
     shmlink_status code = shmlink_server_bind(list.data(), list.size(), &o, &handle);
+    if (code != SHMLINK_OK) {
+      status = detail::capture(code);
+      return Server();
+    }
+    return Server(handle);
+  }
+
+  // Takes over the server listening for successors at `handover` (its
+  // ServerOptions::handover): its listeners and live shm: sessions come to
+  // the returned Server and go on once it serves; their clients notice
+  // nothing. The old server answers the calls it had begun, then stops.
+  // With options.handover set, this server listens there for a successor
+  // of its own. Throws Error (SHMLINK_E_BIND, saying why; the old server
+  // then serves on).
+  static Server take_over(const std::string& handover, const ServerOptions& options = {}) {
+    Status s;
+    Server server = take_over(handover, options, s);
+    if (!s) detail::raise(s);
+    return server;
+  }
+
+  // As above without throwing.
+  static Server take_over(const std::string& handover, const ServerOptions& options,
+                          Status& status) noexcept {
+    status = Status{};
+    shmlink_server_options o{};
+    if (!options_for(options, o, status)) return Server();
+    if (handover.find('\0') != std::string::npos) {
+      status = detail::make_status(SHMLINK_E_INVALID_ARGUMENT,
+                                   "shmlink: the hand-over path contains a NUL byte");
+      return Server();
+    }
+    shmlink_server* handle = nullptr;
+    shmlink_status code = shmlink_server_take_over(handover.c_str(), &o, &handle);
     if (code != SHMLINK_OK) {
       status = detail::capture(code);
       return Server();
@@ -1095,6 +1111,38 @@ class Server {
   shmlink_server* native_handle() const noexcept { return handle_; }
 
  private:
+  // The C options of `options` (pointing into it: valid while it is).
+  static bool options_for(const ServerOptions& options, shmlink_server_options& o,
+                          Status& status) noexcept {
+    o.allowed_uids = options.allowed_uids.data();
+    o.allowed_uids_len = options.allowed_uids.size();
+    o.allowed_gids = options.allowed_gids.data();
+    o.allowed_gids_len = options.allowed_gids.size();
+    o.socket_mode = options.socket_mode;
+    o.socket_group_set = options.socket_group.has_value() ? 1 : 0;
+    o.socket_group = options.socket_group.value_or(0);
+    o.max_sessions = options.max_sessions;
+    o.wait = static_cast<uint32_t>(options.wait);
+    o.spin_us = options.spin_us;
+    o.max_message_size = options.max_message_size;
+    o.refuse_fds = options.accept_fds ? 0 : 1;
+    o.max_arena_bytes = options.max_arena_bytes;
+    o.refuse_arena = options.accept_arena ? 0 : 1;
+    o.max_shm_bytes = options.max_shm_bytes;
+    if (options.handover.find('\0') != std::string::npos) {
+      status = detail::make_status(SHMLINK_E_INVALID_ARGUMENT,
+                                   "shmlink: the hand-over path contains a NUL byte");
+      return false;
+    }
+    o.handover = options.handover.empty() ? nullptr : options.handover.c_str();
+    if (!detail::micros(options.handshake_timeout, o.handshake_timeout_us) ||
+        !detail::micros(options.send_timeout, o.send_timeout_us)) {
+      status = detail::make_status(SHMLINK_E_INVALID_ARGUMENT, detail::kNegativeTimeout);
+      return false;
+    }
+    return true;
+  }
+
   explicit Server(shmlink_server* handle) noexcept : handle_(handle) {}
 
   void reset() noexcept {

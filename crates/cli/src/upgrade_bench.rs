@@ -269,14 +269,16 @@ fn bystander(exe: &Path, dir: &Path, n: usize) -> anyhow::Result<Child> {
         .arg(&ready)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(std::fs::File::create(dir.join(format!("bystander-{n}.log")))?)
+        .stderr(std::fs::File::create(
+            dir.join(format!("bystander-{n}.log")),
+        )?)
         .spawn()
         .context("starting a bystander shmlink echo")?;
     let t = Instant::now();
     while !ready.exists() {
         if let Some(status) = child.try_wait()? {
-            let log = std::fs::read_to_string(dir.join(format!("bystander-{n}.log")))
-                .unwrap_or_default();
+            let log =
+                std::fs::read_to_string(dir.join(format!("bystander-{n}.log"))).unwrap_or_default();
             bail!("the bystander server exited with {status}: {}", log.trim());
         }
         if t.elapsed() > Duration::from_secs(20) {

@@ -185,6 +185,18 @@ fn read_with(
             }
             Ok(n) => got += n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                return Err(format!(
+                    "the server sent nothing for {} s, {got} bytes into a {}-byte part",
+                    STEP.as_secs(),
+                    buf.len()
+                ))
+            }
             Err(e) => return Err(format!("reading the offer: {e}")),
         }
         if fds.len() > 3 {

@@ -268,3 +268,109 @@ fn a_successor_that_dies_or_lies_mid_hand_over_leaves_the_server_serving() {
     assert_eq!(c.call(b"still here").expect("call"), b"still here");
     drop(old);
 }
+
+/// Starts `shmlink echo --take-over`, without waiting for it.
+fn spawn_successor(handover: &Path) -> Proc {
+    let h = handover.to_str().expect("utf-8 path");
+    Proc(
+        Command::new(BIN)
+            .args([
+                "echo",
+                "--reply-ratio",
+                "1",
+                "--take-over",
+                h,
+                "--handover",
+                h,
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start a successor"),
+    )
+}
+
+#[test]
+fn successors_killed_at_random_points_never_hang_or_mix_answers() {
+    // SIGKILL the successor at a random point of its start and hand-over.
+    // Killed before it answered, the old server serves on: no call fails.
+    // Killed after (it owned the sessions), the caller's session ends with
+    // a clear error, never a hang and never a wrong answer; a new server
+    // then starts for the next round. The old server killed right after a
+    // hand-over: the successor serves, no call fails.
+    let dir = TempDir::new("handover-kill");
+    let handover = dir.path().join("h.sock");
+    let h = handover.to_str().expect("utf-8 path").to_string();
+    let mut rng = fastrand::Rng::with_seed(
+        std::env::var("SHMLINK_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(38),
+    );
+    let mut old = Echo::start(dir.path(), &["--reply-ratio", "1", "--handover", &h]);
+    let shm = old.address("shm:").to_string();
+    let (mut kept, mut lost) = (0, 0);
+    for round in 0..12 {
+        let caller = Caller::start(&shm, round % 2 == 1);
+        caller.wait_calls(50);
+        let mut next = spawn_successor(&handover);
+        thread::sleep(Duration::from_micros(rng.u64(0..15_000)));
+        let _ = next.0.kill();
+        let _ = next.0.wait();
+        // Which way it went: the caller goes on (the old server kept its
+        // sessions), or the old server exits (the dead successor had them).
+        let from = caller.calls.load(Ordering::Relaxed);
+        let t = Instant::now();
+        let kept_it = loop {
+            if caller.calls.load(Ordering::Relaxed) >= from + 50 {
+                break true;
+            }
+            if old.child.try_wait().expect("try_wait").is_some() {
+                break false;
+            }
+            assert!(
+                t.elapsed() < DEADLINE,
+                "round {round}: neither served nor stopped"
+            );
+            thread::sleep(Duration::from_millis(1));
+        };
+        if kept_it {
+            caller.wait_calls(50);
+            let failures = caller.finish();
+            assert!(
+                failures.is_empty(),
+                "round {round}: the old server kept serving, yet: {failures:?}"
+            );
+            kept += 1;
+        } else {
+            // The successor had taken everything when it died.
+            let t = Instant::now();
+            while !caller.thread.is_finished() {
+                assert!(t.elapsed() < DEADLINE, "round {round}: the caller hangs");
+                thread::sleep(Duration::from_millis(2));
+            }
+            let failures = caller.finish();
+            assert!(!failures.is_empty(), "round {round}");
+            assert!(
+                failures
+                    .iter()
+                    .all(|f| !f.contains("answer") && !f.contains("wrong")),
+                "round {round}: mixed answers: {failures:?}"
+            );
+            lost += 1;
+            let _ = std::fs::remove_file(dir.path().join("ready"));
+            old = Echo::start(dir.path(), &["--reply-ratio", "1", "--handover", &h]);
+        }
+    }
+    eprintln!("{kept} rounds kept by the old server, {lost} lost with the killed successor");
+    // The old server killed right after a hand-over: the successor serves.
+    let caller = Caller::start(&shm, true);
+    caller.wait_calls(100);
+    let successor = successor(dir.path(), "ready-last", &handover);
+    let _ = old.child.kill();
+    caller.wait_calls(200);
+    let failures = caller.finish();
+    assert!(failures.is_empty(), "{failures:?}");
+    drop(successor);
+}

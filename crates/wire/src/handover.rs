@@ -371,14 +371,7 @@ impl SessionRecord {
         }
         // A session agreed on nothing this build does not know, and is
         // never a worker's or an inspection.
-        let known = crate::handshake::CAP_CHUNKED
-            | crate::handshake::CAP_ONE_WAY
-            | crate::handshake::CAP_DESCRIPTORS
-            | crate::handshake::CAP_FDS
-            | crate::handshake::CAP_LENT_RESPONSES
-            | crate::handshake::CAP_STREAM_FALLBACK
-            | crate::handshake::CAP_LINES
-            | crate::handshake::CAP_BELL;
+        let known = crate::handshake::SESSION_CAPS;
         if r.caps & !known != 0 {
             return bad(format!(
                 "hand-over session {} agreed on capabilities {:#x}; this build can take {known:#x}",

@@ -66,6 +66,17 @@ pub const CAP_BELL: u64 = 1 << 9;
 /// control socket (each message's in a record), which then carries nothing
 /// else.
 pub const CONTROL_FDS: u64 = CAP_FDS | CAP_LINES | CAP_BELL;
+/// Capabilities a client's session may have agreed on with a server (not
+/// [`CAP_SERVE`], a worker's, nor [`CAP_INSPECT`], an inspection's): what a
+/// hand-over's successor can take.
+pub const SESSION_CAPS: u64 = CAP_CHUNKED
+    | CAP_ONE_WAY
+    | CAP_DESCRIPTORS
+    | CAP_FDS
+    | CAP_LENT_RESPONSES
+    | CAP_STREAM_FALLBACK
+    | CAP_LINES
+    | CAP_BELL;
 /// Capabilities this build offers (a worker adds [`CAP_SERVE`]).
 pub const CAPS: u64 = CAP_CHUNKED | CAP_ONE_WAY;
 

@@ -14,13 +14,13 @@ use std::time::{Duration, Instant};
 
 use shmlink_sys::fdpass;
 use shmlink_wire::handover::{
-    decode_refusal, encode_refusal, is_refusal, Ask, ListenerKind, ListenerRecord, Offer, END,
-    MARK_LEN, REFUSAL_LEN, TOOK,
+    encode_refusal, is_refusal, Ask, ListenerKind, ListenerRecord, Offer, END, MARK_LEN, TOOK,
 };
 
 use super::handing::Verdict;
 use super::listener::Listener;
 use super::shared::Shared;
+use super::takeover::read_refusal;
 use crate::address::Transport;
 
 /// How long the sessions have to reach a message boundary.
@@ -145,7 +145,11 @@ fn hand(
         }
         Ok(false) => {
             resume(sh);
-            Err(refusal_text(conn, &answer))
+            Err(if is_refusal(&answer) {
+                read_refusal(conn, &answer, "the successor")
+            } else {
+                format!("the successor answered {answer:02x?}, neither took nor a refusal")
+            })
         }
         Err(e) => {
             resume(sh);
@@ -207,26 +211,4 @@ fn offer(
 fn send_with(conn: &UnixStream, bytes: &[u8], fds: &[BorrowedFd<'_>]) -> std::io::Result<()> {
     let n = fdpass::send_with_fds(conn, bytes, fds)?;
     (&*conn).write_all(&bytes[n..])
-}
-
-/// The successor's refusal, read after its first 8 bytes `head`.
-fn refusal_text(conn: &UnixStream, head: &[u8; MARK_LEN]) -> String {
-    if !is_refusal(head) {
-        return format!("the successor answered {head:02x?}, neither took nor a refusal");
-    }
-    let mut rest = [0u8; REFUSAL_LEN - MARK_LEN];
-    if (&*conn).read_exact(&mut rest).is_err() {
-        return "the successor's refusal was cut short".into();
-    }
-    let mut fixed = [0u8; REFUSAL_LEN];
-    fixed[..MARK_LEN].copy_from_slice(head);
-    fixed[MARK_LEN..].copy_from_slice(&rest);
-    let Ok(len) = decode_refusal(&fixed) else {
-        return "the successor's refusal is malformed".into();
-    };
-    let mut text = vec![0u8; len];
-    if (&*conn).read_exact(&mut text).is_err() {
-        return "the successor's refusal was cut short".into();
-    }
-    format!("the successor refused: {}", String::from_utf8_lossy(&text))
 }

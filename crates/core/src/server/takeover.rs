@@ -91,7 +91,7 @@ pub(crate) fn receive(path: &Path) -> Result<Offered> {
     let mut fds = Vec::new();
     read_with(&conn, &mut head[..MARK_LEN], &mut fds).map_err(&fail)?;
     if is_refusal(&head[..MARK_LEN]) {
-        return Err(fail(refusal(&conn, &head[..MARK_LEN])));
+        return Err(fail(read_refusal(&conn, &head[..MARK_LEN], "the server")));
     }
     read_with(&conn, &mut head[MARK_LEN..], &mut fds).map_err(&fail)?;
     let offer = Offer::decode(&head).map_err(|e| fail(e.to_string()))?;
@@ -221,21 +221,22 @@ fn one_fd(fds: &mut Vec<OwnedFd>, what: &str) -> std::result::Result<OwnedFd, St
     }
 }
 
-/// The server's refusal text, after its first 8 bytes `head`.
-fn refusal(conn: &UnixStream, head: &[u8]) -> String {
+/// The refusal `who` ("the server", "the successor") sent, read after its
+/// first 8 bytes `head` (which the caller found to be a refusal's).
+pub(crate) fn read_refusal(conn: &UnixStream, head: &[u8], who: &str) -> String {
     let mut fixed = [0u8; REFUSAL_LEN];
     fixed[..MARK_LEN].copy_from_slice(head);
     if (&*conn).read_exact(&mut fixed[MARK_LEN..]).is_err() {
-        return "the server's refusal was cut short".into();
+        return format!("{who}'s refusal was cut short");
     }
     let Ok(len) = decode_refusal(&fixed) else {
-        return "the server's refusal is malformed".into();
+        return format!("{who}'s refusal is malformed");
     };
     let mut text = vec![0u8; len];
     if (&*conn).read_exact(&mut text).is_err() {
-        return "the server's refusal was cut short".into();
+        return format!("{who}'s refusal was cut short");
     }
-    format!("the server refused: {}", String::from_utf8_lossy(&text))
+    format!("{who} refused: {}", String::from_utf8_lossy(&text))
 }
 
 /// Sets up one handed-over session on this server: maps its segment

@@ -179,15 +179,7 @@ pub(crate) fn run(args: &UpgradeBenchArgs) -> anyhow::Result<()> {
 
 fn measure(args: &UpgradeBenchArgs, exe: &Path, dir: &Path) -> anyhow::Result<()> {
     let mut server = echo(exe, dir, 0, true)?;
-    let ready = dir.join("ready-0");
-    let t = Instant::now();
-    while !ready.exists() {
-        if t.elapsed() > Duration::from_secs(20) {
-            let _ = server.kill();
-            bail!("shmlink echo did not become ready");
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
+    wait_ready(&mut server, dir, "ready-0")?;
     let load = Arc::new(Load {
         t0: Instant::now(),
         window: Duration::from_millis(args.window_ms),
@@ -261,33 +253,38 @@ fn measure(args: &UpgradeBenchArgs, exe: &Path, dir: &Path) -> anyhow::Result<()
 /// `shmlink echo` on an address of its own, ready: what starting a server
 /// process costs the load beside it.
 fn bystander(exe: &Path, dir: &Path, n: usize) -> anyhow::Result<Child> {
-    let ready = dir.join(format!("bystander-{n}"));
+    let name = format!("bystander-{n}");
     let mut child = Command::new(exe)
         .args(["echo", "--reply-ratio", "1", "--listen"])
         .arg(format!("shm:{}", dir.join(format!("b-{n}.sock")).display()))
         .arg("--ready-file")
-        .arg(&ready)
+        .arg(dir.join(&name))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(std::fs::File::create(
-            dir.join(format!("bystander-{n}.log")),
-        )?)
+        .stderr(std::fs::File::create(dir.join(format!("{name}.log")))?)
         .spawn()
         .context("starting a bystander shmlink echo")?;
+    wait_ready(&mut child, dir, &name)?;
+    Ok(child)
+}
+
+/// Waits until `child` wrote its ready file `dir/name`; a child that
+/// exits first is reported with its log (`dir/name.log`, when it has one).
+fn wait_ready(child: &mut Child, dir: &Path, name: &str) -> anyhow::Result<()> {
+    let ready = dir.join(name);
     let t = Instant::now();
     while !ready.exists() {
         if let Some(status) = child.try_wait()? {
-            let log =
-                std::fs::read_to_string(dir.join(format!("bystander-{n}.log"))).unwrap_or_default();
-            bail!("the bystander server exited with {status}: {}", log.trim());
+            let log = std::fs::read_to_string(dir.join(format!("{name}.log"))).unwrap_or_default();
+            bail!("shmlink echo ({name}) exited with {status}: {}", log.trim());
         }
         if t.elapsed() > Duration::from_secs(20) {
             let _ = child.kill();
-            bail!("the bystander server did not become ready");
+            bail!("shmlink echo ({name}) did not become ready");
         }
         std::thread::sleep(Duration::from_micros(200));
     }
-    Ok(child)
+    Ok(())
 }
 
 /// How long each handing server's sessions stopped, from its log line

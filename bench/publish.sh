@@ -37,6 +37,11 @@ if [ -s "$r/upgrade-latest.md" ]; then
   for ext in md json; do cp "$r/upgrade-latest.$ext" "$r/$name-upgrade.$ext"; done
   upgrade=1
 fi
+pool_upgrade=0
+if [ -s "$r/pool-upgrade-latest.md" ]; then
+  for ext in md json; do cp "$r/pool-upgrade-latest.$ext" "$r/$name-pool-upgrade.$ext"; done
+  pool_upgrade=1
+fi
 
 headline=$(php bench/headline.php "$r/$name.json" "$r/$name-scenario.json" docs/benchmarks.md)
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
@@ -248,6 +253,12 @@ conditions() { sed -n '/^- /p;/^## /q' "$1"; }
     echo "Source: [\`bench/results/$name-upgrade.md\`](../bench/results/$name-upgrade.md)."
     echo
     sed 's/^## /### /' "$r/$name-upgrade.md"
+    echo
+  fi
+  if [ "$pool_upgrade" = 1 ]; then
+    echo "Source: [\`bench/results/$name-pool-upgrade.md\`](../bench/results/$name-pool-upgrade.md)."
+    echo
+    sed 's/^## /### /' "$r/$name-pool-upgrade.md"
     echo
   fi
   cat bench/reading.md

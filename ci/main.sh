@@ -16,7 +16,8 @@
 #   - zero copy at 16 MiB (shmlink bench --paths copy,arena,loan) and the
 #     latency and CPU plot from 64 B to 16 MiB;
 #   - a hot upgrade under load (shmlink upgrade-bench): an echo server
-#     replaced 10 times while clients call it.
+#     replaced 10 times while clients call it; then the pool, under PHP
+#     clients and wrk (bench/upgrade/pool.php).
 # --full (about 20 minutes): the publication run, to bench/results/ (then
 #   bench/publish.sh NAME writes docs/benchmarks.md and the README figures):
 #   1. `shmlink bench`: every transport and wait strategy against raw socket
@@ -30,7 +31,8 @@
 #      net.UnixConn and shmipc-go -> {python,go}-latest.md;
 #      async calls beside blocking ones (bench/async/run.sh: Rust on tokio,
 #      C on epoll, Python on asyncio) -> async-latest.md;
-#      a hot upgrade under load -> upgrade-latest.{md,json};
+#      a hot upgrade under load -> upgrade-latest.{md,json}, and of the
+#      pool (PHP clients and wrk) -> pool-upgrade-latest.{md,json};
 #      the pool's dispatch and churn, its metrics scraped by Prometheus;
 #   2. the HTTP benchmark: three PHP apps under shmlink pool --http, Swoole,
 #      nginx + PHP-FPM and + preload, loaded by wrk -> http-latest.{md,json,png};
@@ -113,10 +115,13 @@ if [ "$mode" = first ]; then
   step "hot upgrade: an echo server replaced 10 times while clients call it"
   target/release/shmlink upgrade-bench --upgrades 10 --markdown "$out/upgrade.md" >/dev/null
   sed -n '/^| figure/,$p' "$out/upgrade.md"
+  step "hot upgrade of the pool: PHP clients over shm: and unix:, wrk -c16 on its HTTP front, upgraded 10 times"
+  php bench/upgrade/pool.php --upgrades 10 --markdown "$out/pool-upgrade.md" >/dev/null
+  sed -n '/^| figure/,$p' "$out/pool-upgrade.md"
   step "the scenario: C++ daemon, PHP client, shm/unix/tcp, raw sockets, Redis, shmlink pool"
   bench/scenario/run.sh --requests 5000 --out "$out" "${scenario_args[@]}"
   step "done"
-  echo "tables: $out/arena.md $out/http-latest.md $out/upgrade.md $out/scenario-latest.md; plot: $out/plot.png"
+  echo "tables: $out/arena.md $out/http-latest.md $out/upgrade.md $out/pool-upgrade.md $out/scenario-latest.md; plot: $out/plot.png"
   echo "the publication run, with every baseline and the bindings: ci/main.sh --full"
   exit 0
 fi
@@ -173,6 +178,11 @@ target/release/shmlink upgrade-bench --upgrades "$upgrades" --json "$out/upgrade
   --markdown "$out/upgrade-latest.md" >/dev/null
 cat "$out/upgrade-latest.md"
 
+step "hot upgrade of the pool: PHP clients over shm: and unix:, wrk -c16 on its HTTP front, upgraded 10 times"
+php bench/upgrade/pool.php --upgrades "$upgrades" --json "$out/pool-upgrade-latest.json" \
+  --markdown "$out/pool-upgrade-latest.md" >/dev/null
+cat "$out/pool-upgrade-latest.md"
+
 step "the pool's metrics scraped by a real Prometheus server"
 bench/pool/prometheus.sh --calls "$prometheus_calls" --markdown "$out/pool-prometheus-latest.md"
 
@@ -198,4 +208,4 @@ step "the scenario: C++ daemon, PHP client, shm/unix/tcp, raw sockets, Redis, sh
 bench/scenario/run.sh --requests "$requests" --out "$out" "${scenario_args[@]}"
 
 step "done"
-echo "results: $out/latest.md $out/latest.json $out/latest.png $out/upgrade-latest.md $out/arena-latest.md $out/arena-memory-latest.md $out/pool-dispatch-latest.md $out/http-latest.md $out/http-latest.png $out/frameworks-latest.md $out/scenario-latest.md $out/scenario-latest.json"
+echo "results: $out/latest.md $out/latest.json $out/latest.png $out/upgrade-latest.md $out/pool-upgrade-latest.md $out/arena-latest.md $out/arena-memory-latest.md $out/pool-dispatch-latest.md $out/http-latest.md $out/http-latest.png $out/frameworks-latest.md $out/scenario-latest.md $out/scenario-latest.json"

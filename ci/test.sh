@@ -65,6 +65,9 @@ bindings/python/run-tests.sh --strict --types
 step "PHP benchmark smoke run (every response checked, figures not)"
 ci/php-bench.sh --quick
 
+step "hot upgrade of the pool, short: 2 upgrades under PHP clients over shm: and unix: and wrk (no failed shm: call, no HTTP error)"
+php bench/upgrade/pool.php --upgrades 2 --check >/dev/null
+
 step "chaos with PHP clients: 3 of 6 clients are PHP processes, 10 s of SIGKILLs"
 target/release/shmlink chaos --duration 10 --clients 6 --php-clients 3 \
   --php-extension bindings/php/modules/shmlink.so

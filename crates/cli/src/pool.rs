@@ -9,8 +9,8 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use shmlink::{Client, ClientOptions, WaitStrategy};
 use shmlink_http::FrontOptions;
-use shmlink_pool::{HttpMode, LogFormat, Pool, PoolOptions};
-use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+use shmlink_pool::{HttpMode, Inheritance, LogFormat, Pool, PoolOptions};
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM, SIGUSR2};
 use signal_hook::iterator::Signals;
 
 use crate::parse;
@@ -23,7 +23,8 @@ use crate::parse;
     --max-jobs 10000 -- php -d opcache.enable_cli=1 worker.php\n\n\
     Each worker finds the pool's worker port in $SHMLINK_WORKER (Shmlink\\Worker and \
     shmlink::Worker read it). SIGHUP reloads (fresh workers replace the old ones after their \
-    current call); SIGTERM or SIGINT stop gracefully. Worker output goes to stderr with the \
+    current call); SIGUSR2 upgrades (see `shmlink pool upgrade`); SIGTERM or SIGINT stop \
+    gracefully. Worker output goes to stderr with the \
     worker's pid in front."
 )]
 pub(crate) struct PoolArgs {
@@ -167,6 +168,18 @@ enum PoolCommand {
         /// The pool's control socket.
         path: PathBuf,
     },
+    /// Hot upgrade: the pool starts its binary again (the file at the same path, possibly a
+    /// newer build) with the same arguments; the new process starts its workers, takes over
+    /// the listeners (HTTP included) and the live shm: sessions, and the old one stops
+    /// (HTTP keep-alive connections close between requests). Waits until the new pool
+    /// answers on the control socket, or the upgrade failed (the old pool then serves on).
+    Upgrade {
+        /// The pool's control socket.
+        path: PathBuf,
+        /// How long to wait for the new pool.
+        #[arg(long, value_name = "SECONDS", value_parser = parse::seconds, default_value = "60")]
+        timeout: Duration,
+    },
     /// Measure what the pool's dispatch costs: calls to one worker made
     /// directly (this process holds its worker port) against the same calls
     /// through a pool of one such worker, in alternating rounds.
@@ -184,6 +197,7 @@ pub(crate) fn run(args: &PoolArgs) -> anyhow::Result<()> {
             print!("{}", control(path, b"reload")?);
             Ok(())
         }
+        Some(PoolCommand::Upgrade { path, timeout }) => upgrade(path, *timeout),
         Some(PoolCommand::Bench(args)) => crate::pool_bench::run(args),
         None => supervise(args),
     }
@@ -195,6 +209,45 @@ fn control(path: &std::path::Path, command: &[u8]) -> anyhow::Result<String> {
         .with_context(|| format!("cannot reach the pool's control socket {}", path.display()))?;
     let answer = c.call(command)?;
     Ok(String::from_utf8_lossy(&answer).into_owned())
+}
+
+/// `shmlink pool upgrade`: asks for the upgrade, then watches the control
+/// socket until the successor answers there or the old pool says it failed.
+fn upgrade(path: &std::path::Path, timeout: Duration) -> anyhow::Result<()> {
+    let status = |path: &std::path::Path| -> anyhow::Result<serde_json::Value> {
+        Ok(serde_json::from_str(&control(path, b"status-json")?)?)
+    };
+    let old = status(path)?["pid"].as_u64().unwrap_or(0);
+    let t0 = std::time::Instant::now();
+    let answer = control(path, b"upgrade")?;
+    let pid: u64 = answer
+        .trim()
+        .rsplit(' ')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .with_context(|| format!("the pool answered {answer:?} to upgrade"))?;
+    let failed = format!("failed: successor pid {pid}");
+    let deadline = t0 + timeout;
+    while std::time::Instant::now() < deadline {
+        // Between the two pools the socket may refuse or close a call.
+        if let Ok(s) = status(path) {
+            if s["pid"].as_u64() == Some(pid) {
+                println!(
+                    "upgraded: pool pid {old} replaced by pid {pid} ({:.0} ms)",
+                    t0.elapsed().as_secs_f64() * 1e3
+                );
+                return Ok(());
+            }
+            if let Some(u) = s["upgrade"].as_str().filter(|u| u.starts_with(&failed)) {
+                anyhow::bail!("upgrade of pool pid {old} {u}; the pool serves on");
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    anyhow::bail!(
+        "pool pid {old} started successor pid {pid}, which did not answer on {} within {timeout:?}",
+        path.display()
+    )
 }
 
 fn supervise(args: &PoolArgs) -> anyhow::Result<()> {
@@ -222,6 +275,13 @@ fn supervise(args: &PoolArgs) -> anyhow::Result<()> {
     }
     opts.lines = !args.no_lines;
     opts.metrics = args.metrics.clone();
+    // A hot upgrade starts this binary again with the same arguments.
+    let exe = std::env::current_exe().context("finding this program's path")?;
+    opts.successor = Some(
+        std::iter::once(exe.into_os_string())
+            .chain(std::env::args_os().skip(1))
+            .collect(),
+    );
     if !args.http.is_empty() {
         let mut h = FrontOptions::new(args.http.clone());
         h.max_body = args.http_max_body;
@@ -238,9 +298,21 @@ fn supervise(args: &PoolArgs) -> anyhow::Result<()> {
         opts.http_mode = args.http_mode;
     }
     let mut signals =
-        Signals::new([SIGINT, SIGTERM, SIGHUP]).context("installing signal handlers")?;
+        Signals::new([SIGINT, SIGTERM, SIGHUP, SIGUSR2]).context("installing signal handlers")?;
     let log = args.log_format.stderr();
-    let pool = Pool::start_with_log(opts, log.clone())?;
+    let pool = match Inheritance::from_env()? {
+        Some(i) => Pool::take_over(opts, log.clone(), i)?,
+        None => Pool::start_with_log(opts, log.clone())?,
+    };
+    // Once a successor serves, the signal loop ends and this pool stops.
+    let (upgraded, handle) = (pool.upgraded(), signals.handle());
+    std::thread::Builder::new()
+        .name("shmlink-pool-upgraded".into())
+        .spawn(move || {
+            upgraded.wait();
+            handle.close();
+        })
+        .context("starting the upgrade's watch")?;
     let metrics = pool
         .metrics_address()
         .map(|a| format!("; metrics at http://{a}/metrics"))
@@ -254,6 +326,10 @@ fn supervise(args: &PoolArgs) -> anyhow::Result<()> {
     for signal in signals.forever() {
         if signal == SIGHUP {
             pool.reload();
+        } else if signal == SIGUSR2 {
+            if let Err(e) = pool.upgrade() {
+                log.write(&format!("shmlink pool: upgrade refused: {e}"));
+            }
         } else {
             break;
         }

@@ -67,8 +67,8 @@ pub use options::{
 pub use queue::{QueueHandler, QueuedRequest, RequestQueue};
 pub use response::Response;
 pub use server::{
-    AcceptedWorker, Answer, BatchAnswer, Handler, InPlace, RunningServer, Server, Stats,
-    StopHandle, WithFds, WorkerPort, PREPARED_SEGMENTS, READY_SEGMENTS,
+    AcceptedWorker, Answer, BatchAnswer, Handler, InPlace, PortInterrupter, RunningServer, Server,
+    Stats, StopHandle, WithFds, WorkerPort, PREPARED_SEGMENTS, READY_SEGMENTS,
 };
 pub use shmlink_arena::{fill_copy, Loan, STREAM_FROM};
 pub use shmlink_wire::codes::{

@@ -50,6 +50,12 @@ struct Shared {
     more: Condvar,
     mailboxes: Vec<Mailbox>,
     stop: AtomicBool,
+    /// Set once every loop ended: no job will come, the callers end. (Not
+    /// `stop`: a connection still open while the loops drain may send a
+    /// request, which needs a caller.)
+    loops_done: AtomicBool,
+    /// How long idle connections stay open once stopping.
+    idle_grace: Mutex<Duration>,
     queue_timeout: Duration,
 }
 
@@ -91,6 +97,10 @@ pub struct Front {
     shared: Arc<Shared>,
     loops: Vec<JoinHandle<()>>,
     callers: Vec<JoinHandle<()>>,
+    /// Copies of the listening sockets, to hand down at an upgrade.
+    listeners: Vec<TcpListener>,
+    /// How long idle keep-alive connections stay open at the stop.
+    idle_grace: Duration,
 }
 
 impl std::fmt::Debug for Front {
@@ -112,14 +122,32 @@ impl Front {
         log: Box<dyn Fn(&str) + Send + Sync>,
     ) -> Result<Front, HttpError> {
         opts.validate()?;
-        let io = |context: String| move |source| HttpError::Io { context, source };
         let mut listeners = Vec::new();
         for a in &opts.listen {
             listeners.push(
-                TcpListener::bind(a.as_str())
-                    .map_err(io(format!("binding the HTTP address {a}")))?,
+                TcpListener::bind(a.as_str()).map_err(|source| HttpError::Io {
+                    context: format!("binding the HTTP address {a}"),
+                    source,
+                })?,
             );
         }
+        Self::start_on(listeners, opts, backend, log)
+    }
+
+    /// As [`Front::start`], on listening sockets already bound (a
+    /// predecessor's, handed down at a hot upgrade) instead of
+    /// `opts.listen`.
+    ///
+    /// # Errors
+    /// As [`Front::start`].
+    pub fn start_on(
+        listeners: Vec<TcpListener>,
+        opts: FrontOptions,
+        backend: Arc<dyn Backend>,
+        log: Box<dyn Fn(&str) + Send + Sync>,
+    ) -> Result<Front, HttpError> {
+        opts.validate()?;
+        let io = |context: String| move |source| HttpError::Io { context, source };
         let addrs = listeners
             .iter()
             .map(TcpListener::local_addr)
@@ -157,6 +185,8 @@ impl Front {
             more: Condvar::new(),
             mailboxes,
             stop: AtomicBool::new(false),
+            loops_done: AtomicBool::new(false),
+            idle_grace: Mutex::new(Duration::ZERO),
         });
         let spawn = |name: &str, f: Box<dyn FnOnce() + Send>| {
             std::thread::Builder::new()
@@ -170,6 +200,8 @@ impl Front {
             shared: Arc::clone(&shared),
             loops: Vec::new(),
             callers: Vec::new(),
+            listeners: Vec::new(),
+            idle_grace: Duration::ZERO,
         };
         for _ in 0..shared.backend.concurrency().max(1) {
             let s = Arc::clone(&shared);
@@ -217,7 +249,7 @@ impl Front {
                 }),
             )?);
         }
-        drop(listeners);
+        front.listeners = listeners;
         for _ in 0..loops_n {
             match ready_rx.recv() {
                 Ok(Ok(())) => {}
@@ -247,13 +279,35 @@ impl Front {
         StatsHandle(Arc::clone(&self.counters))
     }
 
+    /// Its listening sockets (to hand down to a successor at an upgrade).
+    pub fn listeners(&self) -> &[TcpListener] {
+        &self.listeners
+    }
+
     /// Stops accepting, closes idle connections at once, lets requests in
     /// flight finish (up to 5 s), and ends its threads.
     pub fn stop(mut self) {
         self.shutdown();
     }
 
+    /// Stops as another process goes on serving the same listening sockets
+    /// (a hot upgrade): stops accepting; every response from now on says
+    /// `Connection: close` and closes its connection; a connection idle in
+    /// keep-alive closes only after `idle_grace` (a client that sends its
+    /// next request meanwhile gets its answer, then the close), so that no
+    /// client sees its connection reset between requests.
+    pub fn stop_draining(mut self, idle_grace: Duration) {
+        self.idle_grace = idle_grace;
+        self.shutdown();
+    }
+
     fn shutdown(&mut self) {
+        self.listeners.clear();
+        *self
+            .shared
+            .idle_grace
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = self.idle_grace;
         self.shared.stop.store(true, Ordering::Release);
         for m in &self.shared.mailboxes {
             m.waker.signal();
@@ -261,6 +315,7 @@ impl Front {
         for l in self.loops.drain(..) {
             let _ = l.join();
         }
+        self.shared.loops_done.store(true, Ordering::Release);
         drop(self.shared.jobs());
         self.shared.more.notify_all();
         for c in self.callers.drain(..) {
@@ -285,8 +340,9 @@ fn run_loop(mut engine: Engine, home: usize, s: &Shared) {
         if !stopped && s.stop.load(Ordering::Acquire) {
             stopped = true;
             // The pool is going away: nobody else will answer an idle
-            // connection, so it closes at once.
-            engine.stop(Duration::ZERO);
+            // connection, so it closes at once (after the grace, when a
+            // successor answers on the same listeners).
+            engine.stop(*s.idle_grace.lock().unwrap_or_else(|p| p.into_inner()));
         }
         let until = s.expire().map(|at| {
             let left = at.saturating_duration_since(Instant::now());
@@ -341,7 +397,7 @@ fn caller(s: &Shared) {
                 if let Some(j) = jobs.pop_front() {
                     break j;
                 }
-                if s.stop.load(Ordering::Acquire) {
+                if s.loops_done.load(Ordering::Acquire) {
                     return;
                 }
                 jobs = s.more.wait(jobs).unwrap_or_else(|p| p.into_inner());

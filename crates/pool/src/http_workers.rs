@@ -46,14 +46,18 @@ impl HttpWorkers {
     /// # Errors
     /// An address that does not parse or cannot be bound; the page; the
     /// access log.
+    /// `inherited`: listening sockets a predecessor handed down at an
+    /// upgrade, used instead of binding (none: bind).
     pub(crate) fn bind(
         opts: &FrontOptions,
         workers: usize,
         queue_timeout: Duration,
+        inherited: Vec<TcpListener>,
     ) -> Result<HttpWorkers, PoolError> {
         let io = |context: String| move |source| PoolError::Io { context, source };
-        let mut listeners = Vec::new();
-        for a in &opts.listen {
+        let bind = inherited.is_empty();
+        let mut listeners = inherited;
+        for a in opts.listen.iter().filter(|_| bind) {
             let l = TcpListener::bind(a.as_str())
                 .map_err(io(format!("binding the HTTP address {a}")))?;
             listeners.push(l);
@@ -104,6 +108,12 @@ impl HttpWorkers {
     /// The addresses served (with the ports chosen for port 0).
     pub(crate) fn addrs(&self) -> &[SocketAddr] {
         &self.addrs
+    }
+
+    /// The listening sockets (handed down to workers, and to a successor
+    /// at an upgrade).
+    pub(crate) fn listeners(&self) -> &[TcpListener] {
+        &self.listeners
     }
 
     /// A free slot of the counters page, zeroed, for a worker to start.

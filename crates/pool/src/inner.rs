@@ -12,7 +12,7 @@ use shmlink::Log;
 use crate::options::PoolOptions;
 use crate::status::{Status, WorkerStatus};
 use crate::table::{Phase, Shared};
-use crate::{http_workers, metrics, restart};
+use crate::{http_workers, metrics, restart, upgrade};
 
 /// What the pool's threads share.
 #[derive(Debug)]
@@ -39,6 +39,8 @@ pub(crate) struct Inner {
     pub(crate) http_workers: Option<http_workers::HttpWorkers>,
     /// What `--metrics` shows.
     pub(crate) metrics: metrics::Metrics,
+    /// Hot upgrades to a successor process.
+    pub(crate) upgrades: upgrade::Upgrades,
 }
 
 impl Inner {
@@ -114,6 +116,8 @@ impl Inner {
             })
             .collect();
         Status {
+            pid: std::process::id(),
+            upgrade: inner.upgrades.outcome(),
             target: inner.opts.workers,
             workers,
             calls: inner.calls_total(),

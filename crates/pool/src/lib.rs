@@ -29,6 +29,7 @@ mod codes;
 mod control;
 mod dispatch;
 mod error;
+mod heritage;
 mod http;
 mod http_workers;
 mod inner;
@@ -42,12 +43,14 @@ mod spawn;
 mod status;
 mod supervise;
 mod table;
+mod upgrade;
 
 pub use codes::*;
 pub use error::PoolError;
+pub use heritage::Inheritance;
 pub use log_format::{json_line, LogFormat};
 pub use options::{
     default_idle_worker_wait, default_wait, default_worker_wait, HttpMode, PoolOptions,
 };
-pub use pool::Pool;
+pub use pool::{Pool, Upgraded};
 pub use status::{Status, WorkerStatus};

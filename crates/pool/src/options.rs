@@ -67,6 +67,11 @@ pub struct PoolOptions {
     /// `HOST:PORT` where `GET /metrics` answers in the Prometheus
     /// (OpenMetrics) text format, if any.
     pub metrics: Option<String>,
+    /// The command line that starts this pool again (the program, then
+    /// its arguments), run at a hot upgrade ([`crate::Pool::upgrade`]):
+    /// the process it starts takes everything over ([`crate::Pool::take_over`]).
+    /// `shmlink pool` sets its own path and arguments. None: no upgrade.
+    pub successor: Option<Vec<std::ffi::OsString>>,
 }
 
 /// Who parses HTTP for a pool with `--http`.
@@ -151,6 +156,7 @@ impl PoolOptions {
             http_mode: HttpMode::Workers,
             lines: true,
             metrics: None,
+            successor: None,
         }
     }
 

@@ -2,20 +2,22 @@
 //! listeners, the HTTP front or the workers' own HTTP, the control socket,
 //! the metrics endpoint) and stopped.
 
+use std::os::fd::AsFd;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use shmlink::{Log, RunningServer, Server, ServerOptions, WorkerPort};
+use shmlink::{Log, PortInterrupter, RunningServer, Server, ServerOptions, WorkerPort};
 
 use crate::error::PoolError;
+use crate::heritage::{self, Inheritance};
 use crate::inner::{reload, Inner};
 use crate::options::{HttpMode, PoolOptions};
 use crate::status::Status;
 use crate::table::{Phase, Shared};
-use crate::{control, dispatch, http, http_workers, metrics, shutdown, supervise};
+use crate::{control, dispatch, http, http_workers, metrics, shutdown, supervise, upgrade};
 
 /// A running pool.
 #[derive(Debug)]
@@ -28,6 +30,8 @@ pub struct Pool {
     threads: Vec<JoinHandle<()>>,
     /// The private directory of the worker port's socket.
     workdir: PathBuf,
+    /// Ends the worker port's accept wait at the stop.
+    port_interrupter: PortInterrupter,
 }
 
 impl Pool {
@@ -47,14 +51,51 @@ impl Pool {
     /// # Errors
     /// As [`Pool::start`].
     pub fn start_with_log(opts: PoolOptions, log: Log) -> Result<Pool, PoolError> {
+        Self::launch(opts, log, None)
+    }
+
+    /// Starts as the successor of a running pool at a hot upgrade (this
+    /// process was started by its [`Pool::upgrade`], and `inheritance` is
+    /// [`Inheritance::from_env`]): starts the workers and waits until they
+    /// serve, takes over the old pool's client and control servers (their
+    /// listeners and live `shm:` sessions) and serves on its HTTP and
+    /// metrics listening sockets; then tells the old pool, which stops.
+    /// Returns once it serves.
+    ///
+    /// # Errors
+    /// As [`Pool::start`]; workers that do not serve within the start
+    /// timeout; a hand-over refused (the old pool then serves on).
+    pub fn take_over(
+        opts: PoolOptions,
+        log: Log,
+        inheritance: Inheritance,
+    ) -> Result<Pool, PoolError> {
+        Self::launch(opts, log, Some(inheritance))
+    }
+
+    fn launch(
+        opts: PoolOptions,
+        log: Log,
+        mut inherit: Option<Inheritance>,
+    ) -> Result<Pool, PoolError> {
         opts.validate()?;
         let workdir = private_dir()?;
         let port_address = format!("shm:{}", workdir.join("workers.sock").display());
         let log = Arc::new(log);
+        let mut handed_http = inherit
+            .as_mut()
+            .map(|i| std::mem::take(&mut i.http))
+            .unwrap_or_default();
+        let handed_metrics = inherit.as_mut().and_then(|i| i.metrics.take());
         let http_workers = match &opts.http {
-            Some(h) if opts.http_mode == HttpMode::Workers => Some(
-                http_workers::HttpWorkers::bind(h, opts.workers, opts.queue_timeout)?,
-            ),
+            Some(h) if opts.http_mode == HttpMode::Workers => {
+                Some(http_workers::HttpWorkers::bind(
+                    h,
+                    opts.workers,
+                    opts.queue_timeout,
+                    std::mem::take(&mut handed_http),
+                )?)
+            }
             _ => None,
         };
         let port = WorkerPort::bind(
@@ -83,6 +124,7 @@ impl Pool {
             http_workers,
             metrics: metrics::Metrics::new()
                 .map_err(|e| PoolError::Options(format!("cannot make the pool's metrics: {e}")))?,
+            upgrades: upgrade::Upgrades::new(workdir.clone()),
         });
         inner.shared.lock().target = opts.workers;
         let mut threads = Vec::new();
@@ -95,6 +137,7 @@ impl Pool {
                     source: e,
                 })
         };
+        let port_interrupter = port.interrupter();
         let i = Arc::clone(&inner);
         threads.push(spawn(
             "shmlink-pool-accept",
@@ -107,11 +150,14 @@ impl Pool {
         )?);
         // Descriptors are not relayed to workers: a client's call with
         // descriptors gets `NotAgreed` before anything is sent.
+        let dir = opts.successor.as_ref().map(|_| workdir.clone());
+        let handover = move |name: &str| dir.as_ref().map(|d| d.join(name));
         let server_opts = ServerOptions {
             wait: opts.wait,
             accept_fds: false,
             lines: opts.lines,
             log: (*log).clone(),
+            handover: handover(heritage::CLIENTS_SOCKET),
             ..ServerOptions::default()
         };
         let mut pool = Pool {
@@ -122,11 +168,36 @@ impl Pool {
             metrics: None,
             threads,
             workdir,
+            port_interrupter,
         };
+        if let Some(i) = &inherit {
+            // Calls keep being answered by the old pool's workers until
+            // these serve: none waits for a worker to boot.
+            let within = opts.start_timeout;
+            if !inner
+                .shared
+                .wait_serving(opts.workers, Instant::now() + within)
+            {
+                return Err(PoolError::Options(format!(
+                    "taking over from the pool in {}: {} workers did not serve within the start \
+                     timeout of {within:?}{}",
+                    i.dir.display(),
+                    opts.workers,
+                    inner
+                        .shared
+                        .lock()
+                        .last_failure
+                        .as_deref()
+                        .map_or_else(String::new, |f| format!(" (last failure: {f})"))
+                )));
+            }
+        }
         if !opts.listen.is_empty() {
-            let server = Server::bind(&opts.listen, server_opts)?
-                .spawn(dispatch::Dispatch::new(Arc::clone(&inner)))?;
-            pool.server = Some(server);
+            let server = match predecessor(&inherit, heritage::CLIENTS_SOCKET) {
+                Some(path) => Server::take_over(path, server_opts)?,
+                None => Server::bind(&opts.listen, server_opts)?,
+            };
+            pool.server = Some(server.spawn(dispatch::Dispatch::new(Arc::clone(&inner)))?);
         }
         if let Some(http) = opts
             .http
@@ -134,25 +205,45 @@ impl Pool {
             .filter(|_| opts.http_mode == HttpMode::Front)
         {
             let log = Arc::clone(&inner.log);
-            let front = shmlink_http::Front::start(
-                http.clone(),
-                Arc::new(http::PoolBackend::new(Arc::clone(&inner))),
-                Box::new(move |line| log.write(&format!("shmlink pool: {line}"))),
-            )?;
+            let backend = Arc::new(http::PoolBackend::new(Arc::clone(&inner)));
+            let log = Box::new(move |line: &str| log.write(&format!("shmlink pool: {line}")));
+            let front = if handed_http.is_empty() {
+                shmlink_http::Front::start(http.clone(), backend, log)?
+            } else {
+                shmlink_http::Front::start_on(
+                    std::mem::take(&mut handed_http),
+                    http.clone(),
+                    backend,
+                    log,
+                )?
+            };
             let _ = inner.http.set(front.stats_handle());
             pool.front = Some(front);
         }
         if let Some(addr) = &opts.metrics {
             let i = Arc::clone(&inner);
             let render: metrics::endpoint::Render = Box::new(move || i.metrics.encode(&i.status()));
-            pool.metrics = Some(metrics::endpoint::Endpoint::start(addr, render)?);
+            pool.metrics = Some(match handed_metrics {
+                Some(l) => metrics::endpoint::Endpoint::start_on(l, render)?,
+                None => metrics::endpoint::Endpoint::start(addr, render)?,
+            });
         }
         let control = control_path(&opts);
         if let Some(path) = control {
             let addr = format!("unix:{}", path.display());
-            let control = Server::bind(&[addr.as_str()], ServerOptions::default())?
-                .spawn(control::Control::new(Arc::clone(&inner)))?;
-            pool.control = Some(control);
+            let copts = ServerOptions {
+                handover: handover(heritage::CONTROL_SOCKET),
+                ..ServerOptions::default()
+            };
+            let server = match predecessor(&inherit, heritage::CONTROL_SOCKET) {
+                Some(path) => Server::take_over(path, copts)?,
+                None => Server::bind(&[addr.as_str()], copts)?,
+            };
+            pool.control = Some(server.spawn(control::Control::new(Arc::clone(&inner)))?);
+        }
+        pool.keep_for_successor()?;
+        if let Some(i) = inherit {
+            i.serving()?;
         }
         inner.say(&format!(
             "listening on {}; {} workers of {:?}",
@@ -200,6 +291,24 @@ impl Pool {
         reload(&self.inner);
     }
 
+    /// Starts a hot upgrade: runs [`PoolOptions::successor`], which takes
+    /// everything over ([`Pool::take_over`]); once it serves,
+    /// [`Upgraded::wait`] returns and the owner stops this pool. Returns
+    /// the successor's pid; how it went shows in [`Status::upgrade`] and
+    /// the log.
+    ///
+    /// # Errors
+    /// No successor command, an upgrade under way, the pool stopping, a
+    /// command that cannot be started.
+    pub fn upgrade(&self) -> Result<u32, PoolError> {
+        upgrade::begin(&self.inner).map_err(PoolError::Options)
+    }
+
+    /// A handle whose [`Upgraded::wait`] returns once a successor serves.
+    pub fn upgraded(&self) -> Upgraded {
+        Upgraded(Arc::clone(&self.inner))
+    }
+
     /// What the pool is doing.
     pub fn status(&self) -> Status {
         self.inner.status()
@@ -214,9 +323,27 @@ impl Pool {
 
     fn shutdown(&mut self) {
         let expiry = shutdown::Expiry::start(&self.inner);
-        // The front first: its requests in flight still have workers.
+        let t0 = Instant::now();
+        let mut phases = Vec::new();
+        let mut mark =
+            |what: &str| phases.push(format!("{what} {:.1} ms", t0.elapsed().as_secs_f64() * 1e3));
+        self.inner.upgrades.forget();
+        // The front first: its requests in flight still have workers. After
+        // an upgrade the successor serves the same listening sockets: the
+        // connections close between requests, never under a client.
         if let Some(f) = self.front.take() {
-            f.stop();
+            if self.inner.upgrades.upgraded() {
+                f.stop_draining(
+                    self.inner
+                        .opts
+                        .http
+                        .as_ref()
+                        .map_or(Duration::ZERO, |h| h.header_timeout.min(UPGRADE_IDLE_GRACE)),
+                );
+            } else {
+                f.stop();
+            }
+            mark("HTTP done");
         }
         if let Some(s) = self.server.take() {
             let _ = s.stop();
@@ -225,6 +352,9 @@ impl Pool {
             let _ = c.stop();
         }
         drop(self.metrics.take());
+        mark("servers stopped");
+        shutdown::revoke_lines(&self.inner, expiry.deadline);
+        mark("lines back");
         // Workers running something when told to stop (an HTTP request
         // they serve themselves, a line) have until the shutdown deadline
         // to exit; the others, the stop timeout.
@@ -243,9 +373,11 @@ impl Pool {
             running
         };
         self.inner.shared.notify_all();
+        self.port_interrupter.interrupt();
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
+        mark("threads joined");
         let deadline = Instant::now() + self.inner.opts.stop_timeout;
         let mut t = self.inner.shared.lock();
         // (The table stays locked: the expiry's own kills wait, and these
@@ -266,6 +398,7 @@ impl Pool {
         }
         t.slots.clear();
         drop(t);
+        mark("workers exited");
         let copies =
             std::mem::take(&mut *self.inner.copies.lock().unwrap_or_else(|p| p.into_inner()));
         for c in copies {
@@ -273,9 +406,69 @@ impl Pool {
         }
         expiry.finish();
         let _ = std::fs::remove_dir_all(&self.workdir);
-        self.inner.say("stopped");
+        mark("output copied");
+        self.inner.say(&format!("stopped ({})", phases.join(", ")));
     }
 }
+
+impl Pool {
+    /// Files copies of the HTTP front's and metrics endpoint's listening
+    /// sockets for a successor (the workers' HTTP sockets are the pool's
+    /// own already).
+    fn keep_for_successor(&self) -> Result<(), PoolError> {
+        if self.inner.opts.successor.is_none() {
+            return Ok(());
+        }
+        let copy = |l: &std::net::TcpListener| {
+            l.as_fd().try_clone_to_owned().map_err(|e| PoolError::Io {
+                context: "keeping a listening socket for a successor".into(),
+                source: e,
+            })
+        };
+        let http = self
+            .front
+            .as_ref()
+            .map(|f| {
+                f.listeners()
+                    .iter()
+                    .map(copy)
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .transpose()?
+            .unwrap_or_default();
+        let metrics = self
+            .metrics
+            .as_ref()
+            .map(|m| copy(m.listener()))
+            .transpose()?;
+        self.inner.upgrades.keep(http, metrics);
+        Ok(())
+    }
+}
+
+/// Waits for a hot upgrade's successor to serve.
+#[derive(Debug, Clone)]
+pub struct Upgraded(Arc<Inner>);
+
+impl Upgraded {
+    /// Returns once a successor serves (the pool should then be stopped:
+    /// it drains).
+    pub fn wait(&self) {
+        self.0.upgrades.wait();
+    }
+}
+
+/// The hand-over socket `name` of the pool this one takes over, when it
+/// has one.
+fn predecessor(inherit: &Option<Inheritance>, name: &str) -> Option<PathBuf> {
+    let path = inherit.as_ref()?.dir.join(name);
+    path.exists().then_some(path)
+}
+
+/// How long an HTTP connection idle in keep-alive stays open after an
+/// upgrade (for its client's next request, answered with
+/// `Connection: close`), at most the header timeout.
+const UPGRADE_IDLE_GRACE: Duration = Duration::from_secs(2);
 
 impl Drop for Pool {
     fn drop(&mut self) {

@@ -10,6 +10,8 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
+use shmlink::Deadline;
+
 use crate::inner::Inner;
 use crate::table::{Phase, Slot};
 
@@ -105,4 +107,38 @@ pub(crate) fn cut_off(inner: &Inner, pid: u32) -> String {
         "the pool stopped before worker {pid} answered: the call ran past --shutdown-timeout of {:?} and the worker was killed",
         inner.opts.shutdown_timeout
     )
+}
+
+/// Takes every direct line back before the workers are told to stop: each
+/// lined worker answers the call in hand and gives its line back, and its
+/// client goes on through its session (at an upgrade, the successor's,
+/// which lends it a line of its own). Waits until `deadline` at most; a
+/// line not back by then ends with its worker.
+pub(crate) fn revoke_lines(inner: &Inner, deadline: Instant) {
+    let mut t = inner.shared.lock();
+    for s in &mut t.slots {
+        if s.phase != Phase::Lined || s.revoked.is_some() {
+            continue;
+        }
+        if let (Some(client), Some(hold)) = (s.client.as_mut(), s.line.as_ref()) {
+            if client.revoke_line(hold).is_ok() {
+                s.revoked = Some(Instant::now());
+            }
+        }
+    }
+    for s in &mut t.slots {
+        if s.phase != Phase::Lined {
+            continue;
+        }
+        let (Some(client), Some(hold)) = (s.client.as_mut(), s.line.as_ref()) else {
+            continue;
+        };
+        if let Ok(Some(served)) = client.line_returned(hold, &mut Deadline::At(deadline)) {
+            inner.shared.count_line_calls(served);
+            s.calls += served;
+            s.line = None;
+            s.revoked = None;
+            s.set(Phase::Idle);
+        }
+    }
 }

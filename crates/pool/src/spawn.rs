@@ -36,6 +36,8 @@ pub(crate) fn start(
     cmd.args(args)
         .env(WORKER_ENV, port)
         .env(WORKER_WAIT_ENV, wait.to_string())
+        .env_remove(crate::heritage::DIR_ENV)
+        .env_remove(crate::heritage::HANDED_ENV)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

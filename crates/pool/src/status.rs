@@ -36,6 +36,11 @@ impl WorkerStatus {
 /// The pool.
 #[derive(Debug, Clone, Serialize)]
 pub struct Status {
+    /// The pool's process id (a successor's after a hot upgrade).
+    pub pid: u32,
+    /// How the last hot upgrade went, if any: `under way: ...`,
+    /// `done: ...` or `failed: ...` with why.
+    pub upgrade: Option<String>,
     /// Workers the pool keeps running.
     pub target: usize,
     /// Every worker process, in start order.
@@ -80,6 +85,9 @@ impl Status {
             self.reloads,
             self.uptime_s
         );
+        if let Some(u) = &self.upgrade {
+            out.push_str(&format!("pid {}; last upgrade: {u}\n", self.pid));
+        }
         if self.failed_starts > 0 {
             out.push_str(&format!(
                 "starts failing: {} in a row, next in {} ms; last: {}\n",

@@ -320,6 +320,31 @@ impl Shared {
         self.table.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Waits until `n` workers serve (connected, not stopping), up to
+    /// `deadline`; whether they do.
+    pub(crate) fn wait_serving(&self, n: usize, deadline: Instant) -> bool {
+        let mut t = self.lock();
+        loop {
+            let serving = t
+                .slots
+                .iter()
+                .filter(|s| !matches!(s.phase, Phase::Starting | Phase::Stopping))
+                .count();
+            if serving >= n {
+                return true;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            t = self
+                .changed
+                .wait_timeout(t, left)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+
     /// Wakes the supervisor and every waiting caller: something changed.
     pub(crate) fn notify_all(&self) {
         self.changed.notify_all();

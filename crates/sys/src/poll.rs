@@ -49,6 +49,44 @@ fn poll_one(fd: BorrowedFd<'_>, want: PollFlags, deadline: Option<Instant>) -> i
     }
 }
 
+/// Waits until either descriptor is readable (or hung up), up to
+/// `deadline`: which (0 or 1; the first when both are), or `None` when the
+/// deadline passed first. One of them is meant to be an eventfd rung to
+/// end the wait early.
+///
+/// # Errors
+/// Fails when `poll` itself fails.
+pub fn either_readable(
+    a: impl AsFd,
+    b: impl AsFd,
+    deadline: Option<Instant>,
+) -> io::Result<Option<usize>> {
+    loop {
+        let timeout = deadline.map(|d| to_timespec(d.saturating_duration_since(Instant::now())));
+        let mut fds = [
+            PollFd::from_borrowed_fd(a.as_fd(), PollFlags::IN),
+            PollFd::from_borrowed_fd(b.as_fd(), PollFlags::IN),
+        ];
+        match poll(&mut fds, timeout.as_ref()) {
+            Ok(0) => return Ok(None),
+            Ok(_) => {
+                if !fds[0].revents().is_empty() {
+                    return Ok(Some(0));
+                }
+                if !fds[1].revents().is_empty() {
+                    return Ok(Some(1));
+                }
+            }
+            Err(Errno::INTR) => {
+                if deadline.is_some_and(|d| Instant::now() >= d) {
+                    return Ok(None);
+                }
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
 /// Waits until `fd` is readable (or at end of stream), up to `deadline`.
 ///
 /// # Errors

@@ -100,11 +100,9 @@ fn hand(
             ask.version_max
         )));
     };
-    if sh.opts.lines {
-        return Err(refuse(format!(
-            "server at {name} lends direct lines; handing lines over is not built yet"
-        )));
-    }
+    // Direct lines lent stay with this server's handler (their far ends
+    // are its workers): it takes them back after; the clients ask the
+    // successor for new ones (docs/protocol.md, "Hand-over").
     sh.handing.begin();
     let stopped = Instant::now();
     for (_, e) in sh.registry.snapshot() {

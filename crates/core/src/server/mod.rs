@@ -42,7 +42,7 @@ use crate::options::ServerOptions;
 
 pub use answer::Answer;
 pub use handler::{BatchAnswer, Handler, InPlace, WithFds};
-pub use port::{AcceptedWorker, WorkerPort};
+pub use port::{AcceptedWorker, PortInterrupter, WorkerPort};
 pub use shared::StopHandle;
 pub use stats::Stats;
 
@@ -195,6 +195,12 @@ impl RunningServer {
     /// A stop handle.
     pub fn stop_handle(&self) -> StopHandle {
         self.stop.clone()
+    }
+
+    /// Whether a successor took the listeners and sessions (see
+    /// [`StopHandle::handed_over`]).
+    pub fn handed_over(&self) -> bool {
+        self.stop.handed_over()
     }
 
     /// Stops gracefully and waits for the server thread.

@@ -259,6 +259,9 @@ impl Monitor {
         }
         let took = handover::give(&self.shared, &self.listeners, &conn);
         if took {
+            self.shared
+                .handed
+                .store(true, std::sync::atomic::Ordering::Release);
             drop(lock(&self.handover).take());
         }
         drop(conn);

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use shmlink_sys::eventfd::EventFd;
-use shmlink_sys::poll::{self, Ready};
+use shmlink_sys::poll;
 
 use super::admit;
 use super::conn::HelloBuf;
@@ -31,6 +31,18 @@ pub struct AcceptedWorker {
     pub pid: Option<u32>,
 }
 
+/// Ends a [`WorkerPort::accept`] wait early (see
+/// [`WorkerPort::interrupter`]).
+#[derive(Debug, Clone)]
+pub struct PortInterrupter(Arc<EventFd>);
+
+impl PortInterrupter {
+    /// The current or next `accept` wait returns `None` at once.
+    pub fn interrupt(&self) {
+        self.0.signal();
+    }
+}
+
 /// An address workers connect to.
 ///
 /// # Examples
@@ -45,6 +57,8 @@ pub struct AcceptedWorker {
 #[derive(Debug)]
 pub struct WorkerPort {
     listener: Listener,
+    /// Rung by [`PortInterrupter::interrupt`].
+    interrupt: Arc<EventFd>,
     shared: Arc<Shared>,
     calls: ClientOptions,
 }
@@ -78,6 +92,7 @@ impl WorkerPort {
         };
         let shared = Shared::new(Mode::TakeWorkers, options, registry, wake_evt, segments);
         Ok(WorkerPort {
+            interrupt: Arc::new(EventFd::new().map_err(|e| io_err("eventfd", e))?),
             listener,
             shared: Arc::new(shared),
             calls,
@@ -87,6 +102,12 @@ impl WorkerPort {
     /// The bound address.
     pub fn address(&self) -> &Address {
         self.listener.address()
+    }
+
+    /// A handle that makes a wait in [`WorkerPort::accept`] return `None`
+    /// at once, from another thread (a supervisor stopping).
+    pub fn interrupter(&self) -> PortInterrupter {
+        PortInterrupter(Arc::clone(&self.interrupt))
     }
 
     /// Waits up to `timeout` for a worker to connect and completes its
@@ -99,10 +120,15 @@ impl WorkerPort {
     pub fn accept(&self, timeout: Duration) -> Result<Option<AcceptedWorker>> {
         let deadline = Instant::now() + timeout;
         loop {
-            let ready = poll::readable(&self.listener, Some(deadline))
+            let ready = poll::either_readable(&self.listener, &*self.interrupt, Some(deadline))
                 .map_err(|e| Error::io("waiting for workers", e))?;
-            if ready == Ready::TimedOut {
-                return Ok(None);
+            match ready {
+                Some(0) => {}
+                Some(_) => {
+                    self.interrupt.clear();
+                    return Ok(None);
+                }
+                None => return Ok(None),
             }
             let conn = match self.listener.accept() {
                 Ok(c) => c,

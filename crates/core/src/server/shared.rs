@@ -55,6 +55,8 @@ pub(crate) struct Shared {
     pub(crate) started: std::time::Instant,
     /// Where the monitor and the sessions meet during a hand-over.
     pub(crate) handing: Handing,
+    /// Set when a successor took the listeners and sessions.
+    pub(crate) handed: std::sync::atomic::AtomicBool,
 }
 
 /// Descriptors left for everything but sessions (listeners, epoll, the
@@ -100,6 +102,7 @@ impl Shared {
             shm_bytes: Arc::new(AtomicU64::new(0)),
             started: std::time::Instant::now(),
             handing: Handing::default(),
+            handed: std::sync::atomic::AtomicBool::new(false),
             fd_limit: shmlink_sys::process::descriptor_limit()
                 .0
                 .unwrap_or(u64::MAX),
@@ -235,5 +238,12 @@ impl StopHandle {
     /// Whether stop was requested.
     pub fn is_stopping(&self) -> bool {
         self.0.stopping()
+    }
+
+    /// Whether a successor took the server's listeners and sessions
+    /// ([`ServerOptions::handover`](crate::ServerOptions::handover)): the
+    /// server stopped, and its socket files are the successor's.
+    pub fn handed_over(&self) -> bool {
+        self.0.handed.load(std::sync::atomic::Ordering::Acquire)
     }
 }

@@ -5,10 +5,11 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
+
+use shmlink_sys::eventfd::EventFd;
 
 use crate::error::PoolError;
 
@@ -26,7 +27,8 @@ pub(crate) type Render = Box<dyn Fn() -> prometheus::Result<String> + Send>;
 #[derive(Debug)]
 pub(crate) struct Endpoint {
     addr: SocketAddr,
-    stop: Arc<AtomicBool>,
+    listener: TcpListener,
+    stop: Arc<EventFd>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -40,30 +42,41 @@ impl Endpoint {
             context: format!("binding the metrics endpoint {addr}"),
             source: e,
         })?;
-        let bound = listener.local_addr().map_err(|e| PoolError::Io {
-            context: format!("reading the metrics endpoint's address {addr}"),
-            source: e,
-        })?;
-        let stop = Arc::new(AtomicBool::new(false));
-        let stopping = Arc::clone(&stop);
+        Self::start_on(listener, render)
+    }
+
+    /// Serves on `listener`, already bound (a predecessor's, at an
+    /// upgrade). The socket is made non-blocking: a predecessor and its
+    /// successor may accept on it at once, and the one that loses the race
+    /// must not block in `accept`.
+    ///
+    /// # Errors
+    /// The socket's address or mode, or the thread not started.
+    pub(crate) fn start_on(listener: TcpListener, render: Render) -> Result<Endpoint, PoolError> {
+        let io = |context: &str| {
+            let context = context.to_string();
+            move |source| PoolError::Io { context, source }
+        };
+        let bound = listener
+            .local_addr()
+            .map_err(io("reading the metrics endpoint's address"))?;
+        listener
+            .set_nonblocking(true)
+            .map_err(io("making the metrics listener non-blocking"))?;
+        let stop = Arc::new(EventFd::new().map_err(io("making the metrics endpoint's waker"))?);
+        let (stopping, mine) = (
+            Arc::clone(&stop),
+            listener
+                .try_clone()
+                .map_err(io("sharing the metrics listener"))?,
+        );
         let thread = std::thread::Builder::new()
             .name("shmlink-pool-metrics".into())
-            .spawn(move || {
-                for conn in listener.incoming() {
-                    if stopping.load(Ordering::Acquire) {
-                        return;
-                    }
-                    if let Ok(c) = conn {
-                        let _ = answer(c, &render);
-                    }
-                }
-            })
-            .map_err(|e| PoolError::Io {
-                context: "starting the metrics thread".into(),
-                source: e,
-            })?;
+            .spawn(move || serve(&mine, &stopping, &render))
+            .map_err(io("starting the metrics thread"))?;
         Ok(Endpoint {
             addr: bound,
+            listener,
             stop,
             thread: Some(thread),
         })
@@ -73,15 +86,36 @@ impl Endpoint {
     pub(crate) fn addr(&self) -> SocketAddr {
         self.addr
     }
+
+    /// Its listening socket (to hand down at an upgrade).
+    pub(crate) fn listener(&self) -> &TcpListener {
+        &self.listener
+    }
 }
 
 impl Drop for Endpoint {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Release);
-        // Wakes the accept: the thread sees the flag and returns.
-        let _ = TcpStream::connect(self.addr);
+        self.stop.signal();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
+        }
+    }
+}
+
+/// Answers connections until `stop` rings.
+fn serve(listener: &TcpListener, stop: &EventFd, render: &Render) {
+    loop {
+        match shmlink_sys::poll::either_readable(stop, listener, None) {
+            Ok(Some(1)) => {}
+            _ => return,
+        }
+        // Another process sharing the listener may have taken it: EAGAIN.
+        let Ok((fd, _)) = shmlink_sys::net::accept_tcp(listener) else {
+            continue;
+        };
+        let c = TcpStream::from(fd);
+        if c.set_nonblocking(false).is_ok() {
+            let _ = answer(c, render);
         }
     }
 }

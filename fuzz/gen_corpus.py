@@ -248,6 +248,10 @@ SEEDS = {
         + (1 << 20).to_bytes(8, "little") + (1 << 20).to_bytes(4, "little") + (1 << 20).to_bytes(4, "little")
         + (1).to_bytes(4, "little") + (3).to_bytes(4, "little") + bytes(4) + (41).to_bytes(4, "little")
         + (3).to_bytes(4, "little") + bytes(4),
+        "stream_session": bytes([3]) + (8).to_bytes(8, "little") + (0x11).to_bytes(8, "little")
+        + (1 << 20).to_bytes(8, "little") + bytes(8)
+        + (2).to_bytes(4, "little") + (1).to_bytes(4, "little") + (1).to_bytes(2, "little") + bytes(2)
+        + bytes(8) + (30).to_bytes(4, "little"),
         "refusal": bytes([4]) + b"SLHONO\0\0" + (9).to_bytes(4, "little") + bytes(4) + b"not today",
     },
     # The 16-byte record: "SLFD", count, call id.

@@ -11,7 +11,7 @@
 use libfuzzer_sys::fuzz_target;
 use shmlink_wire::handover::{
     decode_refusal, Ask, ListenerRecord, Offer, SessionRecord, LISTENER_LEN, MAX_HANDOVER_TEXT,
-    REFUSAL_LEN,
+    MAX_READ_AHEAD, REFUSAL_LEN, SESSION_STREAM,
 };
 
 fuzz_target!(|data: &[u8]| {
@@ -41,6 +41,13 @@ fuzz_target!(|data: &[u8]| {
             if let Ok(r) = SessionRecord::decode(b, 2, 9) {
                 assert_eq!(&r.encode()[..], b);
                 assert!(r.id > 0 && r.id < 9 && r.listener < 2);
+                // A stream session carries its socket alone, no rings, and
+                // at most MAX_READ_AHEAD bytes after it; another none.
+                if r.flags & SESSION_STREAM != 0 {
+                    assert!(r.fds() == 1 && r.ring_c2s == 0 && r.read_ahead <= MAX_READ_AHEAD);
+                } else {
+                    assert_eq!(r.read_ahead, 0);
+                }
             }
         }
         _ => {

@@ -173,7 +173,9 @@ pub(crate) fn run(args: &UpgradeBenchArgs) -> anyhow::Result<()> {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let result = measure(args, &exe, &dir);
-    let _ = std::fs::remove_dir_all(&dir);
+    if std::env::var_os("SHMLINK_BENCH_KEEP").is_none() {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
     result
 }
 

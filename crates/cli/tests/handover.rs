@@ -161,7 +161,7 @@ fn exits_within(child: &mut Child, limit: Duration) -> std::process::ExitStatus 
 }
 
 #[test]
-fn successors_take_live_shm_sessions_over_and_no_call_fails() {
+fn successors_take_live_sessions_over_and_no_call_fails() {
     let dir = TempDir::new("handover");
     let handover = dir.path().join("h.sock");
     let h = handover.to_str().expect("utf-8 path");
@@ -169,7 +169,15 @@ fn successors_take_live_shm_sessions_over_and_no_call_fails() {
     let shm = old.address("shm:").to_string();
     let unix = old.address("unix:").to_string();
     let tcp = old.address("tcp:").to_string();
-    let callers = [Caller::start(&shm, false), Caller::start(&shm, true)];
+    // Every kind of session is handed: shm: ones and stream ones (unix:,
+    // tcp:, pipelined too), none reconnects, no call fails.
+    let callers = [
+        Caller::start(&shm, false),
+        Caller::start(&shm, true),
+        Caller::start(&unix, false),
+        Caller::start(&unix, true),
+        Caller::start(&tcp, false),
+    ];
     for c in &callers {
         c.wait_calls(200);
     }

@@ -157,6 +157,12 @@ impl Session {
         }
     }
 
+    /// Whether it stands between messages, nothing of the next one taken
+    /// in (where a hand-over may stop it).
+    pub(crate) fn at_boundary(&self) -> bool {
+        !self.asm.in_progress() && self.drained.is_empty()
+    }
+
     /// Serves on after a wait that a hand-over ended, between messages,
     /// when the hand-over did not happen: the link is intact, only the
     /// session's note that it was closed goes.

@@ -15,6 +15,7 @@ use std::thread;
 
 use shmlink::wire::handover::{
     encode_refusal, is_refusal, ListenerKind, ListenerRecord, Offer, SessionRecord, ASK_LEN, END,
+    SESSION_STREAM,
 };
 use shmlink::{Server, ServerOptions};
 use support::TempDir;
@@ -57,8 +58,12 @@ fn take_over(path: &Path) -> String {
 }
 
 fn offer(listeners: u16, sessions: u32) -> [u8; 32] {
+    offer_of(1, listeners, sessions)
+}
+
+fn offer_of(version: u16, listeners: u16, sessions: u32) -> [u8; 32] {
     Offer {
-        version: 1,
+        version,
         listeners,
         sessions,
         next_session: 5,
@@ -148,6 +153,7 @@ fn descriptors_of_the_wrong_kind_are_refused() {
             flags: 0,
             listener: 0,
             epochs: (0, 0),
+            read_ahead: 0,
         };
         send(s, &session.encode(), &[&OwnedFd::from(ctrl), &r]);
         send(s, &END, &[]);
@@ -157,4 +163,82 @@ fn descriptors_of_the_wrong_kind_are_refused() {
     let answer = f.join().expect("fake");
     assert!(is_refusal(&answer), "the successor answered {answer:02x?}");
     assert!(String::from_utf8_lossy(&answer).contains("session 1"));
+}
+
+/// A stream session record (version 2) whose one descriptor is `fd`, with
+/// `read_ahead` bytes after it, offered through a real `unix:` listener.
+fn stream_offer(
+    dir: &Path,
+    path: &Path,
+    version: u16,
+    fd: OwnedFd,
+    read_ahead: &'static [u8],
+) -> thread::JoinHandle<Vec<u8>> {
+    let real = dir.join(format!("u{version}-{}.sock", read_ahead.len()));
+    let listener = UnixListener::bind(&real).expect("bind a listener");
+    let address = format!("unix:{}", real.display());
+    fake(path, move |s| {
+        (&*s).write_all(&offer_of(version, 1, 1)).expect("offer");
+        let rec = ListenerRecord {
+            kind: ListenerKind::Unix,
+            address,
+        };
+        send(s, &rec.encode(), &[&OwnedFd::from(listener)]);
+        let session = SessionRecord {
+            id: 1,
+            caps: 1,
+            peer_max: 1 << 20,
+            ring_c2s: 0,
+            ring_s2c: 0,
+            flags: SESSION_STREAM,
+            listener: 0,
+            epochs: (0, 0),
+            read_ahead: read_ahead.len() as u32,
+        };
+        send(s, &session.encode(), &[&fd]);
+        (&*s).write_all(read_ahead).expect("read ahead");
+        send(s, &END, &[]);
+    })
+}
+
+#[test]
+fn stream_sessions_of_the_wrong_kind_or_version_are_refused() {
+    let dir = TempDir::new("handover-streams");
+    let path: PathBuf = dir.join("h.sock");
+    // A stream session in an offer of version 1 (which has none).
+    let (sock, _peer) = UnixStream::pair().expect("pair");
+    let f = stream_offer(dir.path(), &path, 1, sock.into(), b"");
+    let e = take_over(&path);
+    assert!(e.contains("stream session in an offer of version 1"), "{e}");
+    f.join().expect("fake");
+    std::fs::remove_file(&path).expect("rm");
+
+    // A pipe where the session's connected socket should be; bytes read
+    // ahead come along and are read past.
+    let (r, _w) = pipe();
+    let f = stream_offer(dir.path(), &path, 2, r, b"0123456789");
+    let e = take_over(&path);
+    assert!(
+        e.contains("session 1") && e.contains("not a connected Unix stream socket"),
+        "{e}"
+    );
+    let answer = f.join().expect("fake");
+    assert!(is_refusal(&answer), "the successor answered {answer:02x?}");
+    std::fs::remove_file(&path).expect("rm");
+
+    // A listening socket is not a connected one either.
+    let other = UnixListener::bind(dir.join("other.sock")).expect("bind");
+    let f = stream_offer(dir.path(), &path, 2, other.into(), b"");
+    let e = take_over(&path);
+    assert!(e.contains("not a connected Unix stream socket"), "{e}");
+    f.join().expect("fake");
+    std::fs::remove_file(&path).expect("rm");
+
+    // A TCP socket where a Unix one should be.
+    let tcp = std::net::TcpListener::bind("127.0.0.1:0").expect("tcp");
+    let conn = std::net::TcpStream::connect(tcp.local_addr().expect("addr")).expect("connect");
+    let f = stream_offer(dir.path(), &path, 2, conn.into(), b"x");
+    let e = take_over(&path);
+    assert!(e.contains("a Tcp socket, not a connected Unix"), "{e}");
+    f.join().expect("fake");
 }

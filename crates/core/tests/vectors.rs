@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use serde_json::{json, Map, Value};
 use shmlink::wire::handover::{
     decode_refusal, encode_refusal, Ask, ListenerKind, ListenerRecord, Offer, SessionRecord, END,
-    SESSION_BELL, TOOK,
+    SESSION_BELL, SESSION_STREAM, TOOK,
 };
 use shmlink::wire::{
     encode_release, Descriptor, FrameHeader, Hello, Kind, LineBody, LineOp, Report, ReportSession,
@@ -725,7 +725,8 @@ fn reports() -> Vec<Value> {
 fn session_fields(r: &SessionRecord) -> Value {
     json!({"kind": "session", "id": n(r.id), "caps": n(r.caps), "peer_max": n(r.peer_max),
            "ring_c2s": r.ring_c2s, "ring_s2c": r.ring_s2c, "flags": r.flags, "fds": r.fds(),
-           "listener": r.listener, "recv_epoch": r.epochs.0, "send_epoch": r.epochs.1})
+           "listener": r.listener, "recv_epoch": r.epochs.0, "send_epoch": r.epochs.1,
+           "read_ahead": r.read_ahead})
 }
 
 /// The hand-over's messages (docs/protocol.md, "Hand-over"). A session
@@ -751,17 +752,39 @@ fn handovers() -> Vec<Value> {
         flags: SESSION_BELL,
         listener: 0,
         epochs: (41, 3),
+        read_ahead: 0,
+    };
+    let stream = SessionRecord {
+        id: 8,
+        caps: 0x11,
+        peer_max: 1 << 20,
+        ring_c2s: 0,
+        ring_s2c: 0,
+        flags: SESSION_STREAM,
+        listener: 1,
+        epochs: (0, 0),
+        read_ahead: 30,
     };
     let mut out = vec![
         valid(
-            "ask: versions 1 to 1",
+            "ask: versions 1 to 2",
             &ask.encode(),
-            json!({"kind": "ask", "version_min": 1, "version_max": 1}),
+            json!({"kind": "ask", "version_min": 1, "version_max": 2}),
         ),
         valid(
             "offer: version 1, 2 listeners, 1 session, next session 9",
             &offer.encode(),
             json!({"kind": "offer", "version": 1, "listeners": 2, "sessions": 1, "next_session": 9}),
+        ),
+        valid(
+            "offer: version 2, 2 listeners, 2 sessions, next session 9",
+            &Offer {
+                version: 2,
+                sessions: 2,
+                ..offer
+            }
+            .encode(),
+            json!({"kind": "offer", "version": 2, "listeners": 2, "sessions": 2, "next_session": 9}),
         ),
         valid(
             "listener record: shm:/run/a.sock (its socket with the first byte)",
@@ -772,6 +795,11 @@ fn handovers() -> Vec<Value> {
             "session record: id 7, 1 MiB rings, a bell, epochs 41 and 3 (3 descriptors)",
             &session.encode(),
             session_fields(&session),
+        ),
+        valid(
+            "session record (version 2): stream session 8 of listener 1, its socket, 30 bytes read ahead after it",
+            &stream.encode(),
+            session_fields(&stream),
         ),
         valid("end", &END, json!({"kind": "end"})),
         valid("took", &TOOK, json!({"kind": "took"})),
@@ -786,11 +814,11 @@ fn handovers() -> Vec<Value> {
         x[i] = v;
         x
     };
-    let bad: [(&str, Vec<u8>, &str); 5] = [
+    let bad: [(&str, Vec<u8>, &str); 7] = [
         (
-            "ask: versions 2 to 1",
-            with(&ask.encode(), 8, 2),
-            "versions 2 to 1",
+            "ask: versions 3 to 2",
+            with(&ask.encode(), 8, 3),
+            "versions 3 to 2",
         ),
         (
             "offer: no listener",
@@ -809,8 +837,18 @@ fn handovers() -> Vec<Value> {
         ),
         (
             "session record: reserved byte set",
-            with(&session.encode(), 53, 1),
+            with(&session.encode(), 42, 1),
             "reserved",
+        ),
+        (
+            "session record: bytes read ahead on an shm: session",
+            with(&session.encode(), 53, 1),
+            "read ahead",
+        ),
+        (
+            "session record: a stream session with a ring",
+            with(&stream.encode(), 26, 1),
+            "rings",
         ),
     ];
     out.extend(bad.iter().map(|(name, b, says)| invalid(name, b, says)));

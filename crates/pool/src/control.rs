@@ -48,7 +48,7 @@ impl Handler for Control {
                     CODE_UNKNOWN_COMMAND,
                     format!(
                         "unknown command {:?} (known: status, status-json, reload, upgrade)",
-                        String::from_utf8_lossy(other)
+                        String::from_utf8_lossy(&other[..other.len().min(64)])
                     ),
                 ))
             }

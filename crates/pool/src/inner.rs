@@ -12,7 +12,7 @@ use shmlink::Log;
 use crate::options::PoolOptions;
 use crate::status::{Status, WorkerStatus};
 use crate::table::{Phase, Shared};
-use crate::{http_workers, metrics, restart, upgrade};
+use crate::{http_workers, metrics, restart, succession};
 
 /// What the pool's threads share.
 #[derive(Debug)]
@@ -40,7 +40,7 @@ pub(crate) struct Inner {
     /// What `--metrics` shows.
     pub(crate) metrics: metrics::Metrics,
     /// Hot upgrades to a successor process.
-    pub(crate) upgrades: upgrade::Upgrades,
+    pub(crate) upgrades: succession::Upgrades,
 }
 
 impl Inner {

@@ -41,6 +41,7 @@ mod restart;
 mod shutdown;
 mod spawn;
 mod status;
+mod succession;
 mod supervise;
 mod table;
 mod upgrade;

@@ -17,7 +17,9 @@ use crate::inner::{reload, Inner};
 use crate::options::{HttpMode, PoolOptions};
 use crate::status::Status;
 use crate::table::{Phase, Shared};
-use crate::{control, dispatch, http, http_workers, metrics, shutdown, supervise, upgrade};
+use crate::{
+    control, dispatch, http, http_workers, metrics, shutdown, succession, supervise, upgrade,
+};
 
 /// A running pool.
 #[derive(Debug)]
@@ -124,7 +126,7 @@ impl Pool {
             http_workers,
             metrics: metrics::Metrics::new()
                 .map_err(|e| PoolError::Options(format!("cannot make the pool's metrics: {e}")))?,
-            upgrades: upgrade::Upgrades::new(workdir.clone()),
+            upgrades: succession::Upgrades::new(workdir.clone()),
         });
         inner.shared.lock().target = opts.workers;
         let mut threads = Vec::new();
@@ -229,21 +231,43 @@ impl Pool {
             });
         }
         let control = control_path(&opts);
-        if let Some(path) = control {
+        let copts = ServerOptions {
+            handover: handover(heritage::CONTROL_SOCKET),
+            ..ServerOptions::default()
+        };
+        let mut control_later = None;
+        if let Some(path) = &control {
             let addr = format!("unix:{}", path.display());
-            let copts = ServerOptions {
-                handover: handover(heritage::CONTROL_SOCKET),
-                ..ServerOptions::default()
-            };
             let server = match predecessor(&inherit, heritage::CONTROL_SOCKET) {
-                Some(path) => Server::take_over(path, copts)?,
-                None => Server::bind(&[addr.as_str()], copts)?,
+                // The clients are this pool's already: a control socket
+                // that cannot be taken (a session the old one cannot hand)
+                // must not undo that. It is bound again once the old pool
+                // has stopped and removed it.
+                Some(h) => Server::take_over(h, copts.clone())
+                    .map_err(|e| {
+                        inner.say(&format!(
+                            "taking the control socket over failed ({e}); binding {} again once the \
+                             old pool has stopped",
+                            path.display()
+                        ));
+                        control_later = Some(addr.clone());
+                    })
+                    .ok(),
+                None => Some(Server::bind(&[addr.as_str()], copts.clone())?),
             };
-            pool.control = Some(server.spawn(control::Control::new(Arc::clone(&inner)))?);
+            if let Some(server) = server {
+                pool.control = Some(server.spawn(control::Control::new(Arc::clone(&inner)))?);
+            }
         }
         pool.keep_for_successor()?;
         if let Some(i) = inherit {
             i.serving()?;
+        }
+        if let Some(addr) = control_later {
+            pool.control = Some(
+                bind_when_free(&addr, copts, opts.shutdown_timeout + opts.stop_timeout)?
+                    .spawn(control::Control::new(Arc::clone(&inner)))?,
+            );
         }
         inner.say(&format!(
             "listening on {}; {} workers of {:?}",
@@ -455,6 +479,19 @@ impl Upgraded {
     /// it drains).
     pub fn wait(&self) {
         self.0.upgrades.wait();
+    }
+}
+
+/// Binds `addr` once the server listening there has gone (a predecessor
+/// stopping after an upgrade), trying every 20 ms for up to `within`.
+fn bind_when_free(addr: &str, opts: ServerOptions, within: Duration) -> Result<Server, PoolError> {
+    let deadline = Instant::now() + within + Duration::from_secs(5);
+    loop {
+        match Server::bind(&[addr], opts.clone()) {
+            Ok(s) => return Ok(s),
+            Err(e) if Instant::now() >= deadline => return Err(e.into()),
+            Err(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
     }
 }
 

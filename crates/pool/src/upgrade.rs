@@ -10,11 +10,10 @@
 //! still running, and this pool serves on.
 
 use std::io::Read;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::net::UnixStream;
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::heritage::{Numbers, DIR_ENV, HANDED_ENV};
@@ -23,80 +22,6 @@ use crate::inner::Inner;
 /// What the successor gets beyond its start timeout to say it serves
 /// (its own start, the two hand-overs).
 const GRACE: Duration = Duration::from_secs(15);
-
-/// The upgrades of one pool.
-#[derive(Debug)]
-pub(crate) struct Upgrades {
-    state: Mutex<State>,
-    changed: Condvar,
-    /// The pool's private directory (its hand-over sockets are there).
-    dir: PathBuf,
-}
-
-#[derive(Debug, Default)]
-struct State {
-    /// The successor being started, and when.
-    running: Option<(u32, Instant)>,
-    /// How the last upgrade went.
-    outcome: Option<String>,
-    /// A successor serves: this pool is to stop.
-    upgraded: bool,
-    /// Copies of the HTTP front's and the metrics endpoint's listening
-    /// sockets, to hand down.
-    http: Vec<OwnedFd>,
-    metrics: Option<OwnedFd>,
-}
-
-impl Upgrades {
-    pub(crate) fn new(dir: PathBuf) -> Upgrades {
-        Upgrades {
-            state: Mutex::new(State::default()),
-            changed: Condvar::new(),
-            dir,
-        }
-    }
-
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Files the listening sockets a successor is started with.
-    pub(crate) fn keep(&self, http: Vec<OwnedFd>, metrics: Option<OwnedFd>) {
-        let mut s = self.lock();
-        s.http = http;
-        s.metrics = metrics;
-    }
-
-    /// Lets the copies of the listening sockets go (at the stop: the
-    /// ports must close with the pool).
-    pub(crate) fn forget(&self) {
-        let mut s = self.lock();
-        s.http.clear();
-        s.metrics = None;
-    }
-
-    /// How the last upgrade went (`shmlink pool status`).
-    pub(crate) fn outcome(&self) -> Option<String> {
-        let s = self.lock();
-        match s.running {
-            Some((pid, _)) => Some(format!("under way: successor pid {pid} starting")),
-            None => s.outcome.clone(),
-        }
-    }
-
-    /// Whether a successor serves (the pool stops draining, not at once).
-    pub(crate) fn upgraded(&self) -> bool {
-        self.lock().upgraded
-    }
-
-    /// Waits until a successor serves.
-    pub(crate) fn wait(&self) {
-        let mut s = self.lock();
-        while !s.upgraded {
-            s = self.changed.wait(s).unwrap_or_else(|p| p.into_inner());
-        }
-    }
-}
 
 /// Starts an upgrade: the successor's pid, or why none started.
 ///

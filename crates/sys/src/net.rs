@@ -128,3 +128,33 @@ mod tests {
         assert_eq!(e.kind(), io::ErrorKind::BrokenPipe);
     }
 }
+
+/// What kind of connected stream socket a descriptor is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamKind {
+    /// A Unix stream socket.
+    Unix,
+    /// A TCP socket (IPv4 or IPv6).
+    Tcp,
+}
+
+/// The kind of connected stream socket `fd` is, or `None` when it is
+/// anything else: not a socket, not a stream, listening, or not connected.
+/// `getsockopt(2)` (`SO_TYPE`, `SO_DOMAIN`, `SO_ACCEPTCONN`) and
+/// `getpeername(2)`; every error reads as "not one".
+pub fn connected_stream_kind(fd: impl AsFd) -> Option<StreamKind> {
+    use rustix::net::{sockopt, AddressFamily, SocketType};
+    let fd = fd.as_fd();
+    if sockopt::socket_type(fd).ok()? != SocketType::STREAM
+        || sockopt::socket_acceptconn(fd).ok()?
+    {
+        return None;
+    }
+    let kind = match sockopt::socket_domain(fd).ok()? {
+        AddressFamily::UNIX => StreamKind::Unix,
+        AddressFamily::INET | AddressFamily::INET6 => StreamKind::Tcp,
+        _ => return None,
+    };
+    rustix::net::getpeername(fd).ok()?;
+    Some(kind)
+}

@@ -1,5 +1,5 @@
 //! The hand-over (docs/protocol.md, "Hand-over"): a running server passes
-//! its listening sockets and its live `shm:` sessions to a successor
+//! its listening sockets and its live sessions to a successor
 //! process over a Unix socket, with the descriptors in `SCM_RIGHTS`.
 //!
 //! ```text
@@ -7,7 +7,8 @@
 //! server -> successor   Offer     "SLHOOFFR", version u16, listeners u16, sessions u32,
 //!                                 next_session u64, reserved u64          (32 bytes)
 //!                       listeners × (ListenerRecord, 8 bytes + address; 1 descriptor)
-//!                       sessions  × (SessionRecord, 56 bytes; its descriptors)
+//!                       sessions  × (SessionRecord, 56 bytes; its descriptors;
+//!                                    a stream session's bytes read ahead after it)
 //!                       End       "SLHOEND\0"
 //!                   or  Refusal   "SLHONO\0\0", text_len u32, reserved u32, text
 //! successor -> server   Took      "SLHOTOOK"
@@ -22,7 +23,7 @@ use crate::le::{u16_at, u32_at, u64_at};
 /// Versions of the hand-over this build speaks.
 pub const HANDOVER_MIN: u16 = 1;
 /// See [`HANDOVER_MIN`].
-pub const HANDOVER_MAX: u16 = 1;
+pub const HANDOVER_MAX: u16 = 2;
 /// Length of an [`Ask`].
 pub const ASK_LEN: usize = 16;
 /// Length of an [`Offer`] header.
@@ -285,6 +286,14 @@ impl ListenerRecord {
 
 /// Flag of a [`SessionRecord`]: the client's bell (an eventfd) comes third.
 pub const SESSION_BELL: u32 = 1;
+/// Flag of a [`SessionRecord`]: a stream session (version 2 on): its
+/// socket is its one descriptor, it has no rings, and the bytes the server
+/// had read from the socket and not yet parsed (`read_ahead` of them)
+/// follow the record.
+pub const SESSION_STREAM: u32 = 2;
+/// Most bytes read ahead a stream session's record carries (a frame's
+/// header and its largest chunk, and more).
+pub const MAX_READ_AHEAD: u32 = 1 << 21;
 
 /// One live `shm:` session: its agreed terms; its control socket and
 /// memfd (and its bell, with [`SESSION_BELL`]) travel with the record's
@@ -301,7 +310,7 @@ pub struct SessionRecord {
     pub ring_c2s: u32,
     /// See `ring_c2s`.
     pub ring_s2c: u32,
-    /// [`SESSION_BELL`] or 0.
+    /// [`SESSION_BELL`], [`SESSION_STREAM`] or 0.
     pub flags: u32,
     /// Which listener (by its index in the offer) the session came through.
     pub listener: u16,
@@ -310,11 +319,17 @@ pub struct SessionRecord {
     /// ring: the successor goes on after them (the client remembers the
     /// epoch it woke last; one announced again would never be woken).
     pub epochs: (u32, u32),
+    /// A stream session's bytes read ahead (they follow the record); 0
+    /// for an `shm:` one.
+    pub read_ahead: u32,
 }
 
 impl SessionRecord {
     /// Descriptors that come with it.
     pub fn fds(&self) -> usize {
+        if self.flags & SESSION_STREAM != 0 {
+            return 1;
+        }
         2 + usize::from(self.flags & SESSION_BELL != 0)
     }
 
@@ -331,6 +346,7 @@ impl SessionRecord {
         b[40..42].copy_from_slice(&self.listener.to_le_bytes());
         b[44..48].copy_from_slice(&self.epochs.0.to_le_bytes());
         b[48..52].copy_from_slice(&self.epochs.1.to_le_bytes());
+        b[52..56].copy_from_slice(&self.read_ahead.to_le_bytes());
         b
     }
 
@@ -357,9 +373,10 @@ impl SessionRecord {
             flags: u32_at(b, 32),
             listener: u16_at(b, 40),
             epochs: (u32_at(b, 44), u32_at(b, 48)),
+            read_ahead: u32_at(b, 52),
         };
         let fds = u32_at(b, 36) as usize;
-        if b[42..44] != [0; 2] || b[52..56] != [0; 4] {
+        if b[42..44] != [0; 2] {
             return bad(format!("hand-over session {} has reserved bytes set", r.id));
         }
         if r.id == 0 || r.id >= next_session {
@@ -378,7 +395,9 @@ impl SessionRecord {
                 r.id, r.caps
             ));
         }
-        if r.flags & !SESSION_BELL != 0 {
+        if r.flags & !(SESSION_BELL | SESSION_STREAM) != 0
+            || r.flags == SESSION_BELL | SESSION_STREAM
+        {
             return bad(format!(
                 "hand-over session {} with unknown flags {:#x}",
                 r.id, r.flags
@@ -391,8 +410,28 @@ impl SessionRecord {
                 r.fds()
             ));
         }
+        if r.flags & SESSION_STREAM != 0 {
+            if r.ring_c2s != 0 || r.ring_s2c != 0 || r.epochs != (0, 0) {
+                return bad(format!(
+                    "hand-over stream session {} with rings or sleep epochs",
+                    r.id
+                ));
+            }
+            if r.read_ahead > MAX_READ_AHEAD {
+                return bad(format!(
+                    "hand-over stream session {} with {} bytes read ahead (at most {MAX_READ_AHEAD})",
+                    r.id, r.read_ahead
+                ));
+            }
+        } else if r.read_ahead != 0 {
+            return bad(format!(
+                "hand-over shm: session {} with bytes read ahead",
+                r.id
+            ));
+        }
         let ring_ok = |n: u32| n.is_power_of_two() && (DATA_AT as u32..=1 << 28).contains(&n);
-        if !ring_ok(r.ring_c2s) || !ring_ok(r.ring_s2c) {
+        let stream = r.flags & SESSION_STREAM != 0;
+        if !stream && (!ring_ok(r.ring_c2s) || !ring_ok(r.ring_s2c)) {
             return bad(format!(
                 "hand-over session {} with rings of {} and {} bytes (powers of two from 4096 to 2^28)",
                 r.id, r.ring_c2s, r.ring_s2c
@@ -471,6 +510,21 @@ mod tests {
             flags: SESSION_BELL,
             listener: 0,
             epochs: (41, 7),
+            read_ahead: 0,
+        }
+    }
+
+    fn stream_session() -> SessionRecord {
+        SessionRecord {
+            id: 8,
+            caps: 0x1,
+            peer_max: 1 << 20,
+            ring_c2s: 0,
+            ring_s2c: 0,
+            flags: SESSION_STREAM,
+            listener: 1,
+            epochs: (0, 0),
+            read_ahead: 40,
         }
     }
 
@@ -478,7 +532,7 @@ mod tests {
     fn every_message_round_trips() {
         let a = Ask::ours();
         assert_eq!(Ask::decode(&a.encode()), Ok(a));
-        assert_eq!(a.agree(), Some(1));
+        assert_eq!(a.agree(), Some(2));
         let o = Offer {
             version: 1,
             listeners: 2,
@@ -495,6 +549,9 @@ mod tests {
         let s = session();
         assert_eq!(SessionRecord::decode(&s.encode(), 2, 9), Ok(s));
         assert_eq!(s.fds(), 3);
+        let t = stream_session();
+        assert_eq!(SessionRecord::decode(&t.encode(), 2, 9), Ok(t));
+        assert_eq!(t.fds(), 1);
         let r = encode_refusal("no");
         assert_eq!(decode_refusal(&r[..REFUSAL_LEN]), Ok(2));
         assert!(is_refusal(&r) && !Offer::is_offer(&r));
@@ -503,29 +560,29 @@ mod tests {
     #[test]
     fn bad_messages_are_named() {
         let mut a = Ask::ours().encode();
-        a[8] = 2; // min 2 > max 1
+        a[8] = 3; // min 3 > max 2
         assert!(Ask::decode(&a)
             .expect_err("min over max")
             .0
-            .contains("versions 2 to 1"));
+            .contains("versions 3 to 2"));
         assert_eq!(
             Ask {
-                version_min: 2,
-                version_max: 3
+                version_min: 3,
+                version_max: 4
             }
             .agree(),
             None
         );
         let o = Offer {
-            version: 2,
+            version: 3,
             listeners: 1,
             sessions: 0,
             next_session: 1,
         };
         assert!(Offer::decode(&o.encode())
-            .expect_err("v2")
+            .expect_err("v3")
             .0
-            .contains("version 2"));
+            .contains("version 3"));
         let s = session();
         let e = SessionRecord::decode(&s.encode(), 2, 7).expect_err("id not below next");
         assert!(e.0.contains("session id 7"), "{e}");
@@ -538,6 +595,18 @@ mod tests {
         let mut b = s.encode();
         b[24..28].copy_from_slice(&3000u32.to_le_bytes());
         assert!(SessionRecord::decode(&b, 2, 9).is_err());
+        let mut b = s.encode();
+        b[52] = 1; // bytes read ahead on an shm: session
+        assert!(SessionRecord::decode(&b, 2, 9).is_err());
+        let mut t = stream_session();
+        t.read_ahead = MAX_READ_AHEAD + 1;
+        assert!(SessionRecord::decode(&t.encode(), 2, 9).is_err());
+        let mut t = stream_session();
+        t.ring_c2s = 4096;
+        assert!(SessionRecord::decode(&t.encode(), 2, 9).is_err());
+        let mut t = stream_session();
+        t.flags |= SESSION_BELL;
+        assert!(SessionRecord::decode(&t.encode(), 2, 9).is_err());
         let e = SessionRecord::decode(&s.encode(), 0, 9).expect_err("listener");
         assert!(e.0.contains("listener 0 of 0"), "{e}");
         let mut l = ListenerRecord {

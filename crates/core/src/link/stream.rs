@@ -9,6 +9,7 @@ use std::os::unix::net::UnixStream;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use shmlink_sys::eventfd::EventFd;
 use shmlink_sys::poll::{self, Ready};
 
 use super::bell::Readiness;
@@ -186,6 +187,10 @@ pub(crate) struct StreamLink {
     fd_queue: Option<Vec<OwnedFd>>,
     /// Our readiness descriptor, once a loop asked for it.
     readiness: Option<Readiness>,
+    /// A server's session of a server that may hand over: rung to end a
+    /// wait between messages without touching the socket (a `shutdown`
+    /// would reach the successor's copy too).
+    interrupt: Option<Arc<EventFd>>,
 }
 
 /// Reads some bytes, collecting the descriptors that come with them when
@@ -253,7 +258,59 @@ impl StreamLink {
             pending: Vec::new(),
             fd_queue: None,
             readiness: None,
+            interrupt: None,
         })
+    }
+
+    /// The same link, its waits between messages also ended by `interrupt`
+    /// (then, when its watch says the server stops or hands over, the wait
+    /// fails with `Closed`; otherwise it goes on).
+    pub(crate) fn with_interrupt(mut self, interrupt: Arc<EventFd>) -> Self {
+        self.interrupt = Some(interrupt);
+        self
+    }
+
+    /// Starts with `bytes` read from the socket already (by a server this
+    /// one took the session over from).
+    pub(crate) fn with_read_ahead(mut self, bytes: &[u8]) -> Self {
+        if self.rbuf.len() < bytes.len() {
+            self.rbuf = vec![0u8; bytes.len()].into_boxed_slice();
+        }
+        self.rbuf[..bytes.len()].copy_from_slice(bytes);
+        self.rpos = 0;
+        self.rend = bytes.len();
+        self
+    }
+
+    /// What a successor needs to go on where this link stopped: the bytes
+    /// read from the socket and not yet parsed. `Err` says why it cannot go
+    /// on elsewhere: the end of a frame still unsent, or descriptors
+    /// received that no frame claimed yet.
+    pub(crate) fn parting(&self) -> std::result::Result<&[u8], String> {
+        if !self.pending.is_empty() {
+            return Err(format!(
+                "{} bytes of a frame to {} are still unsent",
+                self.pending.len(),
+                self.address
+            ));
+        }
+        if self.fd_queue.as_ref().is_some_and(|q| !q.is_empty()) {
+            return Err(format!(
+                "descriptors from {} arrived for a frame not read yet",
+                self.address
+            ));
+        }
+        Ok(&self.rbuf[self.rpos..self.rend])
+    }
+
+    /// The socket (to hand over).
+    pub(crate) fn socket(&self) -> &Stream {
+        &self.sock
+    }
+
+    /// The interrupt of its waits between messages, if it has one.
+    pub(crate) fn interrupt(&self) -> Option<Arc<EventFd>> {
+        self.interrupt.clone()
     }
 
     /// The same link, receiving file descriptors with frames when `on` (the
@@ -516,10 +573,50 @@ impl StreamLink {
                     return Ok(());
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    self.wait_readable(deadline, t0)?
+                    if mid_message {
+                        self.wait_readable(deadline, t0)?;
+                    } else {
+                        self.wait_between(deadline, t0)?;
+                    }
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(self.io_error(e)),
+            }
+        }
+    }
+
+    /// [`StreamLink::wait_readable`] between messages: with an interrupt,
+    /// it also ends when the server stops or hands over (`Closed`).
+    fn wait_between(&mut self, deadline: Option<Instant>, t0: Instant) -> Result<()> {
+        let Some(evt) = self.interrupt.clone() else {
+            return self.wait_readable(deadline, t0);
+        };
+        if !self.try_flush()? {
+            // The rest of a frame a send timeout cut off goes first (the
+            // peer may need it); such a session cannot be handed anyway.
+            return self.wait_readable(deadline, t0);
+        }
+        loop {
+            // Cleared before the look, so that a ring after it is seen.
+            evt.clear();
+            if let Some(w) = &self.flags {
+                if w.check() == Verdict::Stopping {
+                    return Err(verdict_error(Verdict::Stopping, &self.address)
+                        .unwrap_or_else(|| self.gone("closed")));
+                }
+            }
+            match poll::either_readable(&*self.sock, &*evt, deadline)
+                .map_err(|e| self.io_error(e))?
+            {
+                Some(0) => return Ok(()),
+                Some(_) => {}
+                None => {
+                    return Err(Error::Timeout {
+                        address: self.address.clone(),
+                        op: "waiting for a response",
+                        after: t0.elapsed(),
+                    })
+                }
             }
         }
     }

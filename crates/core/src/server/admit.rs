@@ -6,6 +6,8 @@ use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+
+use shmlink_sys::eventfd::EventFd;
 use std::time::{Duration, Instant};
 
 use super::conn::{send_welcome, HelloBuf};
@@ -526,8 +528,21 @@ fn open_stream(
     let sock = Arc::new(conn);
     // A worker port's stream session is a client-like link: no flags.
     let watch = watch.filter(|_| shared.mode == Mode::Serve);
-    let link = StreamLink::new(Arc::clone(&sock), watch, peer.to_string())
+    let mut link = StreamLink::new(Arc::clone(&sock), watch, peer.to_string())
         .ok()?
         .with_fds(caps & handshake::CAP_FDS != 0);
+    if let Some(evt) = handover_interrupt(shared) {
+        link = link.with_interrupt(evt);
+    }
     Some((Link::Stream(link), sock))
+}
+
+/// The interrupt a stream session of a server that may hand over waits
+/// on beside its socket (`None` for other servers, or out of descriptors:
+/// that session is then not handed, it ends as at a stop).
+pub(super) fn handover_interrupt(shared: &Shared) -> Option<Arc<EventFd>> {
+    if shared.mode != Mode::Serve || shared.opts.handover.is_none() {
+        return None;
+    }
+    EventFd::new().ok().map(Arc::new)
 }

@@ -21,8 +21,11 @@ pub(crate) struct Parted {
     pub(crate) record: SessionRecord,
     /// Its listener's address.
     pub(crate) address: String,
-    /// Its control socket, its memfd, and its client's bell if any.
+    /// Its control socket, its memfd, and its client's bell if any; a
+    /// stream session's socket.
     pub(crate) fds: Vec<OwnedFd>,
+    /// A stream session's bytes read and not yet parsed.
+    pub(crate) read_ahead: Vec<u8>,
 }
 
 /// How a hand-over ended, for the sessions that filed.

@@ -1,6 +1,6 @@
 //! The server's side of a hand-over (docs/protocol.md, "Hand-over"): a
 //! successor connected to the hand-over socket; the monitor checks who it
-//! is and what it speaks, stops every `shm:` session at a message boundary
+//! is and what it speaks, stops every session at a message boundary
 //! (each files its part in [`Handing`](super::handing::Handing)), sends the
 //! listeners and sessions with their descriptors, and waits for the
 //! successor's answer. Took: the server lets them go and stops, leaving
@@ -36,11 +36,12 @@ pub(crate) fn give(sh: &Shared, listeners: &[Listener], conn: &UnixStream) -> bo
         .map_or_else(String::new, |l| l.address().to_string());
     let t0 = Instant::now();
     match hand(sh, listeners, conn, &name) {
-        Ok(stopped) => {
-            // Stream sessions are not handed (v1): they end as at a stop,
-            // their clients reconnect to the successor.
-            for (_, e) in sh.registry.snapshot() {
-                if e.segment().is_none() {
+        Ok((stopped, handed)) => {
+            // Sessions not handed (stream sessions to a successor of
+            // version 1, or without an interrupt) end as at a stop; their
+            // clients reconnect to the successor.
+            for (id, e) in sh.registry.snapshot() {
+                if !handed.contains(&id) {
                     e.stop();
                 }
             }
@@ -62,13 +63,13 @@ pub(crate) fn give(sh: &Shared, listeners: &[Listener], conn: &UnixStream) -> bo
 }
 
 /// The steps; `Err` with the reason when the server keeps serving, `Ok`
-/// with when the sessions were told to stop.
+/// with when the sessions were told to stop, and which were handed.
 fn hand(
     sh: &Shared,
     listeners: &[Listener],
     conn: &UnixStream,
     name: &str,
-) -> Result<Instant, String> {
+) -> Result<(Instant, Vec<u64>), String> {
     let refuse = |why: String| {
         let _ = (&*conn).write_all(&encode_refusal(&why));
         why
@@ -105,8 +106,11 @@ fn hand(
     // successor for new ones (docs/protocol.md, "Hand-over").
     sh.handing.begin();
     let stopped = Instant::now();
+    // Version 1 hands `shm:` sessions only; version 2 stream sessions too.
+    let handed =
+        |e: &super::registry::Entry| e.segment().is_some() || (version >= 2 && e.can_hand_over());
     for (_, e) in sh.registry.snapshot() {
-        if e.segment().is_some() {
+        if handed(&e) {
             e.hand_over();
         }
     }
@@ -115,7 +119,7 @@ fn hand(
         let all = sh.registry.snapshot();
         (sh.slots_in_use() == all.len()).then(|| {
             all.iter()
-                .filter(|(_, e)| e.segment().is_some())
+                .filter(|(_, e)| handed(e))
                 .map(|&(id, _)| id)
                 .collect()
         })
@@ -139,7 +143,7 @@ fn hand(
     match took {
         Ok(true) => {
             sh.handing.decide(Verdict::Took);
-            Ok(stopped)
+            Ok((stopped, parts.iter().map(|(id, _)| *id).collect()))
         }
         Ok(false) => {
             resume(sh);
@@ -195,12 +199,15 @@ fn offer(
     }
     for (_, p) in parts {
         let mut r = p.record;
-        r.listener = listeners
-            .iter()
-            .position(|l| l.address().to_string() == p.address)
-            .unwrap_or(0) as u16;
+        // A session's name is its listener's address, then " session N".
+        let of = |l: &Listener| {
+            let a = l.address().to_string();
+            p.address == a || p.address.starts_with(&format!("{a} "))
+        };
+        r.listener = listeners.iter().position(of).unwrap_or(0) as u16;
         let fds: Vec<BorrowedFd<'_>> = p.fds.iter().map(AsFd::as_fd).collect();
         send_with(conn, &r.encode(), &fds)?;
+        (&*conn).write_all(&p.read_ahead)?;
     }
     (&*conn).write_all(&END)
 }

@@ -102,7 +102,7 @@ impl Monitor {
         let sh = &monitor.shared;
         sh.set_next_session_id(offered.next_session);
         let mut adopted = Vec::with_capacity(offered.sessions.len());
-        for (record, address, fds) in std::mem::take(&mut offered.sessions) {
+        for (record, address, fds, read_ahead) in std::mem::take(&mut offered.sessions) {
             let established = sh.take_slot().ok_or_else(|| {
                 format!(
                     "more sessions than this server's max_sessions ({})",
@@ -110,7 +110,7 @@ impl Monitor {
                 )
             });
             let established = established.and_then(|slot| {
-                takeover::establish(sh, &record, &address, fds).map(|est| (slot, est))
+                takeover::establish(sh, &record, &address, fds, &read_ahead).map(|est| (slot, est))
             });
             match established {
                 Ok(pair) => adopted.push(pair),

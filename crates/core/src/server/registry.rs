@@ -9,6 +9,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use shmlink_sys::epoll::{Epoll, Interest};
+use shmlink_sys::eventfd::EventFd;
 use shmlink_sys::futex;
 
 use std::time::Instant;
@@ -52,8 +53,9 @@ pub(crate) struct About {
 pub(crate) enum Wake {
     /// It may sleep on either futex of its segment.
     Shm(Arc<Segment>),
-    /// It may block reading its socket.
-    Stream(Arc<Stream>),
+    /// It may block reading its socket; the eventfd, when the server may
+    /// hand over, ends that wait without touching the socket.
+    Stream(Arc<Stream>, Option<Arc<EventFd>>),
 }
 
 impl Entry {
@@ -79,7 +81,7 @@ impl Entry {
     pub(crate) fn segment(&self) -> Option<&Segment> {
         match &self.wake {
             Wake::Shm(seg) => Some(seg),
-            Wake::Stream(_) => None,
+            Wake::Stream(..) => None,
         }
     }
 
@@ -94,7 +96,12 @@ impl Entry {
                 out.space_bell.fetch_add(1, Ordering::AcqRel);
                 futex::wake(&out.space_bell, u32::MAX);
             }
-            Wake::Stream(s) => s.shutdown_read(),
+            // Not once handed over: the successor reads the same socket.
+            Wake::Stream(s, _) if !self.flags.hand_over.load(Ordering::Acquire) => {
+                s.shutdown_read();
+            }
+            Wake::Stream(_, Some(evt)) => evt.signal(),
+            Wake::Stream(_, None) => {}
         }
     }
 
@@ -127,12 +134,21 @@ impl Entry {
     }
 
     /// The server hands its sessions over: stop at the next message
-    /// boundary (`shm:` sessions; a stream session blocks in its socket).
+    /// boundary (a stream session's wait ends by its interrupt, never by
+    /// shutting its socket, which goes on at the successor).
     pub(crate) fn hand_over(&self) {
         self.flags.hand_over.store(true, Ordering::Release);
-        if let Wake::Shm(_) = self.wake {
-            self.wake();
+        match &self.wake {
+            Wake::Shm(_) => self.wake(),
+            Wake::Stream(_, Some(evt)) => evt.signal(),
+            Wake::Stream(_, None) => {}
         }
+    }
+
+    /// Whether a hand-over can take this session (an `shm:` one, or a
+    /// stream one with an interrupt).
+    pub(crate) fn can_hand_over(&self) -> bool {
+        matches!(self.wake, Wake::Shm(_) | Wake::Stream(_, Some(_)))
     }
 
     /// The server is stopping.

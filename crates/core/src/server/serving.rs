@@ -28,7 +28,7 @@ use shmlink_arena::Loan;
 use shmlink_wire::codes::CODE_NOT_ANSWERED;
 use shmlink_wire::codes::{CODE_HANDLER_PANICKED, CODE_SHUTTING_DOWN};
 use shmlink_wire::frame::Kind;
-use shmlink_wire::handover::{SessionRecord, SESSION_BELL};
+use shmlink_wire::handover::{SessionRecord, SESSION_BELL, SESSION_STREAM};
 use shmlink_wire::handshake::{CAP_BELL, CAP_FDS};
 
 /// Serves an established session until it ends, then frees it.
@@ -51,7 +51,7 @@ pub(crate) fn serve(shared: &Shared, est: Established, handler: &dyn Handler) {
     // control socket; a stream session blocks on its socket.
     let (wake, ctrl) = match session.link() {
         Link::Shm(l) => (Wake::Shm(Arc::clone(l.segment())), Some(sock)),
-        Link::Stream(_) => (Wake::Stream(sock), None),
+        Link::Stream(l) => (Wake::Stream(sock, l.interrupt()), None),
     };
     let fds = session.agreed(CAP_FDS | CAP_BELL);
     let about = About {
@@ -112,23 +112,45 @@ fn part(
     ctrl: Option<&Stream>,
     memfd: Option<&OwnedFd>,
 ) -> Result<Parted, String> {
-    let Link::Shm(link) = session.link() else {
-        return Err(format!("session {id} is a stream session"));
-    };
     let (own, peer) = session.arena_bytes();
     if own != 0 || peer != 0 {
         return Err(format!(
             "session {id} has arena segments mapped ({own} bytes lent from, {peer} bytes lent to it); handing an arena over is not built yet"
         ));
     }
+    let dup = |fd: BorrowedFd<'_>| {
+        fd.try_clone_to_owned()
+            .map_err(|e| format!("duplicating a descriptor of session {id}: {e}"))
+    };
+    let link = match session.link() {
+        Link::Shm(link) => link,
+        Link::Stream(link) => {
+            let read_ahead = link
+                .parting()
+                .map_err(|why| format!("session {id}: {why}"))?
+                .to_vec();
+            return Ok(Parted {
+                record: SessionRecord {
+                    id,
+                    caps: session.caps(),
+                    peer_max: session.peer_max() as u64,
+                    ring_c2s: 0,
+                    ring_s2c: 0,
+                    flags: SESSION_STREAM,
+                    listener: 0,
+                    epochs: (0, 0),
+                    read_ahead: read_ahead.len() as u32,
+                },
+                address: session.address().to_string(),
+                fds: vec![dup(link.socket().as_fd())?],
+                read_ahead,
+            });
+        }
+    };
     let (Some(ctrl), Some(memfd)) = (ctrl, memfd) else {
         return Err(format!(
             "session {id} does not hold its segment's memfd (sessions near the descriptor limit do not)"
         ));
-    };
-    let dup = |fd: BorrowedFd<'_>| {
-        fd.try_clone_to_owned()
-            .map_err(|e| format!("duplicating a descriptor of session {id}: {e}"))
     };
     let mut fds = vec![dup(ctrl.as_fd())?, dup(memfd.as_fd())?];
     let mut flags = 0;
@@ -148,9 +170,11 @@ fn part(
             flags,
             listener: 0,
             epochs: link.sleep_epochs(),
+            read_ahead: 0,
         },
         address: session.address().to_string(),
         fds,
+        read_ahead: Vec::new(),
     })
 }
 
@@ -260,7 +284,9 @@ fn serve_requests(
     loop {
         let received = match batch.next.take() {
             Some(next) => next.map(|next| m = next),
-            None if flags.hand_over.load(Ordering::Relaxed) => return None,
+            None if flags.hand_over.load(Ordering::Relaxed) && session.at_boundary() => {
+                return None
+            }
             None => session.recv_into(&mut Deadline::Never, &mut m),
         };
         match received {

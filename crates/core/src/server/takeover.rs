@@ -15,12 +15,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use shmlink_sys::fdpass;
+use shmlink_sys::net::StreamKind;
 use shmlink_wire::frame::Kind;
 use shmlink_wire::handover::{
     decode_refusal, encode_refusal, is_refusal, Ask, ListenerRecord, Offer, SessionRecord, END,
-    LISTENER_LEN, MARK_LEN, OFFER_LEN, REFUSAL_LEN, SESSION_LEN, TOOK,
+    LISTENER_LEN, MARK_LEN, OFFER_LEN, REFUSAL_LEN, SESSION_LEN, SESSION_STREAM, TOOK,
 };
-use shmlink_wire::handshake::{CAP_DESCRIPTORS, CAP_LENT_RESPONSES, CONTROL_FDS};
+use shmlink_wire::handshake::{CAP_DESCRIPTORS, CAP_FDS, CAP_LENT_RESPONSES, CONTROL_FDS};
 use shmlink_wire::layout::SegmentHeader;
 
 use super::admit::Established;
@@ -30,7 +31,7 @@ use super::shared::Shared;
 use crate::address::{Address, Transport};
 use crate::error::{Error, Result};
 use crate::link::shm::ShmLink;
-use crate::link::stream::Stream;
+use crate::link::stream::{Stream, StreamLink};
 use crate::link::Link;
 use crate::segment::{Endpoints, Segment};
 use crate::session::Session;
@@ -45,7 +46,9 @@ pub(crate) struct Offered {
     /// The connection to the server, for the answer.
     pub(crate) conn: UnixStream,
     pub(crate) listeners: Vec<Listener>,
-    pub(crate) sessions: Vec<(SessionRecord, Address, Vec<OwnedFd>)>,
+    /// Each session's record, its listener's address, its descriptors and
+    /// (a stream session's) bytes read ahead.
+    pub(crate) sessions: Vec<(SessionRecord, Address, Vec<OwnedFd>, Vec<u8>)>,
     pub(crate) next_session: u64,
 }
 
@@ -123,7 +126,7 @@ pub(crate) fn receive(path: &Path) -> Result<Offered> {
         }
         listeners.push(Listener::adopt(&addr, fd).map_err(&fail)?);
     }
-    let mut sessions = Vec::new();
+    let mut sessions: Vec<(SessionRecord, Address, Vec<OwnedFd>, Vec<u8>)> = Vec::new();
     for _ in 0..offer.sessions {
         let mut fixed = [0u8; SESSION_LEN];
         read_with(&conn, &mut fixed, &mut fds).map_err(&fail)?;
@@ -138,20 +141,28 @@ pub(crate) fn receive(path: &Path) -> Result<Offered> {
             )));
         }
         let l = &listeners[usize::from(r.listener)];
-        if l.transport() != Transport::Shm {
+        let stream = r.flags & SESSION_STREAM != 0;
+        if stream && offer.version < 2 {
+            return Err(fail(format!(
+                "session {} is a stream session in an offer of version {}",
+                r.id, offer.version
+            )));
+        }
+        if !stream && l.transport() != Transport::Shm {
             return Err(fail(format!(
                 "session {} is an shm: session of listener {}",
                 r.id,
                 l.address()
             )));
         }
-        if sessions
-            .iter()
-            .any(|(s, _, _): &(SessionRecord, _, _)| s.id == r.id)
-        {
+        let mut read_ahead = vec![0u8; r.read_ahead as usize];
+        let given = std::mem::take(&mut fds);
+        read_with(&conn, &mut read_ahead, &mut fds).map_err(&fail)?;
+        no_fds(&fds, "a session's bytes read ahead").map_err(&fail)?;
+        if sessions.iter().any(|(s, ..)| s.id == r.id) {
             return Err(fail(format!("session {} is offered twice", r.id)));
         }
-        sessions.push((r, l.address().clone(), std::mem::take(&mut fds)));
+        sessions.push((r, l.address().clone(), given, read_ahead));
     }
     let mut end = [0u8; MARK_LEN];
     read_with(&conn, &mut end, &mut fds).map_err(&fail)?;
@@ -250,7 +261,11 @@ pub(crate) fn establish(
     r: &SessionRecord,
     address: &Address,
     fds: Vec<OwnedFd>,
+    read_ahead: &[u8],
 ) -> std::result::Result<Established, String> {
+    if r.flags & SESSION_STREAM != 0 {
+        return establish_stream(sh, r, address, fds, read_ahead);
+    }
     let id = r.id;
     let mut fds = fds.into_iter();
     let (Some(ctrl), Some(memfd)) = (fds.next(), fds.next()) else {
@@ -312,6 +327,83 @@ pub(crate) fn establish(
         transport: Transport::Shm,
         shm: Some(charge),
         reuse: process.map(|p| (p, memfd)),
+    })
+}
+
+/// Sets up one handed-over stream session: its socket must be a
+/// connected stream socket of its listener's kind whose client this
+/// server's policy admits; it goes on from the bytes the server had read.
+///
+/// # Errors
+/// Why it cannot go on here, naming the session.
+fn establish_stream(
+    sh: &Shared,
+    r: &SessionRecord,
+    address: &Address,
+    fds: Vec<OwnedFd>,
+    read_ahead: &[u8],
+) -> std::result::Result<Established, String> {
+    let id = r.id;
+    let Some(fd) = fds.into_iter().next() else {
+        return Err(format!("session {id} came without its socket"));
+    };
+    let name = address.to_string();
+    let kind = shmlink_sys::net::connected_stream_kind(&fd);
+    let (conn, cred, transport) =
+        match (kind, address.transport()) {
+            (Some(StreamKind::Tcp), Transport::Tcp) => (
+                Stream::Tcp(std::net::TcpStream::from(fd)),
+                None,
+                Transport::Tcp,
+            ),
+            (Some(StreamKind::Unix), Transport::Unix | Transport::Shm) => {
+                let sock = std::os::unix::net::UnixStream::from(fd);
+                let cred = shmlink_sys::peer_cred(&sock)
+                    .map_err(|e| format!("session {id}: reading its client's credentials: {e}"))?;
+                sh.policy.check(&cred, &name)?;
+                (Stream::Unix(sock), Some(cred), address.transport())
+            }
+            (k, t) => {
+                return Err(format!(
+                "session {id} of {name}: its descriptor is {}, not a connected {} stream socket",
+                k.map_or("no connected stream socket".to_string(), |k| format!("a {k:?} socket")),
+                if t == Transport::Tcp { "TCP" } else { "Unix" }
+            ))
+            }
+        };
+    let sock = Arc::new(conn);
+    let flags = Arc::new(SessionFlags::default());
+    let watch = Watch::Flags(Arc::clone(&flags));
+    let mut link = StreamLink::new(Arc::clone(&sock), Some(watch), name.clone())
+        .map_err(|e| format!("session {id}: {e}"))?
+        .with_fds(r.caps & CAP_FDS != 0)
+        .with_read_ahead(read_ahead);
+    if let Some(evt) = super::admit::handover_interrupt(sh) {
+        link = link.with_interrupt(evt);
+    }
+    let peer_max = usize::try_from(r.peer_max).unwrap_or(usize::MAX);
+    let session = Session::new(
+        Link::Stream(link),
+        sh.opts.max_message_size,
+        peer_max,
+        r.caps,
+        name,
+    );
+    let (pid, uid) = (cred.map(|c| c.pid), cred.map(|c| c.uid));
+    Ok(Established {
+        session,
+        id,
+        sock,
+        flags,
+        peer: match cred {
+            Some(c) => format!("pid {} (uid {})", c.pid, c.uid),
+            None => format!("session {id} over TCP"),
+        },
+        pid,
+        uid,
+        transport,
+        shm: None,
+        reuse: None,
     })
 }
 

@@ -10,7 +10,7 @@
 //
 // Hot upgrade: a daemon started with --handover PATH is replaced by a new
 // one started with --take-over PATH (a newer build, say): the new daemon
-// takes the listeners and the live shm: sessions over, their clients
+// takes the listeners and the live sessions over, their clients
 // notice nothing, and the old one exits (docs/protocol.md, "Hand-over").
 // The raw listeners are not handed over.
 //
@@ -146,7 +146,7 @@ void log_sessions(const shmlink::Server& server, const std::atomic<bool>& done) 
 int main(int argc, char** argv) {
   Args args = parse(argc, argv);
   try {
-    // A new build takes a running daemon's listeners and live shm: sessions
+    // A new build takes a running daemon's listeners and live sessions
     // over (its clients notice nothing); the old one then exits.
     shmlink::Server server = args.take_over.empty()
                                  ? shmlink::Server::bind(args.addresses, args.options)

@@ -329,7 +329,7 @@ typedef struct shmlink_server_options {
   uint64_t max_shm_bytes;
   // A Unix socket path (mode 0600) on which a successor process may take
   // this server over with `shmlink_server_take_over`: its listeners and
-  // live `shm:` sessions go to the successor, and this server stops
+  // live sessions go to the successor, and this server stops
   // (`shmlink_server_wait` returns). NULL: none.
   const char *handover;
 } shmlink_server_options;
@@ -903,8 +903,7 @@ enum shmlink_status shmlink_server_bind(const char *const *addresses,
 // addresses), and go on from where the old server stopped once it serves
 // (`shmlink_server_start` or `shmlink_server_serve`); their clients
 // notice nothing. The old server answers the calls it had begun, then
-// stops; its `unix:`/`tcp:` sessions end as at a stop and their clients
-// reconnect here. With `options->handover` set, this server listens there
+// stops. With `options->handover` set, this server listens there
 // for a successor of its own. `*out` is NULL on failure
 // (`SHMLINK_E_BIND`, the reason in `shmlink_last_error`: nobody listens
 // there, the old server refused, a session this server cannot take; the

@@ -163,7 +163,7 @@ pub struct shmlink_server_options {
     pub max_shm_bytes: u64,
     /// A Unix socket path (mode 0600) on which a successor process may take
     /// this server over with `shmlink_server_take_over`: its listeners and
-    /// live `shm:` sessions go to the successor, and this server stops
+    /// live sessions go to the successor, and this server stops
     /// (`shmlink_server_wait` returns). NULL: none.
     pub handover: *const c_char,
 }

@@ -345,8 +345,7 @@ pub unsafe extern "C" fn shmlink_server_bind(
 /// addresses), and go on from where the old server stopped once it serves
 /// (`shmlink_server_start` or `shmlink_server_serve`); their clients
 /// notice nothing. The old server answers the calls it had begun, then
-/// stops; its `unix:`/`tcp:` sessions end as at a stop and their clients
-/// reconnect here. With `options->handover` set, this server listens there
+/// stops. With `options->handover` set, this server listens there
 /// for a successor of its own. `*out` is NULL on failure
 /// (`SHMLINK_E_BIND`, the reason in `shmlink_last_error`: nobody listens
 /// there, the old server refused, a session this server cannot take; the

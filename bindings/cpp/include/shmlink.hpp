@@ -1012,7 +1012,7 @@ class Server {
   }
 
   // Takes over the server listening for successors at `handover` (its
-  // ServerOptions::handover): its listeners and live shm: sessions come to
+  // ServerOptions::handover): its listeners and live sessions come to
   // the returned Server and go on once it serves; their clients notice
   // nothing. The old server answers the calls it had begun, then stops.
   // With options.handover set, this server listens there for a successor

@@ -27,12 +27,12 @@ pub(crate) struct EchoArgs {
     )]
     listen: Vec<String>,
     /// Listen on this Unix socket for a successor: a new `shmlink echo
-    /// --take-over PATH` takes this server's listeners and shm: sessions
+    /// --take-over PATH` takes this server's listeners and sessions
     /// over, and this one exits (docs/protocol.md, "Hand-over").
     #[arg(long, value_name = "PATH")]
     handover: Option<PathBuf>,
     /// Take over the server listening for successors at PATH instead of
-    /// binding --listen addresses: its listeners and live shm: sessions go
+    /// binding --listen addresses: its listeners and live sessions go
     /// on here, their clients notice nothing.
     #[arg(long, value_name = "PATH", conflicts_with = "listen")]
     take_over: Option<PathBuf>,

@@ -72,7 +72,7 @@ enum Command {
     /// and the server's totals. Only the server's uid or root may ask.
     Inspect(inspect::InspectArgs),
     /// Upgrade an echo server N times (a new process taking its listeners
-    /// and live shm: sessions over) while clients call it without pause:
+    /// and live sessions over) while clients call it without pause:
     /// the worst window against the steady rate, upgrade times, failed
     /// calls and reconnects.
     #[command(name = "upgrade-bench")]

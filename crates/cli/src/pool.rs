@@ -170,7 +170,7 @@ enum PoolCommand {
     },
     /// Hot upgrade: the pool starts its binary again (the file at the same path, possibly a
     /// newer build) with the same arguments; the new process starts its workers, takes over
-    /// the listeners (HTTP included) and the live shm: sessions, and the old one stops
+    /// the listeners (HTTP included) and the live client sessions, and the old one stops
     /// (HTTP keep-alive connections close between requests). Waits until the new pool
     /// answers on the control socket, or the upgrade failed (the old pool then serves on).
     Upgrade {

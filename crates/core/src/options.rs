@@ -283,7 +283,7 @@ pub struct ServerOptions {
     pub log: Log,
     /// A Unix socket (mode 0600) on which a successor process may take
     /// this server over ([`crate::Server::take_over`]): its listeners and
-    /// its live `shm:` sessions are handed to it, and the server then
+    /// its live sessions are handed to it, and the server then
     /// stops (docs/protocol.md, "Hand-over"). Default: none.
     pub handover: Option<std::path::PathBuf>,
 }

@@ -60,7 +60,7 @@ impl Pool {
     /// process was started by its [`Pool::upgrade`], and `inheritance` is
     /// [`Inheritance::from_env`]): starts the workers and waits until they
     /// serve, takes over the old pool's client and control servers (their
-    /// listeners and live `shm:` sessions) and serves on its HTTP and
+    /// listeners and live sessions) and serves on its HTTP and
     /// metrics listening sockets; then tells the old pool, which stops.
     /// Returns once it serves.
     ///

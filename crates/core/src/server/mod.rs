@@ -105,11 +105,10 @@ impl Server {
 
     /// Takes over the server that listens for successors at `handover`
     /// (its [`ServerOptions::handover`]): its listening sockets and its
-    /// live `shm:` sessions come here, and go on from where it stopped;
-    /// their clients notice nothing (no reconnect, no failed call). The
-    /// old server answers the calls it had begun, then stops; its
-    /// `unix:`/`tcp:` sessions end as at a stop and their clients
-    /// reconnect here. A session this server cannot take (its policy
+    /// live sessions (`shm:`, `unix:`, `tcp:`) come here, and go on from
+    /// where it stopped; their clients notice nothing (no reconnect, no
+    /// failed call). The old server answers the calls it had begun, then
+    /// stops. A session this server cannot take (its policy
     /// refuses the client, a limit) fails the hand-over: the old server
     /// is told why and serves on. With `options.handover` set, this server
     /// then listens there for a successor of its own.

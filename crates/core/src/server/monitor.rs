@@ -77,7 +77,7 @@ impl Monitor {
     }
 
     /// Takes over the server listening for successors at `path`: its
-    /// listeners and live `shm:` sessions, which go on here from where it
+    /// listeners and live sessions, which go on here from where it
     /// stopped (docs/protocol.md, "Hand-over"); then listens for a
     /// successor of its own when `opts` say where.
     ///

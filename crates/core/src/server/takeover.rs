@@ -1,6 +1,6 @@
 //! The successor's side of a hand-over (docs/protocol.md, "Hand-over"):
 //! connect to the running server's hand-over socket, ask, receive its
-//! listeners and live `shm:` sessions with their descriptors, check every
+//! listeners and live sessions with their descriptors, check every
 //! one as hostile input (a memfd is mapped only after its seals, size and
 //! header check out; a listener must listen where its record says), and
 //! set the sessions up to go on from where the server stopped: their

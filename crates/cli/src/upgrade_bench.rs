@@ -228,6 +228,10 @@ fn measure(args: &UpgradeBenchArgs, exe: &Path, dir: &Path) -> anyhow::Result<()
         let next = echo(exe, dir, n, false)?;
         if let Err(e) = wait_exit(&mut server, Duration::from_secs(20), "the old server") {
             outcome = Err(e);
+            // Neither may outlive the run: the old one is killed here, the
+            // new one below.
+            let _ = server.kill();
+            let _ = server.wait();
             server = next;
             break;
         }

@@ -173,7 +173,7 @@ target/release/shmlink pool bench --calls "$requests" --rounds 5 --churn-seconds
   >"$out/pool-dispatch-latest.md"
 cat "$out/pool-dispatch-latest.md"
 
-step "hot upgrade: an echo server replaced 10 times while clients call it (shm: handed over, unix: reconnects)"
+step "hot upgrade: an echo server replaced 10 times while clients call it over shm: and unix: (sessions handed over)"
 target/release/shmlink upgrade-bench --upgrades "$upgrades" --json "$out/upgrade-latest.json" \
   --markdown "$out/upgrade-latest.md" >/dev/null
 cat "$out/upgrade-latest.md"

@@ -6,7 +6,8 @@
 //! between requests, never under one; each old pool and its workers exit.
 //! A successor that cannot start, that is killed during the upgrade, or
 //! whose take-over of the control socket is refused leaves the clients
-//! served. Calls to the control socket while it changes hands (monitoring
+//! served; an old pool killed right after the hand-over leaves them to
+//! the new one. Calls to the control socket while it changes hands (monitoring
 //! asking for the status) must not make an upgrade fail.
 //!
 //! The pool processes outlive their parents at each upgrade (a successor is
@@ -756,6 +757,47 @@ fn sigusr2_upgrades() {
     }
     wait_gone(old, "the old pool");
     assert_eq!(c.call(b"last").expect("call"), b"echo:last");
+    pool.stop();
+}
+
+#[test]
+fn the_old_pool_killed_after_the_hand_over_leaves_the_new_one_serving() {
+    let dir = TempDir::new("pool-upgrade-old-killed");
+    let pool = Pool::start(dir.path(), &echo_worker(), &[]);
+    let opts = ClientOptions {
+        timeout: Duration::from_secs(10),
+        ..ClientOptions::default()
+    };
+    let mut shm = Client::connect(&pool.shm, opts.clone()).expect("connect on shm:");
+    let mut unix = Client::connect(&pool.unix, opts).expect("connect on unix:");
+    for c in [&mut shm, &mut unix] {
+        assert_eq!(c.call(b"before").expect("call before"), b"echo:before");
+    }
+    let old = pool.pid();
+    assert!(signal(old, "USR2"), "kill -USR2 {old}");
+    // The moment the successor serves, the old pool dies without draining:
+    // its workers (and a direct line to one) go with it.
+    wait_for(|| {
+        let log = pool.log_text();
+        log.contains("upgrade: successor pid ")
+            .then_some(())
+            .ok_or_else(|| format!("the successor never served:\n{log}"))
+    });
+    assert!(signal(old, "KILL"), "kill -KILL {old}");
+    wait_gone(old, "the old pool");
+    let new = pool.pid();
+    assert_ne!(new, old);
+    // Both sessions are the new pool's: every call is answered.
+    for i in 0..200 {
+        for (name, c) in [("shm", &mut shm), ("unix", &mut unix)] {
+            let body = format!("{name} after {i}");
+            assert_eq!(
+                c.call(body.as_bytes())
+                    .unwrap_or_else(|e| panic!("{name} call {i} after the old pool died: {e}")),
+                format!("echo:{body}").as_bytes()
+            );
+        }
+    }
     pool.stop();
 }
 

@@ -269,6 +269,48 @@ fn a_successor_that_dies_or_lies_mid_hand_over_leaves_the_server_serving() {
     let _ = doomed.kill();
     let _ = doomed.wait();
     caller.wait_calls(100);
+    eprintln!("step 5");
+    // 5. A successor of a newer version only (3 to 4): refused, naming
+    // both sides' versions.
+    let mut s = UnixStream::connect(&handover).expect("connect");
+    let newer = shmlink::wire::handover::Ask {
+        version_min: 3,
+        version_max: 4,
+    };
+    s.write_all(&newer.encode()).expect("ask");
+    let mut said = Vec::new();
+    let _ = s.read_to_end(&mut said);
+    let said = String::from_utf8_lossy(&said).into_owned();
+    assert!(
+        said.contains("versions 1 to 2") && said.contains("asked for 3 to 4"),
+        "{said:?}"
+    );
+    caller.wait_calls(100);
+    eprintln!("step 6");
+    // 6. An older successor (version 1 only) with a unix: session open:
+    // it is offered the listeners and the shm: sessions alone, at version
+    // 1 (it would refuse a stream session); it refuses, and both sessions
+    // serve on.
+    let mut unix_client =
+        Client::connect(old.address("unix:"), ClientOptions::default()).expect("unix:");
+    assert_eq!(unix_client.call(b"before").expect("unix call"), b"before");
+    let mut s = UnixStream::connect(&handover).expect("connect");
+    let older = shmlink::wire::handover::Ask {
+        version_min: 1,
+        version_max: 1,
+    };
+    s.write_all(&older.encode()).expect("ask");
+    let mut head = [0u8; 32];
+    s.read_exact(&mut head).expect("the offer's head");
+    let offer = shmlink::wire::handover::Offer::decode(&head).expect("an offer");
+    assert_eq!(offer.version, 1);
+    // The pipelined caller's session; the unix: one is not offered.
+    assert_eq!(offer.sessions, 1, "{offer:?}");
+    s.write_all(&shmlink::wire::handover::encode_refusal("an old build"))
+        .expect("refusal");
+    drop(s);
+    caller.wait_calls(100);
+    assert_eq!(unix_client.call(b"after").expect("unix call"), b"after");
     let failures = caller.finish();
     assert!(failures.is_empty(), "failed calls: {failures:?}");
     // Still the same server, still serving new sessions.

@@ -101,6 +101,18 @@ fn write_script(path: &Path, text: &str) {
 }
 
 /// Runs a `shmlink` command to its end.
+/// A client of `addr` whose calls may wait 10 s (an upgrade under way on a
+/// busy machine), its first call checked.
+fn connect(addr: &str, what: &str) -> Client {
+    let opts = ClientOptions {
+        timeout: Duration::from_secs(10),
+        ..ClientOptions::default()
+    };
+    let mut c = Client::connect(addr, opts).unwrap_or_else(|e| panic!("connect on {what}: {e}"));
+    assert_eq!(c.call(b"before").expect("call before"), b"echo:before");
+    c
+}
+
 fn shmlink(args: &[&str]) -> Output {
     Command::new(BIN)
         .args(args)
@@ -723,12 +735,7 @@ fn upgrades_under_load_lose_nothing() {
 fn sigusr2_upgrades() {
     let dir = TempDir::new("pool-upgrade-usr2");
     let pool = Pool::start(dir.path(), &echo_worker(), &[]);
-    let opts = ClientOptions {
-        timeout: Duration::from_secs(10),
-        ..ClientOptions::default()
-    };
-    let mut c = Client::connect(&pool.shm, opts).expect("connect on shm:");
-    assert_eq!(c.call(b"before").expect("call before"), b"echo:before");
+    let mut c = connect(&pool.shm, "shm:");
     let old = pool.pid();
     assert!(signal(old, "USR2"), "kill -USR2 {old}");
     // The old pool's word that it is over, read in its log: the control
@@ -764,15 +771,8 @@ fn sigusr2_upgrades() {
 fn the_old_pool_killed_after_the_hand_over_leaves_the_new_one_serving() {
     let dir = TempDir::new("pool-upgrade-old-killed");
     let pool = Pool::start(dir.path(), &echo_worker(), &[]);
-    let opts = ClientOptions {
-        timeout: Duration::from_secs(10),
-        ..ClientOptions::default()
-    };
-    let mut shm = Client::connect(&pool.shm, opts.clone()).expect("connect on shm:");
-    let mut unix = Client::connect(&pool.unix, opts).expect("connect on unix:");
-    for c in [&mut shm, &mut unix] {
-        assert_eq!(c.call(b"before").expect("call before"), b"echo:before");
-    }
+    let mut shm = connect(&pool.shm, "shm:");
+    let mut unix = connect(&pool.unix, "unix:");
     let old = pool.pid();
     assert!(signal(old, "USR2"), "kill -USR2 {old}");
     // The moment the successor serves, the old pool dies without draining:
@@ -811,12 +811,7 @@ fn a_successor_that_cannot_start_leaves_the_old_pool_serving() {
         &format!("#!/bin/sh\nexec '{}' \"$@\"\n", echo.display()),
     );
     let pool = Pool::start(dir.path(), &script, &["--start-timeout", "2"]);
-    let opts = ClientOptions {
-        timeout: Duration::from_secs(10),
-        ..ClientOptions::default()
-    };
-    let mut c = Client::connect(&pool.shm, opts).expect("connect on shm:");
-    assert_eq!(c.call(b"before").expect("call before"), b"echo:before");
+    let mut c = connect(&pool.shm, "shm:");
     let old = pool.pid();
     // The successor runs the same worker command: its workers now fail.
     write_script(&script, "#!/bin/sh\nexit 1\n");

@@ -17,8 +17,7 @@ use shmlink_arena::Loan;
 use shmlink_wire::frame::Kind;
 use shmlink_wire::handshake::{CAP_LINES, CAP_SERVE};
 
-mod direct_line;
-mod line_grants;
+mod direct;
 
 /// Identifies a call sent with [`Client::send`].
 pub type CallId = u64;
@@ -79,10 +78,8 @@ pub struct Client {
     /// Whether the server may lend this client a worker's direct line
     /// (capability bit 7: a pool).
     lines: bool,
-    /// The line it lent, while it stands.
-    line: Option<crate::line::caller::CallerLine>,
-    /// When to ask for a line next.
-    asking: crate::line::caller::Asking,
+    /// Its direct line, while one stands, and when it asks next.
+    direct: crate::worker::caller::DirectLine,
 }
 
 impl Client {
@@ -123,8 +120,7 @@ impl Client {
             owned: true,
             answer: Message::blank(),
             lines,
-            line: None,
-            asking: crate::line::caller::Asking::default(),
+            direct: Default::default(),
         }
     }
 
@@ -639,7 +635,7 @@ impl Client {
 impl Drop for Client {
     fn drop(&mut self) {
         if self.owned {
-            self.close_line();
+            self.direct.close();
             self.session.say_goodbye();
         }
     }

@@ -34,7 +34,6 @@ mod deadline;
 mod error;
 mod inspect;
 mod kept;
-mod line;
 mod link;
 mod message;
 mod options;
@@ -59,7 +58,6 @@ pub use deadline::Deadline;
 pub use error::{Error, RefusalCode, RemoteError, Result};
 pub use inspect::inspect;
 pub use kept::release_kept_mappings;
-pub use line::{LineAsk, LineHold, LineOffer};
 pub use options::{
     ClientOptions, Log, ServerOptions, WaitStrategy, DEFAULT_ARENA_BYTES, DEFAULT_MAX_MESSAGE,
     DEFAULT_RING_SIZE, MAX_MESSAGE_SIZE, MAX_RING_SIZE, MIN_RING_SIZE,
@@ -77,4 +75,4 @@ pub use shmlink_wire::codes::{
     CODE_WORKER_TIMEOUT,
 };
 pub use shmlink_wire::frame::{MAX_FDS, MIN_MESSAGE_LIMIT};
-pub use worker::{Polled, Worker, WORKER_ENV, WORKER_WAIT_ENV};
+pub use worker::{LineAsk, LineHold, LineOffer, Polled, Worker, WORKER_ENV, WORKER_WAIT_ENV};

@@ -15,7 +15,6 @@ use shmlink_wire::frame::{FrameHeader, Kind, FLAG_MORE, MAX_FDS};
 use shmlink_wire::handshake::{CAP_BELL, CAP_CHUNKED, CAP_FDS, CAP_LINES, CAP_ONE_WAY};
 
 mod lend;
-mod line_frames;
 
 /// One side of an established session.
 #[derive(Debug)]

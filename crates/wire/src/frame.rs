@@ -48,14 +48,14 @@ pub enum Kind {
     /// The sender is closing the session cleanly.
     Goodbye = 6,
     /// An arena segment registered (with its memfd) or retired by its owner
-    /// (capability bit 2; [`crate::arena_wire`]).
+    /// (capability bit 2; [`crate::arena`]).
     Segment = 7,
     /// Lent arena buffers given back to their owner (capability bit 2;
-    /// [`crate::arena_wire`]).
+    /// [`crate::arena`]).
     Release = 8,
     /// A direct line between a caller and a supervisor's worker asked for,
     /// granted, refused, revoked or given back (capability bit 7;
-    /// `crate::line`).
+    /// [`crate::line`](mod@crate::line)).
     Line = 9,
     /// The sender waits for its incoming ring through an event loop: the
     /// frame carries one eventfd, which the receiver writes to whenever it

@@ -14,7 +14,7 @@
 //! - [`descriptor`] and [`arena`]: bodies naming buffers in an arena
 //!   ([`Descriptor`], [`SegmentNotice`], release records);
 //! - [`fd_record`]: descriptors announced on an `shm:` control socket;
-//! - [`line`]: direct lines between clients and workers ([`LineBody`]);
+//! - [`line`](mod@line): direct lines between clients and workers ([`LineBody`]);
 //! - [`inspect`]: the inspection report ([`Report`]);
 //! - [`handover`]: a server handing its listeners and live sessions to a
 //!   successor process;

@@ -4,8 +4,8 @@
 
 use shmlink_arena::{Loan, Owner};
 
-/// The response a handler is writing, given to [`Handler::respond`]
-/// (crate::Handler::respond).
+/// The response a handler is writing, given to
+/// [`Handler::respond`](crate::Handler::respond).
 ///
 /// Its bytes are the ordinary buffer ([`Answer::bytes`], what
 /// [`Handler::handle`](crate::Handler::handle) writes) or, after

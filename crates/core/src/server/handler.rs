@@ -4,7 +4,7 @@ use std::os::fd::OwnedFd;
 
 use super::answer::Answer;
 use crate::error::RemoteError;
-use crate::line::{LineAsk, LineOffer};
+use crate::worker::{LineAsk, LineOffer};
 
 /// Where [`Handler::handle_batch`] gives each answer, in the requests'
 /// order: the response's bytes, or the error the caller receives.

@@ -18,7 +18,6 @@ mod handing;
 mod handler;
 mod handover;
 mod inspect;
-mod line_asks;
 mod listener;
 mod monitor;
 mod policy;

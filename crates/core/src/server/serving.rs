@@ -24,6 +24,8 @@ use crate::link::Link;
 use crate::message::{Extra, Message};
 use crate::session::Session;
 use crate::watch::SessionFlags;
+use crate::worker::ask::answer_ask;
+use crate::worker::LineAsk;
 use shmlink_arena::Loan;
 use shmlink_wire::codes::CODE_NOT_ANSWERED;
 use shmlink_wire::codes::{CODE_HANDLER_PANICKED, CODE_SHUTTING_DOWN};
@@ -322,9 +324,9 @@ fn serve_requests(
                 session.recycle(std::mem::take(&mut m.body));
             }
             Kind::Line => {
-                if let Err(e) =
-                    super::line_asks::answer_ask(shared, session, handler, &mut m, &mut lent)
-                {
+                let lend = |ask: &LineAsk| handler.line(ask);
+                let timeout = shared.opts.send_timeout;
+                if let Err(e) = answer_ask(session, lend, timeout, &mut m, &mut lent) {
                     return Some(e);
                 }
             }

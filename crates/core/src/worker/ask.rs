@@ -1,23 +1,24 @@
-//! A session's ask for a direct line (capability bit 7, `crate::line`):
-//! the handler lends one or refuses, and the session sends its answer.
+//! A server session's ask for a direct line (capability bit 7): the
+//! server's handler lends one or refuses, and the session sends its answer.
 
 use std::os::fd::AsFd;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
-use super::handler::Handler;
-use super::shared::Shared;
+use super::frames;
+use super::line::{LineAsk, LineOffer};
 use crate::deadline::Deadline;
 use crate::error::Error;
-use crate::line::LineAsk;
 use crate::link::Link;
 use crate::message::Message;
 use crate::session::Session;
 use shmlink_wire::line::{LineBody, Op};
 
 /// Answers a client's line frame: a grant with its descriptors, or a
-/// refusal (a panicking handler refuses). `lent` is the line this session
+/// refusal; `lend` is the handler's choice (one that panics refuses), and
+/// `send_timeout` bounds the answer's sending. `lent` is the line this session
 /// was last granted: while it is out, another ask is refused without asking
 /// the handler (a client holds one line at a time; one that asks again
 /// does not get a second worker).
@@ -25,14 +26,14 @@ use shmlink_wire::line::{LineBody, Op};
 /// # Errors
 /// A malformed frame or another op than an ask (protocol error); the
 /// client gone.
-pub(super) fn answer_ask(
-    shared: &Shared,
+pub(crate) fn answer_ask(
     session: &mut Session,
-    handler: &dyn Handler,
+    lend: impl FnOnce(&LineAsk) -> Option<LineOffer>,
+    send_timeout: Duration,
     m: &mut Message,
     lent: &mut Option<Arc<AtomicBool>>,
 ) -> Result<(), Error> {
-    let (body, _) = session.line_body(m)?;
+    let (body, _) = frames::decode(session, m)?;
     if body.op != Op::Ask {
         let detail = format!("client sent a line {:?}; a client only asks", body.op);
         return Err(session.violation(detail));
@@ -50,15 +51,15 @@ pub(super) fn answer_ask(
     let offer = if out {
         None
     } else {
-        catch_unwind(AssertUnwindSafe(|| handler.line(&ask))).unwrap_or(None)
+        catch_unwind(AssertUnwindSafe(|| lend(&ask))).unwrap_or(None)
     };
-    let mut deadline = Deadline::In(shared.opts.send_timeout);
+    let mut deadline = Deadline::In(send_timeout);
     match offer {
         Some(o) => {
             *lent = Some(Arc::clone(&o.out));
             let fds = [o.sock.as_fd(), o.memfd.as_fd()];
-            session.send_line(&o.grant, &fds, &mut deadline)
+            frames::send(session, &o.grant, &fds, &mut deadline)
         }
-        None => session.send_line(&LineBody::of(Op::Deny, 0), &[], &mut deadline),
+        None => frames::send(session, &LineBody::of(Op::Deny, 0), &[], &mut deadline),
     }
 }

@@ -7,12 +7,13 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
 
+use super::frames;
+use super::line::{self, End};
 use crate::address::Address;
 use crate::callee::{panic_text, reply, Limits};
 use crate::connect::{self, Role};
 use crate::deadline::Deadline;
 use crate::error::{Error, RemoteError, Result};
-use crate::line::{self, End};
 use crate::link::Link;
 use crate::message::Message;
 use crate::options::{ClientOptions, WaitStrategy};
@@ -63,7 +64,7 @@ pub struct Worker {
     session: Session,
     address: Address,
     /// The direct line this worker serves, when its supervisor lent it to a
-    /// caller (`crate::line`).
+    /// caller (`super::line`).
     line: Option<Line>,
     /// How a line waits for its caller's next call: the options' strategy
     /// (a line's caller has the worker to itself; the supervisor's CPU
@@ -278,7 +279,7 @@ impl Worker {
 
     /// A line frame from the supervisor: a grant to serve, or a revoke.
     fn supervisor_line_frame(&mut self, m: &mut Message) -> Result<()> {
-        let (body, fds) = self.session.line_body(m)?;
+        let (body, fds) = frames::decode(&mut self.session, m)?;
         match body.op {
             Op::Grant if self.line.is_none() => {
                 let supervisor = match self.session.link() {
@@ -338,7 +339,7 @@ impl Worker {
         };
         drop(l);
         let mut deadline = Deadline::In(self.send_timeout);
-        self.session.send_line(&returned, &[], &mut deadline)
+        frames::send(&mut self.session, &returned, &[], &mut deadline)
     }
 
     /// Answers the call accepted last with `response`.

@@ -17,8 +17,6 @@
 //! A line's segment is used by that line only, so a worker holding on to
 //! its mapping after the line ends sees nothing of the caller's later calls.
 
-pub(crate) mod caller;
-
 use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -103,7 +103,7 @@ impl DirectLine {
     /// A call made over the line, if one is open, its answer in `answer`
     /// and its id taken from `next_id`; `None` when it goes through the
     /// server instead.
-    #[inline(never)]
+    #[inline]
     pub(crate) fn call(
         &mut self,
         request: &[u8],

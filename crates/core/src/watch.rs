@@ -183,7 +183,14 @@ const CALM: Duration = Duration::from_millis(25);
 
 /// A spinning side yields the CPU this often, so that on an oversubscribed
 /// machine the thread it waits for (or the server's accept thread) can run.
-pub(crate) const YIELD_EVERY: Duration = Duration::from_micros(10);
+const YIELD_EVERY: Duration = Duration::from_micros(10);
+/// How often the default strategy's spin yields while the peer said it
+/// runs on another CPU: a yield then lets only other work on this CPU
+/// run, and when such work wants the CPU the yield hands it a whole
+/// scheduler slice (a 4 ms tick here), where sleeping on the bell would
+/// give the CPU up only until the peer rings. Not never: a peer that moved
+/// here since it said otherwise gets the CPU within this.
+const ELSEWHERE_YIELD_EVERY: Duration = Duration::from_millis(1);
 
 /// Least spin of a wait in the middle of a streamed message.
 const STREAM_SPIN: Duration = Duration::from_micros(20);
@@ -251,6 +258,17 @@ impl Spinner {
         if !self.spins && self.adapts() && (self.peer_elsewhere || !self.calm(now)) {
             self.calm_until = None;
             self.spins = true;
+        }
+    }
+
+    /// How often the next wait's spin yields the CPU: [`YIELD_EVERY`], or
+    /// [`ELSEWHERE_YIELD_EVERY`] for the default strategy while the peer
+    /// runs on another CPU (as far as it said, at [`Spinner::refresh`]).
+    pub(crate) fn yield_every(&self) -> Duration {
+        if self.peer_elsewhere {
+            ELSEWHERE_YIELD_EVERY
+        } else {
+            YIELD_EVERY
         }
     }
 
@@ -403,6 +421,11 @@ mod tests {
         s.refresh(later, true);
         assert!(s.spins(), "no calm while the peer is elsewhere");
         assert!(!s.probes(later), "slow yields do not end the spin");
+        assert_eq!(
+            s.yield_every(),
+            ELSEWHERE_YIELD_EVERY,
+            "a yield would hand this CPU to other work for a slice, helping no peer"
+        );
         assert_eq!(s.budget_for(false, later), Some(MIN_ADAPTIVE_SPIN));
         assert_eq!(
             s.free_spin(true, later),
@@ -411,11 +434,14 @@ mod tests {
         );
         s.refresh(later, false);
         assert!(s.probes(later), "probing again once the peer may be here");
+        assert_eq!(s.yield_every(), YIELD_EVERY);
 
         let mut fixed = Spinner::new(WaitStrategy::Spin(30 * US));
         for _ in 0..16 {
             fixed.record(25 * US);
         }
+        fixed.refresh(now, true);
+        assert_eq!(fixed.yield_every(), YIELD_EVERY, "only the default adapts");
         fixed.contended(now);
         assert!(!fixed.probes(now));
         assert_eq!(fixed.budget_for(false, now), Some(30 * US));

@@ -207,6 +207,7 @@ impl ShmLink {
             deadline: deadline.at_from(started),
             started,
             yield_ends_it: self.spinner.probes(started),
+            yield_every: self.spinner.yield_every(),
             // A stopping server still sends the responses it owes.
             stop_ends_it: false,
             op: "waiting for ring space",
@@ -470,6 +471,7 @@ impl ShmLink {
             deadline: deadline.at_from(started),
             started,
             yield_ends_it: self.spinner.probes(started),
+            yield_every: self.spinner.yield_every(),
             stop_ends_it: !mid_message,
             op: "waiting for a response",
             watch: &self.watch,

@@ -5,7 +5,8 @@
 //! A wait spins within the strategy's budget (`busy`: forever; `sleep`:
 //! not at all; `spin`: the adaptive bound), checking the clock, the
 //! deadline and the peer's liveness every [`SPINS_PER_CHECK`] turns and
-//! yielding the CPU every [`YIELD_EVERY`]; then it sleeps on the ring's
+//! yielding the CPU as often as the terms say
+//! ([`crate::watch::YIELD_EVERY`], or rarely while the peer runs elsewhere); then it sleeps on the ring's
 //! doorbell: announce sleep, re-check, `FUTEX_WAIT`, in slices no longer
 //! than the watch or the waiter asks for.
 
@@ -15,7 +16,7 @@ use std::time::{Duration, Instant};
 use shmlink_sys::futex;
 
 use crate::error::{Error, Result};
-use crate::watch::{remaining, verdict_error, Verdict, Watch, YIELD_EVERY};
+use crate::watch::{remaining, verdict_error, Verdict, Watch};
 
 /// Spin turns between clock reads.
 pub(crate) const SPINS_PER_CHECK: u32 = 64;
@@ -102,6 +103,8 @@ pub(crate) struct Terms<'a> {
     /// Whether a slow yield (a contended CPU) ends the spin (the adaptive
     /// strategy; `busy` spins whatever it costs).
     pub(crate) yield_ends_it: bool,
+    /// How often the spin yields the CPU ([`crate::watch::Spinner::yield_every`]).
+    pub(crate) yield_every: Duration,
 }
 
 impl Terms<'_> {
@@ -163,7 +166,7 @@ pub(crate) fn wait(w: &mut impl Waiter, t: &Terms<'_>) -> Result<Waited> {
 fn spin(w: &mut impl Waiter, t: &Terms<'_>) -> Result<Spun> {
     let cheap_watch = t.watch.is_cheap();
     let mut next_check = t.started + CHECK_EVERY;
-    let mut next_yield = t.started + YIELD_EVERY;
+    let mut next_yield = t.started + t.yield_every;
     let bound = match (t.spin, t.spin_if_free) {
         (Some(b), Some(free)) => Some(b.max(free)),
         (b, _) => b,
@@ -194,7 +197,7 @@ fn spin(w: &mut impl Waiter, t: &Terms<'_>) -> Result<Spun> {
             if back - now >= YIELD_SLOW && t.yield_ends_it {
                 return Ok(Spun::Contended);
             }
-            next_yield = back + YIELD_EVERY;
+            next_yield = back + t.yield_every;
         }
         w.meanwhile()?;
     }

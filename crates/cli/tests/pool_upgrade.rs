@@ -100,7 +100,6 @@ fn write_script(path: &Path, text: &str) {
     std::fs::rename(&tmp, path).expect("put the script in place");
 }
 
-/// Runs a `shmlink` command to its end.
 /// A client of `addr` whose calls may wait 10 s (an upgrade under way on a
 /// busy machine), its first call checked.
 fn connect(addr: &str, what: &str) -> Client {
@@ -113,6 +112,7 @@ fn connect(addr: &str, what: &str) -> Client {
     c
 }
 
+/// Runs a `shmlink` command to its end.
 fn shmlink(args: &[&str]) -> Output {
     Command::new(BIN)
         .args(args)

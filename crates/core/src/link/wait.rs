@@ -5,10 +5,10 @@
 //! A wait spins within the strategy's budget (`busy`: forever; `sleep`:
 //! not at all; `spin`: the adaptive bound), checking the clock, the
 //! deadline and the peer's liveness every [`SPINS_PER_CHECK`] turns and
-//! yielding the CPU as often as the terms say
-//! ([`crate::watch::YIELD_EVERY`], or rarely while the peer runs elsewhere); then it sleeps on the ring's
-//! doorbell: announce sleep, re-check, `FUTEX_WAIT`, in slices no longer
-//! than the watch or the waiter asks for.
+//! yielding the CPU as often as the terms say (every 10 µs, or every 1 ms
+//! while the peer runs on another CPU: `Spinner::yield_every`); then it
+//! sleeps on the ring's doorbell: announce sleep, re-check, `FUTEX_WAIT`,
+//! in slices no longer than the watch or the waiter asks for.
 
 use std::sync::atomic::AtomicU32;
 use std::time::{Duration, Instant};

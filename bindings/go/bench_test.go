@@ -135,6 +135,9 @@ type pinger struct {
 	call  func() error
 	lat   []time.Duration
 	spent time.Duration
+	// wall and hog: the time of the timed calls, and the CPU a hog had
+	// in it (BenchmarkWaitMatrix beside a hog).
+	wall, hog time.Duration
 }
 
 // BenchmarkPingPong64 measures the transports in interleaved rounds of 500

@@ -3,7 +3,10 @@ package shmlink
 import (
 	"context"
 	"fmt"
+	"os"
 	"sort"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -29,7 +32,11 @@ import (
 //
 // Reports <strategy>-<size>-p50-ns per pinger and prints one line per size
 // with the default's p50 ÷ the best strategy's (bindings/go/bench.sh runs
-// it quiet and beside a CPU hog).
+// it quiet and beside a CPU hog). With SHMLINK_HOG_PID set (the hog's pid)
+// it also reports <strategy>-<size>-hog-pct: how much of one CPU the hog
+// got while that pinger's timed calls ran, which tells where the scheduler
+// put the client and the server (one CPU between them: the hog keeps the
+// other, ~100 %; spread: the hog shares one, ~50-67 %).
 // Run: go test -bench WaitMatrix -run '^$'
 func BenchmarkWaitMatrix(b *testing.B) {
 	sizes := []int{64, 2048}
@@ -85,10 +92,12 @@ func BenchmarkWaitMatrix(b *testing.B) {
 	for _, g := range groups {
 		signal(g, syscall.SIGSTOP)
 	}
+	hog := hogClock(b)
 	// run makes n calls with each pinger of g, its server running.
 	run := func(g *group, n int, timed bool) {
 		signal(g, syscall.SIGCONT)
 		for _, p := range g.ps {
+			wall, cpu := time.Now(), hog()
 			for i := 0; i < n; i++ {
 				t0 := time.Now()
 				if err := p.call(); err != nil {
@@ -97,6 +106,10 @@ func BenchmarkWaitMatrix(b *testing.B) {
 				if timed {
 					p.lat = append(p.lat, time.Since(t0))
 				}
+			}
+			if timed {
+				p.wall += time.Since(wall)
+				p.hog += hog() - cpu
 			}
 		}
 		time.Sleep(settle)
@@ -125,6 +138,9 @@ func BenchmarkWaitMatrix(b *testing.B) {
 			sort.Slice(p.lat, func(i, j int) bool { return p.lat[i] < p.lat[j] })
 			p50[p.name] = p.lat[len(p.lat)/2]
 			b.ReportMetric(float64(p50[p.name].Nanoseconds()), p.name+"-p50-ns")
+			if p.wall > 0 && os.Getenv("SHMLINK_HOG_PID") != "" {
+				b.ReportMetric(100*float64(p.hog)/float64(p.wall), p.name+"-hog-pct")
+			}
 		}
 	}
 	if b.N < 1000 {
@@ -143,5 +159,31 @@ func BenchmarkWaitMatrix(b *testing.B) {
 		}
 		d, bv := p50[fmt.Sprintf("%s-%d", defaultName, size)], p50[fmt.Sprintf("%s-%d", best, size)]
 		fmt.Printf("%s best=%s default/best=%.2f\n", line, best, float64(d)/float64(bv))
+	}
+}
+
+// hogClock returns a reader of the CPU time the hog named by
+// SHMLINK_HOG_PID has had so far (its one thread's schedstat, in ns), or a
+// reader of zero when no hog is named.
+func hogClock(b *testing.B) func() time.Duration {
+	pid := os.Getenv("SHMLINK_HOG_PID")
+	if pid == "" {
+		return func() time.Duration { return 0 }
+	}
+	path := "/proc/" + pid + "/schedstat"
+	return func() time.Duration {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			b.Fatalf("the hog's CPU time: %v", err)
+		}
+		fields := strings.Fields(string(raw))
+		if len(fields) == 0 {
+			b.Fatalf("the hog's CPU time: %s is empty", path)
+		}
+		ns, err := strconv.ParseInt(fields[0], 10, 64)
+		if err != nil {
+			b.Fatalf("the hog's CPU time: %s: %v", path, err)
+		}
+		return time.Duration(ns)
 	}
 }

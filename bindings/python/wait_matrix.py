@@ -56,10 +56,10 @@ def p50_us(address, payload, seconds, wait):
 
 
 def cpu_seconds(pid):
-    """CPU time (user + system) of process `pid` so far, in seconds."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """CPU time of the one thread of process `pid` so far, in seconds (its
+    schedstat: ns, where /proc/PID/stat counts 10 ms ticks)."""
+    with open(f"/proc/{pid}/schedstat") as f:
+        return int(f.read().split()[0]) / 1e9
 
 
 def measure(shm_addrs, seconds, rounds):
@@ -92,10 +92,15 @@ def measure(shm_addrs, seconds, rounds):
 
 
 def table(cells, hog):
+    """The matrix rows and its two check rows. Beside the hog, a cell also
+    gives the default ÷ the best strategy that left the hog at least as
+    much CPU (within 10 points) as the default did: the best at the
+    placement the scheduler gave the default."""
     rows = ["| load | size | " + " | ".join(f"{w} p50 µs" for w in WAITS)
-            + " | best | default ÷ best | hog CPU %: " + " / ".join(WAITS) + " |",
-            "| --- | --- | " + " | ".join("---:" for _ in WAITS) + " | --- | ---: | ---: |"]
-    worst = None
+            + " | best | default ÷ best | hog CPU %: " + " / ".join(WAITS)
+            + " | default ÷ best at its placement |",
+            "| --- | --- | " + " | ".join("---:" for _ in WAITS) + " | --- | ---: | ---: | ---: |"]
+    worst, worst_placed = None, None
     for load in LOADS:
         for size in SIZES:
             p = {w: cells[(load, size, w)] for w in WAITS}
@@ -103,14 +108,22 @@ def table(cells, hog):
             ratio = p[DEFAULT] / p[best]
             if worst is None or ratio > worst[0]:
                 worst = (ratio, f"{load} {size} B")
-            hogs = (" / ".join(f"{hog[(size, w)]:.0f}" for w in WAITS)
-                    if load == "busy" else "-")
+            hogs, placed = "-", ratio
+            if load == "busy":
+                h = {w: hog[(size, w)] for w in WAITS}
+                hogs = " / ".join(f"{h[w]:.0f}" for w in WAITS)
+                placed = p[DEFAULT] / min(p[w] for w in WAITS if h[w] >= h[DEFAULT] - 10)
+            if worst_placed is None or placed > worst_placed[0]:
+                worst_placed = (placed, f"{load} {size} B")
             rows.append(f"| {load} | {size} B | " + " | ".join(f"{p[w]:.2f}" for w in WAITS)
-                        + f" | {best} | {ratio:.2f} | {hogs} |")
-    verdict = "PASS" if worst[0] <= GOAL else "MISS"
-    goal = (f"| Python, shm spin (default) p50 ÷ best strategy's p50, every cell (worst) "
-            f"| {worst[0]:.2f} | {worst[1]} | ≤ {GOAL:.2f} | {verdict} |")
-    return rows, goal
+                        + f" | {best} | {ratio:.2f} | {hogs} | {placed:.2f} |")
+    checks = []
+    for what, (value, at) in [("best strategy's p50", worst),
+                              ("best strategy's p50 at its placement (the bound)", worst_placed)]:
+        verdict = "PASS" if value <= GOAL else "MISS"
+        checks.append(f"| Python, shm spin (default) p50 ÷ {what}, every cell (worst) "
+                      f"| {value:.2f} | {at} | ≤ {GOAL:.2f} | {verdict} |")
+    return rows, checks
 
 
 def main():
@@ -134,7 +147,7 @@ def main():
     finally:
         stop_all(procs)
         shutil.rmtree(d, ignore_errors=True)
-    rows, goal = table(cells, hog)
+    rows, checks = table(cells, hog)
     text = "\n".join([
         "# Python binding: the wait matrix",
         "",
@@ -154,11 +167,14 @@ def main():
         " runnable, so they spread over both CPUs and the hog shares one (it gets less);"
         " a side that sleeps (`sleep`, and the default once its CPU is found contended)"
         " is woken next to its peer, the two share one CPU and the hog keeps the other."
-        " The p50 of the busy cells is that placement's.",
+        " The p50 of the busy cells is that placement's, and which one a run gets changes"
+        " from run to run (docs/known-limits.md). At its placement: the default ÷ the best"
+        " strategy that left the hog as much CPU (within 10 points), the bound where client"
+        " and daemon share a CPU.",
         "",
         "| check | value | at | goal | result |",
         "| --- | ---: | --- | ---: | --- |",
-        goal,
+        *checks,
         "",
     ])
     print(text)

@@ -3,7 +3,8 @@
 //! workers on threads). A client's calls switch to the worker once its line
 //! is granted; a hand-made client that asks again while its line is out is
 //! refused without the handler being asked, and gets a line again once the
-//! first is given back; a server that does not lend refuses the capability.
+//! first is given back or revoked; a server that does not lend refuses the
+//! capability.
 
 mod support;
 
@@ -22,7 +23,7 @@ use support::*;
 /// Lends the workers it holds, one per ask, and counts the asks it saw.
 struct Lender {
     idle: Mutex<Vec<Client>>,
-    lent: Mutex<Vec<Client>>,
+    lent: Arc<Mutex<Vec<Client>>>,
     holds: Arc<Mutex<Vec<LineHold>>>,
     asked: Arc<Mutex<usize>>,
 }
@@ -46,6 +47,8 @@ impl Handler for Lender {
 
 struct Setup {
     addr: String,
+    /// The lent workers' sessions (with their supervisor), in lending order.
+    lent: Arc<Mutex<Vec<Client>>>,
     holds: Arc<Mutex<Vec<LineHold>>>,
     asked: Arc<Mutex<usize>>,
     _server: shmlink::RunningServer,
@@ -78,9 +81,10 @@ fn setup(workers: usize) -> Setup {
     }
     let holds = Arc::new(Mutex::new(Vec::new()));
     let asked = Arc::new(Mutex::new(0));
+    let lent = Arc::new(Mutex::new(Vec::new()));
     let lender = Lender {
         idle: Mutex::new(idle),
-        lent: Mutex::new(Vec::new()),
+        lent: Arc::clone(&lent),
         holds: Arc::clone(&holds),
         asked: Arc::clone(&asked),
     };
@@ -95,6 +99,7 @@ fn setup(workers: usize) -> Setup {
     let addr = server.addresses()[0].to_string();
     Setup {
         addr,
+        lent,
         holds,
         asked,
         _server: server,
@@ -136,14 +141,20 @@ fn ask(raw: &mut RawSession) -> (LineOp, u16) {
     (b.op, h.fds)
 }
 
-#[test]
-fn a_client_that_asks_again_while_its_line_is_out_is_refused() {
-    let s = setup(3);
+/// A hand-made client of `s` that asked for a line and was granted one.
+fn lined_client(s: &Setup) -> RawSession {
     let mut h = hello(T::Shm);
     h.caps |= CAP_LINES;
     let (_, raw) = RawSession::open(&s.addr, &h);
     let mut raw = raw.expect("accepted");
     assert_eq!(ask(&mut raw), (LineOp::Grant, 2));
+    raw
+}
+
+#[test]
+fn a_client_that_asks_again_while_its_line_is_out_is_refused() {
+    let s = setup(3);
+    let mut raw = lined_client(&s);
     // Workers are idle, but this client holds a line already.
     assert_eq!(ask(&mut raw), (LineOp::Deny, 0));
     assert_eq!(ask(&mut raw), (LineOp::Deny, 0));
@@ -154,6 +165,24 @@ fn a_client_that_asks_again_while_its_line_is_out_is_refused() {
     );
     // The line given back (its hold dropped), the client may have another.
     s.holds.lock().expect("holds").clear();
+    assert_eq!(ask(&mut raw), (LineOp::Grant, 2));
+    assert_eq!(*s.asked.lock().expect("asked"), 2);
+}
+
+#[test]
+fn a_client_whose_line_is_revoked_may_be_lent_another_at_once() {
+    let s = setup(3);
+    let mut raw = lined_client(&s);
+    assert_eq!(ask(&mut raw), (LineOp::Deny, 0));
+    // Revoked (as at a reload): the worker gives the line back after the
+    // call in hand. Its hold is still kept (the worker's `Returned` not
+    // read), yet the client need not wait for the supervisor to read it.
+    {
+        let holds = s.holds.lock().expect("holds");
+        let mut lent = s.lent.lock().expect("lent");
+        lent[0].revoke_line(&holds[0]).expect("revoke");
+    }
+    assert_eq!(s.holds.lock().expect("holds").len(), 1, "the hold is kept");
     assert_eq!(ask(&mut raw), (LineOp::Grant, 2));
     assert_eq!(*s.asked.lock().expect("asked"), 2);
 }

@@ -100,7 +100,8 @@ impl Client {
     }
 
     /// Tells the worker to give `hold`'s line back after the call in hand,
-    /// and wakes it if it sleeps on the line.
+    /// and wakes it if it sleeps on the line. The client it was lent to may
+    /// be lent another line from now on (its session no longer refuses it).
     ///
     /// # Errors
     /// The worker gone, or no room within the timeout.

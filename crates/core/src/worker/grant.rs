@@ -77,7 +77,11 @@ pub(crate) fn lend(
 }
 
 /// Tells the worker on `session` to give `hold`'s line back after the call
-/// in hand, and wakes it if it sleeps on the line.
+/// in hand, and wakes it if it sleeps on the line. From then on the client
+/// it was lent to may be lent another: the line ends after one call at
+/// most (or its worker is killed at the call timeout), and the client,
+/// which asks again as soon as it finds the line closed, would otherwise
+/// be refused until the supervisor reads the worker's `Returned`.
 ///
 /// # Errors
 /// The worker gone, or no room within `timeout`.
@@ -89,6 +93,7 @@ pub(crate) fn revoke(session: &mut Session, timeout: Duration, hold: &LineHold) 
         &[],
         &mut deadline,
     )?;
+    hold.release();
     hold.wake();
     Ok(())
 }

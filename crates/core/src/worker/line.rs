@@ -140,16 +140,17 @@ pub struct LineOffer {
     pub(crate) grant: LineBody,
     pub(crate) sock: UnixStream,
     pub(crate) memfd: OwnedFd,
-    /// Whether the line is still lent (its hold not dropped): the session
-    /// that sends this grant refuses its client another line until then.
+    /// Whether the line is still lent (its hold neither dropped nor
+    /// revoked): the session that sends this grant refuses its client
+    /// another line until then.
     pub(crate) out: Arc<AtomicBool>,
 }
 
 /// What a supervisor keeps of a line it lent: its id, and its own mapping
 /// of the line's segment, through which it rings the worker's bell when it
 /// revokes the line ([`crate::Client::revoke_line`]).
-/// Dropped when the line is given back (or its worker is gone): only then
-/// may the client it was lent to get another.
+/// Dropped when the line is given back (or its worker is gone): only then,
+/// or once the line is revoked, may the client it was lent to get another.
 #[derive(Debug)]
 pub struct LineHold {
     pub(crate) id: u64,
@@ -159,11 +160,16 @@ pub struct LineHold {
 
 impl Drop for LineHold {
     fn drop(&mut self) {
-        self.out.store(false, Ordering::Release);
+        self.release();
     }
 }
 
 impl LineHold {
+    /// Lets the client the line was lent to be lent another.
+    pub(crate) fn release(&self) {
+        self.out.store(false, Ordering::Release);
+    }
+
     /// The line's id.
     pub fn id(&self) -> u64 {
         self.id

@@ -85,7 +85,7 @@ conditions() { sed -n '/^- /p;/^## /q' "$1"; }
   echo "The scenario's \`pool\` rows above: the same PHP client calling \`shmlink pool\` with"
   echo "one and two PHP workers (\`bench/pool/worker.php\`, OPcache on) answering as the"
   echo "daemon does; a client calling one call at a time gets a worker on a direct line after"
-  echo "its first calls (docs/design.md, \"Direct lines\"), so its calls skip the pool."
+  echo "its first calls (crates/pool/README.md, \"Direct lines\"), so its calls skip the pool."
   echo "Below, what the pool's dispatch costs: one PHP worker called directly (the caller"
   echo "holds its worker port, as the pool does), through a pool of one such worker, and"
   echo "through a pool that relays every call (\`--no-lines\`: what pipelined calls, clients"

@@ -52,6 +52,11 @@ pub(crate) struct PoolArgs {
     /// stays open); past it the connection is closed.
     #[arg(long, value_name = "SECONDS", value_parser = parse::seconds, default_value = "10")]
     http_header_timeout: Duration,
+    /// How long a client may take nothing of a response being written (a body, a
+    /// file, a streamed answer) before its connection is closed; the time starts
+    /// again whenever it takes some.
+    #[arg(long, value_name = "SECONDS", value_parser = parse::seconds, default_value = "60")]
+    http_send_timeout: Duration,
     /// Most HTTP connections open at once; more are closed when accepted.
     #[arg(long, value_name = "N", default_value_t = 10_000)]
     http_max_connections: usize,
@@ -287,6 +292,7 @@ fn supervise(args: &PoolArgs) -> anyhow::Result<()> {
         h.max_body = args.http_max_body;
         h.max_header_bytes = args.http_max_header;
         h.header_timeout = args.http_header_timeout;
+        h.send_timeout = args.http_send_timeout;
         h.max_connections = args.http_max_connections;
         h.threads = args.http_threads;
         h.access_log = args.http_access_log.clone();

@@ -166,6 +166,7 @@ impl Front {
             max_body: opts.max_body,
             max_header_bytes: opts.max_header_bytes,
             header_timeout: opts.header_timeout,
+            send_timeout: opts.send_timeout,
             max_connections: opts.max_connections,
             spool: opts.spool(),
         };

@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::error::HttpError;
-use crate::options::FrontOptions;
+use crate::options::{FrontOptions, DEFAULT_SEND_TIMEOUT};
 
 /// The environment variable a pool sets for workers that serve HTTP.
 pub const HTTP_ENV: &str = "SHMLINK_HTTP";
@@ -43,6 +43,10 @@ pub struct Handed {
     pub max_header_bytes: usize,
     /// Time for a request's head, and an idle keep-alive connection's life.
     pub header_timeout: Duration,
+    /// How long a client may take nothing of a response being written
+    /// (optional in [`HTTP_ENV`]: absent, 60 s; sent only when it differs,
+    /// so a worker built before it still starts under the default).
+    pub send_timeout: Duration,
     /// Connections the workers keep open at once, all together (each
     /// counts every slot of the counters page).
     pub max_connections: usize,
@@ -86,6 +90,7 @@ impl Handed {
             max_body: opts.max_body,
             max_header_bytes: opts.max_header_bytes,
             header_timeout: opts.header_timeout,
+            send_timeout: opts.send_timeout,
             max_connections: opts.max_connections,
             queue_timeout,
             root: opts.root.clone(),
@@ -118,6 +123,12 @@ impl Handed {
             self.max_connections,
             self.queue_timeout.as_millis()
         ));
+        if self.send_timeout != DEFAULT_SEND_TIMEOUT {
+            out.push_str(&format!(
+                " send_timeout_ms={}",
+                self.send_timeout.as_millis()
+            ));
+        }
         if let Some(root) = &self.root {
             out.push_str(&format!(" root={}", encode_path(root)));
         }
@@ -150,6 +161,7 @@ impl Handed {
             max_body: 0,
             max_header_bytes: 0,
             header_timeout: Duration::ZERO,
+            send_timeout: DEFAULT_SEND_TIMEOUT,
             max_connections: 0,
             queue_timeout: Duration::ZERO,
             root: None,
@@ -196,6 +208,7 @@ impl Handed {
                 "max_body" => h.max_body = size(key, v)?,
                 "max_header" => h.max_header_bytes = size(key, v)?,
                 "header_timeout_ms" => h.header_timeout = Duration::from_millis(number(key, v)?),
+                "send_timeout_ms" => h.send_timeout = Duration::from_millis(number(key, v)?),
                 "max_connections" => h.max_connections = size(key, v)?,
                 "queue_timeout_ms" => h.queue_timeout = Duration::from_millis(number(key, v)?),
                 "root" => h.root = Some(decode_path(v)),
@@ -238,6 +251,7 @@ impl Handed {
             max_body: self.max_body,
             max_header_bytes: self.max_header_bytes,
             header_timeout: self.header_timeout,
+            send_timeout: self.send_timeout,
             max_connections: self.max_connections,
             threads: 1,
             access_log: None,

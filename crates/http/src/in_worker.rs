@@ -131,6 +131,7 @@ impl WorkerHttp {
             max_body: handed.max_body,
             max_header_bytes: handed.max_header_bytes,
             header_timeout: handed.header_timeout,
+            send_timeout: handed.send_timeout,
             max_connections: handed.max_connections,
             spool: handed.front_options().spool(),
         };

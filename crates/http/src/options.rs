@@ -5,6 +5,9 @@ use std::time::Duration;
 
 use crate::error::HttpError;
 
+/// [`FrontOptions::send_timeout`]'s default, as nginx's `send_timeout`.
+pub(crate) const DEFAULT_SEND_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// Options of a [`Front`](crate::Front).
 #[derive(Debug, Clone)]
 pub struct FrontOptions {
@@ -18,6 +21,10 @@ pub struct FrontOptions {
     /// Time a client has to send a request's head (also how long an idle
     /// keep-alive connection stays open); past it the connection is closed.
     pub header_timeout: Duration,
+    /// How long a client may take nothing of a response being written (a
+    /// body, a file the server sends, a streamed answer) before its
+    /// connection is closed; the time starts again whenever it takes some.
+    pub send_timeout: Duration,
     /// Most connections open at once; more are closed as soon as accepted.
     pub max_connections: usize,
     /// Threads of the front's runtime (0: one per CPU, at least 2). A
@@ -45,14 +52,16 @@ pub struct FrontOptions {
 
 impl FrontOptions {
     /// Options listening on `listen` with the defaults: 8 MiB bodies, 64 KiB
-    /// heads, 10 s for a head, 10,000 connections, one thread per CPU (at
-    /// least 2), no access log.
+    /// heads, 10 s for a head, 60 s for a client taking nothing of a
+    /// response, 10,000 connections, one thread per CPU (at least 2), no
+    /// access log.
     pub fn new(listen: Vec<String>) -> FrontOptions {
         FrontOptions {
             listen,
             max_body: 8 << 20,
             max_header_bytes: 64 << 10,
             header_timeout: Duration::from_secs(10),
+            send_timeout: DEFAULT_SEND_TIMEOUT,
             max_connections: 10_000,
             threads: 0,
             access_log: None,
@@ -85,6 +94,9 @@ impl FrontOptions {
         }
         if self.header_timeout.is_zero() {
             return bad("--http-header-timeout must be greater than zero");
+        }
+        if self.send_timeout.is_zero() {
+            return bad("--http-send-timeout must be greater than zero");
         }
         if self.max_connections == 0 {
             return bad("--http-max-connections must be at least 1");

@@ -125,6 +125,9 @@ fn handed_values_decode_to_their_fields_and_encode_to_their_text() {
             max_body: n("max_body") as usize,
             max_header_bytes: n("max_header_bytes") as usize,
             header_timeout: Duration::from_millis(n("header_timeout_ms")),
+            send_timeout: d["send_timeout_ms"]
+                .as_u64()
+                .map_or(Duration::from_secs(60), Duration::from_millis),
             max_connections: n("max_connections") as usize,
             queue_timeout: Duration::from_millis(n("queue_timeout_ms")),
             root: d["root"].as_str().map(Into::into),

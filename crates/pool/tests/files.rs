@@ -5,7 +5,9 @@
 //! to leave the root (404, the file never sent), paths that go to the
 //! application (PHP scripts, hidden files, directories, no file), and
 //! files a worker names in `X-Sendfile` / `X-Accel-Redirect` under
-//! `--http-sendfile`.
+//! `--http-sendfile`; and the send timeout: a client that takes nothing of
+//! a file or a large answer is closed, one that keeps taking slowly gets it
+//! whole.
 
 #[macro_use]
 mod support;
@@ -28,6 +30,8 @@ in_both_modes!(
     pipelined_requests_wait_behind_a_file,
     a_slow_reader_of_a_large_file_holds_up_no_one,
     workers_name_files_in_x_sendfile_and_x_accel_redirect,
+    a_client_that_takes_nothing_is_closed_after_the_send_timeout,
+    a_slow_steady_reader_gets_a_large_answer_whole,
 );
 
 /// A root with files, a private directory beside it, and a pool of echo
@@ -46,6 +50,16 @@ fn pattern(n: usize) -> Vec<u8> {
 
 impl Site {
     fn start(mode: HttpMode, root_served: bool, sendfile: bool) -> Site {
+        Site::start_with(mode, root_served, sendfile, |_| {})
+    }
+
+    /// [`Site::start`] with the HTTP options changed by `tweak`.
+    fn start_with(
+        mode: HttpMode,
+        root_served: bool,
+        sendfile: bool,
+        tweak: impl FnOnce(&mut FrontOptions),
+    ) -> Site {
         let dir = Dir::new("files");
         let root = dir.path("root");
         let private = dir.path("private");
@@ -76,6 +90,7 @@ impl Site {
         if sendfile {
             h.sendfile = vec![private];
         }
+        tweak(&mut h);
         o.http = Some(h);
         let lines = Lines::default();
         let pool = Pool::start_with_log(o, lines.log()).expect("the pool starts");
@@ -94,6 +109,11 @@ impl Site {
             addr,
             _lines: lines,
         }
+    }
+
+    /// HTTP connections open now.
+    fn open(&self) -> u64 {
+        self.pool.status().http.map_or(0, |h| h.connections_open)
     }
 
     fn once(&self, request: impl AsRef<[u8]>) -> Resp {
@@ -361,5 +381,63 @@ fn directories_that_are_not_there_are_refused_at_start() {
             "--http-root /nonexistent/root"
         });
         assert!(e.contains(want) && e.contains("not a directory"), "{e}");
+    }
+}
+
+fn a_client_that_takes_nothing_is_closed_after_the_send_timeout(mode: HttpMode) {
+    let s = Site::start_with(mode, true, false, |h| {
+        h.send_timeout = Duration::from_secs(1);
+    });
+    // A file the server sends, and a large answer of the application's:
+    // more than the sockets' buffers hold, so output stays pending.
+    for (target, len) in [("/huge.bin", 8 << 20), ("/bytes/16384", 16 << 20)] {
+        let mut stalled = Conn::open(s.addr);
+        stalled.send(get(target));
+        wait_until("the request in hand", DEADLINE, || s.open() == 1);
+        wait_until(
+            "the connection of a client that takes nothing closed",
+            DEADLINE,
+            || s.open() == 0,
+        );
+        // Read at last: the start of the answer, then the end of stream.
+        stalled.wait_closed();
+        assert!(
+            stalled.buf.len() < len,
+            "{target}: {} bytes came, the answer is cut",
+            stalled.buf.len()
+        );
+        assert!(stalled.buf.starts_with(b"HTTP/1.1 200"), "{target}");
+    }
+}
+
+fn a_slow_steady_reader_gets_a_large_answer_whole(mode: HttpMode) {
+    // Both timeouts shorter than the whole transfer: a client that keeps
+    // taking is neither an idle keep-alive connection nor a stalled one.
+    let s = Site::start_with(mode, true, false, |h| {
+        h.send_timeout = Duration::from_secs(1);
+        h.header_timeout = Duration::from_secs(1);
+    });
+    for (target, len) in [("/huge.bin", 8 << 20), ("/bytes/16384", 16 << 20)] {
+        let mut c = Conn::open(s.addr);
+        c.send(get(target));
+        let t0 = std::time::Instant::now();
+        let mut chunk = vec![0u8; 32 << 10];
+        // Pacing, not waiting: a client on a slow link, 32 KiB every 5 ms.
+        while c.buf.len() < len {
+            let n = std::io::Read::read(&mut c.s, &mut chunk).expect("read");
+            assert!(n > 0, "{target}: closed after {} bytes", c.buf.len());
+            c.buf.extend_from_slice(&chunk[..n]);
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let r = c.response();
+        assert_eq!(r.status, 200, "{target}");
+        assert!(r.body == pattern(len), "{target}: the answer whole");
+        assert!(
+            t0.elapsed() > Duration::from_secs(1),
+            "{target}: the transfer outlasted both timeouts ({:?})",
+            t0.elapsed()
+        );
+        c.send(get("/css/site.css"));
+        assert_eq!(c.response().status, 200, "{target}: the connection goes on");
     }
 }

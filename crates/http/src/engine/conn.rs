@@ -67,6 +67,11 @@ pub(super) struct Conn {
     pub(super) closing: bool,
     /// When the current wait for the client ends (coarse ms; 0: none).
     pub(super) deadline: u64,
+    /// While output is pending: when the client last took some of it, or
+    /// when it became pending (coarse ms; `sending.rs`).
+    pub(super) taken_at: u64,
+    /// A send timer of this connection is queued.
+    pub(super) send_armed: bool,
     /// When the request in hand started (its duration: the counters'
     /// histogram, the access log).
     pub(super) started: Option<Instant>,
@@ -154,6 +159,8 @@ impl Conn {
             eof: false,
             closing: false,
             deadline: 0,
+            taken_at: 0,
+            send_armed: false,
             started: None,
             more: false,
             leave: false,
@@ -350,6 +357,12 @@ impl Conn {
         }
         self.file = None;
         true
+    }
+
+    /// Bytes of output not yet taken by the socket.
+    pub(super) fn unsent(&self) -> u64 {
+        let file = self.file.as_ref().map_or(0, |f| f.end - f.offset);
+        (self.wbuf.len() - self.wpos) as u64 + file
     }
 
     /// Whether everything is written.

@@ -17,20 +17,24 @@
 //! head, conflicting or unknown framing, a broken chunked body; the
 //! connection closes), `CONNECT` (405), the header timeout (a head not
 //! complete in time, a body that stops arriving for that long, an idle
-//! keep-alive connection: closed without a word), the connection limit
-//! (closed as accepted). Keep-alive, HTTP/1.0, `Expect: 100-continue`,
-//! `HEAD` and pipelined requests (answered in order) as HTTP/1.1 says.
+//! keep-alive connection: closed without a word), the send timeout (a
+//! client that takes nothing of a response being written: `sending.rs`),
+//! the connection limit (closed as accepted). Keep-alive, HTTP/1.0,
+//! `Expect: 100-continue`, `HEAD` and pipelined requests (answered in
+//! order) as HTTP/1.1 says.
 
 mod balance;
 pub(crate) mod body;
 mod conn;
 pub(crate) mod head;
 mod reply;
+mod sending;
 mod stream;
 
 pub(crate) use conn::Spool;
 
-use std::collections::VecDeque;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 use std::net::TcpListener;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
@@ -76,6 +80,9 @@ pub(crate) struct Limits {
     pub(crate) max_body: usize,
     pub(crate) max_header_bytes: usize,
     pub(crate) header_timeout: Duration,
+    /// How long a client may take nothing of a response being written
+    /// (`sending.rs`).
+    pub(crate) send_timeout: Duration,
     /// Connections open at once, counted as [`Counters::open_everywhere`].
     pub(crate) max_connections: usize,
     /// Where large bodies go (`None`: all stay in memory).
@@ -143,6 +150,8 @@ pub(crate) struct Engine {
     /// or [`LINGER_MS`]).
     timers: VecDeque<(u64, usize, u64)>,
     lingers: VecDeque<(u64, usize, u64)>,
+    /// Send timers (`sending.rs`): (ms, slot, serial), earliest first.
+    sends: BinaryHeap<Reverse<(u64, usize, u64)>>,
     limits: Limits,
     counters: Arc<Counters>,
     access: Option<Arc<AccessLog>>,
@@ -199,6 +208,7 @@ impl Engine {
             ready: VecDeque::new(),
             timers: VecDeque::new(),
             lingers: VecDeque::new(),
+            sends: BinaryHeap::new(),
             limits,
             counters,
             access,
@@ -330,6 +340,9 @@ impl Engine {
             if let Some(&(at, _, _)) = q.front() {
                 earliest(at);
             }
+        }
+        if let Some(at) = self.next_send_due() {
+            earliest(at);
         }
         if let Some(s) = self.stopping {
             if s.idle_close > self.now {
@@ -600,20 +613,25 @@ impl Engine {
             return;
         }
         if ev.writable {
-            let sending = self.conns[slot].as_ref().is_some_and(|c| c.file.is_some());
+            let (pending, file) = self.conns[slot]
+                .as_ref()
+                .map_or((false, false), |c| (!c.flushed(), c.file.is_some()));
             self.after_write(slot);
             let sent = self.conns[slot]
                 .as_ref()
-                .is_some_and(|c| c.file.is_none() && !c.closing);
-            if sending && sent {
-                // A file is out: the next request's head has its full time
-                // from now, and what waited behind the file is parsed.
+                .is_some_and(|c| c.flushed() && !c.closing);
+            if pending && sent {
+                // The output is all out: the next request's head has its
+                // full time from now, and what waited behind a file is
+                // parsed.
                 if let Some(c) = self.conns[slot].as_mut() {
                     let deadline = self.now + self.limits.header_timeout.as_millis() as u64;
                     c.deadline = deadline;
                     self.timers.push_back((deadline, slot, c.serial));
                 }
-                self.read(slot, false);
+                if file {
+                    self.read(slot, false);
+                }
             }
         }
         if ev.readable || ev.hang_up {
@@ -853,10 +871,16 @@ impl Engine {
         let Some(c) = self.conns[slot].as_mut() else {
             return;
         };
+        let before = c.unsent();
         if !c.flush() {
             self.close(slot);
             return;
         }
+        let progressed = c.unsent() < before;
+        self.note_sending(slot, progressed);
+        let Some(c) = self.conns[slot].as_mut() else {
+            return;
+        };
         if c.closing && c.flushed() && !matches!(c.phase, Phase::Lingering) {
             if c.eof || (c.unread().is_empty() && !matches!(c.phase, Phase::Body { .. })) {
                 self.close(slot);
@@ -885,6 +909,7 @@ impl Engine {
     /// that took too long) and, when stopping, idle ones after the grace
     /// and all after the stop's.
     fn expire(&mut self) {
+        self.expire_sends();
         for lingering in [false, true] {
             loop {
                 let q = if lingering {
@@ -906,7 +931,7 @@ impl Engine {
                     .is_some_and(|c| {
                         c.serial == serial
                             && c.deadline == at
-                            && c.file.is_none()
+                            && c.flushed()
                             && matches!(
                                 c.phase,
                                 Phase::Head | Phase::Body { .. } | Phase::Lingering

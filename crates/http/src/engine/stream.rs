@@ -102,9 +102,9 @@ impl Engine {
 
     /// Writes what the connection in `slot` holds, waiting while the
     /// client's socket is full; closes it when the client is gone or reads
-    /// nothing for the header timeout.
+    /// nothing for the send timeout.
     fn push(&mut self, slot: usize) -> Result<(), StreamBroken> {
-        let patience = self.limits.header_timeout;
+        let patience = self.limits.send_timeout;
         let mut deadline = Instant::now() + patience;
         loop {
             let Some(c) = self.conns[slot].as_mut() else {

@@ -5,7 +5,8 @@
 //!   `/sleep/MS`; `/grow/MIB`: keeps MIB more mebibytes, answers its pid;
 //! - `/garbage`: an answer that is not an encoded response (502);
 //!   `/bad-header`: a header value with a line break (502);
-//! - `/status/N`: status N, empty body;
+//! - `/status/N`: status N, empty body; `/bytes/KIB`: a body of KIB KiB
+//!   (byte `i` is `i * 7 % 251`), answered from memory;
 //! - `/sendfile/PATH`: `X-Sendfile: /PATH`; `/accel/PATH`:
 //!   `X-Accel-Redirect: /PATH` (each with `x-app: 1` and an empty body);
 //! - anything else: 200, `text/plain`, the request as the worker saw it:
@@ -61,6 +62,12 @@ pub(crate) fn answer(
                 Response::new(200, "")
                     .header("x-accel-redirect", file)
                     .header("x-app", "1")
+            } else if let Some(kib) = number_after(path, "/bytes/") {
+                // A body of `kib` KiB, answered from memory.
+                let body: Vec<u8> = (0..(kib as usize) << 10)
+                    .map(|i| (i * 7 % 251) as u8)
+                    .collect();
+                Response::new(200, body)
             } else if let Some(status) = number_after(path, "/status/") {
                 Response::new(status as u16, "")
             } else {

@@ -139,15 +139,17 @@ type waiter struct {
 }
 
 // spinWait: a call alone on its client, in the cgo crossing that sent it,
-// tries to take its answer (shmlink_client_try_receive) again and again for
-// up to this long before it parks on Go's poller: a quick answer so costs
-// one crossing and no trip through Go's scheduler (and the wait holds its
-// CPU, as a blocking call's spin does). The call is not interrupted
-// meanwhile: cancelling is noticed at most this late. try_receive takes an
-// answer whole, so unlike a bounded shmlink_client_recv this wait never
-// cuts a streamed answer off (which would close the session). Measured
-// against sleeping in ppoll on the descriptor after a few µs: the sleep's
-// wake-up cost more than Go's poller does on a loaded machine.
+// waits for its answer in the library's own wait
+// (shmlink_client_wait_readable, the spin a blocking call uses) for up to
+// this long before it parks on Go's poller: a quick answer so costs one
+// crossing and no trip through Go's scheduler. The call is not interrupted
+// meanwhile: cancelling is noticed at most this late. wait_readable never
+// cuts a streamed answer off (a bounded shmlink_client_recv would, closing
+// the session), and try_receive then takes it whole. Polling try_receive
+// instead armed the descriptor at each look, so the server rang it for
+// every answer: 5.1 µs p50 against 0.7 µs now. Measured against sleeping
+// in ppoll on the descriptor after a few µs: the sleep's wake-up cost more
+// than Go's poller does on a loaded machine.
 const spinWait = 50 * time.Microsecond
 
 // sliceWait bounds each wait of a cancellable call on a session whose

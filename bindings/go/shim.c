@@ -1,7 +1,6 @@
 #include "shim.h"
 
 #include <string.h>
-#include <time.h>
 
 #include "_cgo_export.h"
 
@@ -47,12 +46,6 @@ int32_t gs_recv(gs_client *c, uint64_t timeout_us) {
   return gs_fail(shmlink_client_recv(c->client, timeout_us, &c->id, &c->buf), &c->err);
 }
 
-static uint64_t gs_now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 int32_t gs_send_wait(gs_client *c, const uint8_t *req, size_t len, uint64_t wait_ns) {
   c->sent = 0;
   int32_t st = shmlink_client_send(c->client, req, len, &c->sent);
@@ -60,13 +53,20 @@ int32_t gs_send_wait(gs_client *c, const uint8_t *req, size_t len, uint64_t wait
     c->sent = 0;
     return gs_fail(st, &c->err);
   }
-  uint64_t start = gs_now_ns();
-  for (;;) {
-    c->id = 0;
-    st = shmlink_client_try_receive(c->client, &c->id, &c->buf);
-    if (st != SHMLINK_E_WOULD_BLOCK) return gs_fail(st, &c->err);
-    if (gs_now_ns() - start >= wait_ns) return st; /* armed: the descriptor will say */
+  /* The library's own wait, for at most wait_ns: it spins as a blocking
+   * call does (its CPU hint published, nothing armed), so a quick answer
+   * costs the server no wake-up. Polling try_receive instead armed the
+   * descriptor at every look, and the server rang it for every answer. */
+  uint64_t wait_us = wait_ns / 1000;
+  if (wait_us > 0) {
+    int ready = 0;
+    st = shmlink_client_wait_readable(c->client, wait_us, &ready);
+    if (st != SHMLINK_OK) return gs_fail(st, &c->err);
   }
+  c->id = 0;
+  st = shmlink_client_try_receive(c->client, &c->id, &c->buf);
+  if (st == SHMLINK_E_WOULD_BLOCK) return st; /* armed: the descriptor will say */
+  return gs_fail(st, &c->err);
 }
 
 int32_t gs_try_receive(gs_client *c) {

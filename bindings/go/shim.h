@@ -34,11 +34,12 @@ int32_t gs_call(gs_client *c, const uint8_t *req, size_t len, uint64_t timeout_u
 int32_t gs_send(gs_client *c, const uint8_t *req, size_t len);
 int32_t gs_recv(gs_client *c, uint64_t timeout_us);
 int32_t gs_notify(gs_client *c, const uint8_t *msg, size_t len);
-/* Sends, then takes the answer if one arrives within wait_ns, trying
- * (shmlink_client_try_receive) again and again. c->sent: the id sent, 0
- * when the send failed; c->id: the answer's. SHMLINK_E_WOULD_BLOCK (no
- * detail copied): none yet, the client's descriptor armed. An answer is
- * received whole (try_receive), never cut off by the wait. */
+/* Sends, then takes the answer if one begins to arrive within wait_ns
+ * (shmlink_client_wait_readable: the library's wait, which never cuts an
+ * answer off), received whole with shmlink_client_try_receive. c->sent:
+ * the id sent, 0 when the send failed; c->id: the answer's.
+ * SHMLINK_E_WOULD_BLOCK (no detail copied): none yet, the client's
+ * descriptor armed. */
 int32_t gs_send_wait(gs_client *c, const uint8_t *req, size_t len, uint64_t wait_ns);
 /* shmlink_client_try_receive; SHMLINK_E_WOULD_BLOCK copies no detail. */
 int32_t gs_try_receive(gs_client *c);

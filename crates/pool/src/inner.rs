@@ -93,6 +93,11 @@ impl Inner {
     /// The pool's status now.
     pub(crate) fn status(&self) -> Status {
         let inner = self;
+        // Read before the table's lock is taken, which is held while no
+        // other lock is waited for (an upgrade holds its own lock and then
+        // takes the table's).
+        let upgrade = inner.upgrades.outcome();
+        let calls_per_s = inner.calls_per_s();
         let t = inner.shared.lock();
         let mut slots: Vec<_> = t.slots.iter().collect();
         slots.sort_by_key(|s| s.id);
@@ -117,13 +122,13 @@ impl Inner {
             .collect();
         Status {
             pid: std::process::id(),
-            upgrade: inner.upgrades.outcome(),
+            upgrade,
             target: inner.opts.workers,
             workers,
             calls: inner.calls_total(),
             errors: inner.errors.load(Ordering::Relaxed),
             queue_depth: t.waiting,
-            calls_per_s: inner.calls_per_s(),
+            calls_per_s,
             restarts: t.restarts.iter().sum(),
             failed_starts: t.failures,
             backoff_ms: t

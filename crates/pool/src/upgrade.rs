@@ -36,13 +36,17 @@ pub(crate) fn begin(inner: &Arc<Inner>) -> Result<u32, String> {
             .to_string()
     })?;
     let (program, args) = argv.split_first().ok_or("the successor command is empty")?;
+    // The table's lock is never taken while the upgrade's is held:
+    // `Inner::status` takes them in the other order (a status call during
+    // an upgrade deadlocked both, and every call with them).
+    let stopping = inner.shared.lock().stopping;
     let mut s = up.lock();
     if let Some((pid, _)) = s.running {
         return Err(format!(
             "an upgrade is under way: successor pid {pid} is starting"
         ));
     }
-    if s.upgraded || inner.shared.lock().stopping {
+    if s.upgraded || stopping {
         return Err("the pool is stopping".into());
     }
     let (mine, theirs) =

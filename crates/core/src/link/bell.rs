@@ -35,6 +35,11 @@ pub(crate) struct Readiness {
     /// The control socket stirred (bytes, or a hang-up) since the session
     /// last looked at its peer's liveness.
     stirred: bool,
+    /// This side rang its own eventfd since the set's events were last
+    /// taken: its event still waits in the set, which stays readable, so
+    /// another ring would add nothing (pipelined sends found answers there
+    /// and rang once each: a `write(2)` per call).
+    rung: bool,
 }
 
 impl Readiness {
@@ -54,6 +59,7 @@ impl Readiness {
             bell: Some(bell),
             tokens: Vec::with_capacity(2),
             stirred: true,
+            rung: false,
         })
     }
 
@@ -68,6 +74,7 @@ impl Readiness {
             bell: None,
             tokens: Vec::with_capacity(1),
             stirred: false,
+            rung: false,
         })
     }
 
@@ -87,6 +94,9 @@ impl Readiness {
     pub(crate) fn quiet(&mut self) {
         // A failure here leaves the set readable: the loop looks again.
         let _ = self.set.wait(&mut self.tokens, true);
+        // Cleared whatever the wait did: at worst the next ring is one
+        // more write, never one missing.
+        self.rung = false;
         if self.tokens.contains(&CONTROL) {
             self.stirred = true;
         }
@@ -98,10 +108,15 @@ impl Readiness {
         std::mem::take(&mut self.stirred)
     }
 
-    /// Makes the descriptor readable now (data is already there).
-    pub(crate) fn ring(&self) {
+    /// Makes the descriptor readable now (data is already there): rings
+    /// the eventfd, unless this side's last ring is still in the set.
+    pub(crate) fn ring(&mut self) {
+        if self.rung {
+            return;
+        }
         if let Some(b) = &self.bell {
             b.signal();
+            self.rung = true;
         }
     }
 
@@ -116,4 +131,34 @@ fn io(peer: &str, call: &str, e: std::io::Error) -> Error {
         format!("{call} for the readiness descriptor of session {peer}"),
         e,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use shmlink_sys::poll::{readable, Ready};
+
+    use super::Readiness;
+
+    fn ready_now(r: &Readiness) -> bool {
+        matches!(readable(r.fd(), Some(Instant::now())), Ok(Ready::Yes))
+    }
+
+    #[test]
+    fn a_ring_makes_the_set_readable_until_it_is_quieted_and_rings_again_after() {
+        let mut r = Readiness::with_bell(None, "test").expect("readiness");
+        r.quiet();
+        assert!(!ready_now(&r), "quiet at first");
+        r.ring();
+        assert!(ready_now(&r), "rung");
+        // A second ring before the set is quieted adds nothing to wait for.
+        r.ring();
+        assert!(ready_now(&r), "still readable");
+        r.quiet();
+        assert!(!ready_now(&r), "quieted: both rings taken");
+        // After a quiet a ring is never skipped.
+        r.ring();
+        assert!(ready_now(&r), "rung again");
+    }
 }

@@ -352,12 +352,12 @@ impl ShmLink {
     /// atomic store and a read-modify-write, no syscall); when data is
     /// already there, rings our own eventfd instead.
     pub(crate) fn expect_answer(&mut self) {
-        let Some(r) = self.readiness.as_ref() else {
-            return;
-        };
         if self.armed {
             return;
         }
+        let Some(r) = self.readiness.as_mut() else {
+            return;
+        };
         let cons = &mut self.ends.consumer;
         match cons.prepare_sleep() {
             Ok(Some(_)) => self.armed = true,

@@ -51,9 +51,11 @@ hog=$!
 echo "bench.sh: wait matrix, load busy" | tee -a "$log"
 SHMLINK_HOG_PID=$hog go test -run '^$' -bench 'WaitMatrix$' -benchtime "${calls}x" . | tee -a "$log"
 stop_hog
-python3 - "$log" "$out" <<'PY'
+python3 - "$log" "$out" "$root" <<'PY'
 import os, re, sys, time
 log, out = sys.argv[1], sys.argv[2]
+sys.path.insert(0, os.path.join(sys.argv[3], "bench/common"))
+from placement import NOTE, at_placement
 runs = {}
 matrix = {}  # load -> metrics of BenchmarkWaitMatrix
 load = None
@@ -141,10 +143,8 @@ lines = [
 ]
 # The wait matrix: per load and size, each strategy's p50 (server and client
 # with the same strategy), the best one, and the default's p50 ÷ the best's.
-# Beside the hog, also the default ÷ the best strategy that left the hog at
-# least as much CPU (within 10 points) as the default did: the best at the
-# placement the scheduler gave the default (client and server on one CPU,
-# the hog alone on the other, or spread).
+# Beside the hog, also the default ÷ the best strategy at the placement the
+# scheduler gave the default (bench/common/placement.py).
 waits = ["sleep", "spin", "busy"]
 default = "spin"
 lines += [
@@ -168,7 +168,7 @@ for ld in ["quiet", "busy"]:
         if ld == "busy":
             h = {w: m[f"{w}-{size}-hog-pct"] for w in waits}
             hog = " / ".join(f"{h[w]:.0f}" for w in waits)
-            placed = p[default] / min(p[w] for w in waits if h[w] >= h[default] - 10)
+            placed = at_placement(p, h, default)
         if worst_placed is None or placed > worst_placed[0]:
             worst_placed = (placed, f"{ld} {label}")
         lines.append(f"| {ld} | {label} | " + " | ".join(f"{p[w] / 1e3:.2f}" for w in waits)
@@ -180,11 +180,7 @@ lines += [
     "interleaved in rounds of 500 calls in one benchmark, each server stopped (SIGSTOP) outside its "
     "rounds. busy: `shmlink __hog` (unpinned) spins while the benchmark runs.",
     "",
-    "hog CPU %: how much of one CPU the hog got while the strategy's calls ran, which shows where "
-    "the scheduler put the client and the server: on one CPU (the hog keeps the other, ~100 %) or "
-    "spread (the hog shares a CPU, ~50-67 %). Which one a run gets changes from run to run "
-    "(docs/known-limits.md). At its placement: the default ÷ the best strategy that left the hog as "
-    "much CPU (within 10 points), the bound where client and server share a CPU.",
+    NOTE,
     "",
     f"default ÷ best ≤ 1.2 in every cell: worst {worst[0]:.2f} at ({worst[1]}) {ok(worst[0] <= 1.2)}",
     "",

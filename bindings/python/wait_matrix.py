@@ -26,6 +26,9 @@ import shmlink
 
 from bench import ROOT, start, stop_all
 
+sys.path.insert(0, str(ROOT / "bench/common"))
+from placement import NOTE, at_placement  # noqa: E402
+
 WAITS = ("sleep", "spin", "busy")
 DEFAULT = "spin"
 SIZES = (64, 2048)
@@ -93,9 +96,8 @@ def measure(shm_addrs, seconds, rounds):
 
 def table(cells, hog):
     """The matrix rows and its two check rows. Beside the hog, a cell also
-    gives the default ÷ the best strategy that left the hog at least as
-    much CPU (within 10 points) as the default did: the best at the
-    placement the scheduler gave the default."""
+    gives the default ÷ the best strategy at the placement the scheduler
+    gave the default (bench/common/placement.py)."""
     rows = ["| load | size | " + " | ".join(f"{w} p50 µs" for w in WAITS)
             + " | best | default ÷ best | hog CPU %: " + " / ".join(WAITS)
             + " | default ÷ best at its placement |",
@@ -112,7 +114,7 @@ def table(cells, hog):
             if load == "busy":
                 h = {w: hog[(size, w)] for w in WAITS}
                 hogs = " / ".join(f"{h[w]:.0f}" for w in WAITS)
-                placed = p[DEFAULT] / min(p[w] for w in WAITS if h[w] >= h[DEFAULT] - 10)
+                placed = at_placement(p, h, DEFAULT)
             if worst_placed is None or placed > worst_placed[0]:
                 worst_placed = (placed, f"{load} {size} B")
             rows.append(f"| {load} | {size} B | " + " | ".join(f"{p[w]:.2f}" for w in WAITS)
@@ -162,15 +164,9 @@ def main():
         "",
         *rows,
         "",
-        "hog CPU %: how much of one CPU the unpinned hog got while the point ran. Beside it,"
-        " the scheduler decides where the client and the daemon run: `busy` keeps both"
-        " runnable, so they spread over both CPUs and the hog shares one (it gets less);"
-        " a side that sleeps (`sleep`, and the default once its CPU is found contended)"
-        " is woken next to its peer, the two share one CPU and the hog keeps the other."
-        " The p50 of the busy cells is that placement's, and which one a run gets changes"
-        " from run to run (docs/known-limits.md). At its placement: the default ÷ the best"
-        " strategy that left the hog as much CPU (within 10 points), the bound where client"
-        " and daemon share a CPU.",
+        NOTE + " Why: `busy` keeps both sides runnable, so they spread over both CPUs"
+        " and the hog shares one; a side that sleeps (`sleep`, and the default once its CPU"
+        " is found contended) is woken next to its peer. Here the server is the C++ daemon.",
         "",
         "| check | value | at | goal | result |",
         "| --- | ---: | --- | ---: | --- |",

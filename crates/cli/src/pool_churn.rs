@@ -109,25 +109,18 @@ pub(crate) fn run(setup: &Setup<'_>) -> anyhow::Result<Vec<Churn>> {
 }
 
 fn one(setup: &Setup<'_>, n: usize, case: Case) -> anyhow::Result<Churn> {
-    let dir = setup.dir;
-    let addr = format!(
-        "shm:{}",
-        dir.path().join(format!("churn{n}.sock")).display()
-    );
-    let mut opts = setup.pool.clone();
-    opts.listen = vec![addr.clone()];
-    opts.workers = WORKERS;
-    opts.control = Some(dir.path().join(format!("churn{n}.ctl")));
-    if case == Case::Recycle {
-        opts.max_jobs = RECYCLE_AFTER;
-    }
-    let pool = setup
-        .placement
-        .start_servers(|| Ok(Pool::start_with_log(opts, Log::off())?))?;
-    wait_for(&pool, Duration::from_secs(20), |p| {
-        serving(&p.status()) == WORKERS
-    })
-    .context("the pool's workers did not start")?;
+    let name = format!("churn{n}");
+    let pool = started(setup, &name, |opts| {
+        opts.control = Some(setup.dir.path().join(format!("{name}.ctl")));
+        if case == Case::Recycle {
+            opts.max_jobs = RECYCLE_AFTER;
+        }
+    })?;
+    let addr = pool
+        .addresses()
+        .into_iter()
+        .next()
+        .context("the churned pool listens nowhere")?;
     let mut c = Client::connect(&addr, setup.client.clone())?;
     let request: Vec<u8> = (0..setup.size).map(|i| (i * 13 + 1) as u8).collect();
     let expected = c.call(&request).context("the first call")?;
@@ -217,20 +210,39 @@ fn one(setup: &Setup<'_>, n: usize, case: Case) -> anyhow::Result<Churn> {
 /// Starts a second pool of [`WORKERS`] beside the case's (its servers
 /// placed as the case's), waits until its workers serve, and stops it.
 fn boot_beside(setup: &Setup<'_>, n: usize) -> anyhow::Result<()> {
+    started(setup, &format!("churn{n}-beside"), |opts| {
+        opts.control = None
+    })?
+    .stop();
+    Ok(())
+}
+
+/// A pool of [`WORKERS`] with the setup's options, listening on
+/// `shm:DIR/NAME.sock`, changed by `tweak`, its servers placed as the setup
+/// says; once its workers serve.
+fn started(
+    setup: &Setup<'_>,
+    name: &str,
+    tweak: impl FnOnce(&mut PoolOptions),
+) -> anyhow::Result<Pool> {
     let mut opts = setup.pool.clone();
-    let addr = setup.dir.path().join(format!("churn{n}-beside.sock"));
-    opts.listen = vec![format!("shm:{}", addr.display())];
+    let sock = setup.dir.path().join(format!("{name}.sock"));
+    opts.listen = vec![format!("shm:{}", sock.display())];
     opts.workers = WORKERS;
-    opts.control = None;
-    setup.placement.start_servers(|| {
-        let pool = Pool::start_with_log(opts, Log::off())?;
-        wait_for(&pool, Duration::from_secs(20), |p| {
-            serving(&p.status()) == WORKERS
-        })
-        .context("the second pool's workers did not start")?;
-        pool.stop();
-        Ok(())
+    tweak(&mut opts);
+    let pool = setup
+        .placement
+        .start_servers(|| Ok(Pool::start_with_log(opts, Log::off())?))?;
+    wait_for(&pool, Duration::from_secs(20), |p| {
+        serving(&p.status()) == WORKERS
     })
+    .with_context(|| {
+        format!(
+            "the workers of the pool at {} did not start",
+            sock.display()
+        )
+    })?;
+    Ok(pool)
 }
 
 /// Workers that serve (idle or busy) and are not being retired.

@@ -11,13 +11,14 @@
 # Each revision is built once by bench/build-rev.sh. Prints one line per
 # round and the median of each revision's rounds.
 set -euo pipefail
+source "$(dirname "$0")/../ci/lib/scope.sh" "$@" # a scope of its own: stops what it starts
 cd "$(dirname "$0")/.."
 a=${1:?usage: bench/ab.sh REV_A REV_B [ROUNDS]}
 b=${2:?usage: bench/ab.sh REV_A REV_B [ROUNDS]}
 rounds=${3:-8}
 bin_a=$(bench/build-rev.sh "$a")
 bin_b=$(bench/build-rev.sh "$b")
-sock=$(mktemp -u /tmp/shmlink-ab.XXXXXX.sock)
+sock=$(mktemp -u -t shmlink-ab.XXXXXX.sock)
 server=""
 cleanup() { [ -n "$server" ] && kill "$server" 2>/dev/null; rm -f "$sock"; }
 trap cleanup EXIT

@@ -10,6 +10,7 @@
 # The call loop (crates/core/examples/call_loop.rs) is copied from this tree
 # so that older revisions can be measured with the same loop.
 set -euo pipefail
+source "$(dirname "$0")/../ci/lib/scope.sh" "$@" # a scope of its own: stops what it starts
 cd "$(dirname "$0")/.."
 root=$(pwd)
 sha=$(git rev-parse --short "${1:?usage: bench/build-rev.sh REV [--full]}^{commit}")

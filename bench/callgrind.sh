@@ -8,6 +8,7 @@
 #
 # REV is built by bench/build-rev.sh; without it, this tree is built here.
 set -euo pipefail
+source "$(dirname "$0")/../ci/lib/scope.sh" "$@" # a scope of its own: stops what it starts
 cd "$(dirname "$0")/.."
 calls=${2:-100000}
 if [ -n "${1:-}" ]; then
@@ -18,7 +19,7 @@ else
   bin=target/release
   cp target/release/examples/call_loop target/release/call_loop
 fi
-work=$(mktemp -d /tmp/shmlink-callgrind.XXXXXX)
+work=$(mktemp -d -t shmlink-callgrind.XXXXXX)
 sock=$work/s.sock
 server=""
 cleanup() { [ -n "$server" ] && kill -INT "$server" 2>/dev/null; rm -rf "$work"; }

@@ -15,6 +15,7 @@
 # The table goes to stdout and, with --out, to FILE.md (with FILE.json of
 # every round's figures beside it).
 set -euo pipefail
+source "$(dirname "$0")/../ci/lib/scope.sh" "$@" # a scope of its own: stops what it starts
 cd "$(dirname "$0")/.."
 root=$(pwd)
 usage="usage: bench/compare.sh REV_A REV_B [--rounds N] [--out FILE.md]"
@@ -34,7 +35,7 @@ done
 source "$root/ci/lib/procs.sh"
 bin_a=$(bench/build-rev.sh "$a" --full)
 bin_b=$(bench/build-rev.sh "$b" --full)
-work=$(mktemp -d /tmp/shmlink-compare.XXXXXX)
+work=$(mktemp -d -t shmlink-compare.XXXXXX)
 daemon=""
 cleanup() {
   [ -n "$daemon" ] && stop_process "$daemon" TERM 10 >/dev/null 2>&1

@@ -10,6 +10,7 @@
 #
 # Each revision is built once by bench/build-rev.sh.
 set -euo pipefail
+source "$(dirname "$0")/../ci/lib/scope.sh" "$@" # a scope of its own: stops what it starts
 cd "$(dirname "$0")/.."
 a=${1:?usage: bench/connect-ab.sh REV_A REV_B [ROUNDS] [OUT]}
 b=${2:?usage: bench/connect-ab.sh REV_A REV_B [ROUNDS] [OUT]}

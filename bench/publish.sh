@@ -8,6 +8,7 @@
 #
 #   bench/publish.sh NAME        e.g. bench/publish.sh 2026-11-23-dev-vm
 set -euo pipefail
+source "$(dirname "$0")/../ci/lib/scope.sh" "$@" # a scope of its own: stops what it starts
 cd "$(dirname "$0")/.."
 name=${1:?usage: bench/publish.sh NAME}
 r=bench/results

@@ -4,6 +4,7 @@
 # Multi-process tests run too: the processes they spawn are the instrumented
 # test binaries themselves.
 set -euo pipefail
+source "$(dirname "$0")/../ci/lib/scope.sh" "$@" # a scope of its own: stops what it starts
 cd "$(dirname "$0")/.."
 export RUSTFLAGS="-Zsanitizer=address"
 export RUSTDOCFLAGS="-Zsanitizer=address"

@@ -6,6 +6,7 @@
 #   SHMLINK_PREFIX=/some/prefix ci/c-tests.sh
 # Build trees: target/ctest/plain and target/ctest/sanitize.
 set -euo pipefail
+source "$(dirname "$0")/../ci/lib/scope.sh" "$@" # a scope of its own: stops what it starts
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
 PREFIX="${SHMLINK_PREFIX:-$REPO/target/stage}"
 

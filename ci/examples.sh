@@ -5,6 +5,7 @@
 # on it (the CLI must be built: target/release/shmlink), then SIGTERM.
 #   SHMLINK_PREFIX   where `make install` put shmlink (default target/stage)
 set -euo pipefail
+source "$(dirname "$0")/../ci/lib/scope.sh" "$@" # a scope of its own: stops what it starts
 step_prefix=examples
 # shellcheck source=ci/lib/common.sh
 source "$(dirname "$0")/lib/common.sh"

@@ -12,6 +12,7 @@
 # crashed, hung or ran out of memory (the crashing input is then left in
 # fuzz/artifacts/<target>/ and the end of libFuzzer's log is printed).
 set -uo pipefail
+source "$(dirname "$0")/../ci/lib/scope.sh" "$@" # a scope of its own: stops what it starts
 cd "$(dirname "$0")/.."
 root=$(pwd)
 start=$(date +%s)

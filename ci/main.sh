@@ -44,6 +44,7 @@
 # --no-redis: no Redis row. A run after an interrupted one cleans up what
 # that one left (see bench/scenario/run.sh).
 set -euo pipefail
+source "$(dirname "$0")/../ci/lib/scope.sh" "$@" # a scope of its own: stops what it starts
 cd "$(dirname "$0")/.."
 step_prefix=main
 # shellcheck source=ci/lib/common.sh

@@ -6,6 +6,7 @@
 # iterations (`iters()` in crates/ring/src/tests/mod.rs).
 # Installs the nightly miri component when it is missing.
 set -euo pipefail
+source "$(dirname "$0")/../ci/lib/scope.sh" "$@" # a scope of its own: stops what it starts
 cd "$(dirname "$0")/.."
 if ! rustup +nightly component list --installed 2>/dev/null | grep -q '^miri'; then
   echo "miri: rustup +nightly component add miri rust-src"

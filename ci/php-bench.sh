@@ -16,6 +16,7 @@
 # missing. Fails when a call failed or a response was wrong; a goal missed
 # is reported (MISS), not a failure. Ends with one line "php-bench: ...".
 set -euo pipefail
+source "$(dirname "$0")/../ci/lib/scope.sh" "$@" # a scope of its own: stops what it starts
 cd "$(dirname "$0")/.."
 root=$(pwd)
 start=$(date +%s)

@@ -6,6 +6,7 @@
 # Installs what is missing with apt (php8.2-dev php8.2-cli php8.2-fpm
 # php-parser clang-format, and valgrind unless --no-valgrind).
 set -euo pipefail
+source "$(dirname "$0")/../ci/lib/scope.sh" "$@" # a scope of its own: stops what it starts
 cd "$(dirname "$0")/.."
 root=$(pwd)
 step_prefix="php build"

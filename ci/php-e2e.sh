@@ -17,6 +17,7 @@
 # or written. Ends with one line "php-e2e: PASS ..." (exit 0) or
 # "php-e2e: FAIL ..." (exit 1).
 set -euo pipefail
+source "$(dirname "$0")/../ci/lib/scope.sh" "$@" # a scope of its own: stops what it starts
 cd "$(dirname "$0")/.."
 root=$(pwd)
 start=$(date +%s)

@@ -6,6 +6,7 @@
 # Fails on any failed, borked, skipped or leaking test. Ends with one line
 # "php: N passed, N failed".
 set -euo pipefail
+source "$(dirname "$0")/../ci/lib/scope.sh" "$@" # a scope of its own: stops what it starts
 cd "$(dirname "$0")/.."
 root=$(pwd)
 step_prefix=php

@@ -3,6 +3,7 @@
 #   ci/test.sh            everything (CI runs this through .ci/run)
 # Environment: FUZZ_SECONDS (per fuzz target, default 15).
 set -euo pipefail
+source "$(dirname "$0")/../ci/lib/scope.sh" "$@" # a scope of its own: stops what it starts
 cd "$(dirname "$0")/.."
 step_prefix=test
 # shellcheck source=ci/lib/common.sh
@@ -34,6 +35,14 @@ fi
 git ls-files -co --exclude-standard '*.c' '*.h' '*.cpp' '*.hpp' \
   | grep -v '^bindings/c/include/shmlink.h$' | grep -v '_arginfo.h$' \
   | xargs -r clang-format --dry-run --Werror
+
+# Every script runs in a scope of its own (ci/lib/scope.sh, sourced before
+# it changes directory), so that it stops what it starts on every way out;
+# the sourced helpers and ci/setup.sh (which runs before the CLI exists) aside.
+for f in $(git ls-files '*.sh' | grep -v -e '^ci/lib/' -e '^ci/setup\.sh$' -e '^bench/http/lib\.sh$' -e '^bindings/go/staged\.sh$'); do
+  awk '/ci\/lib\/scope\.sh/ { ok = 1; exit } /^cd / { exit } END { exit !ok }' "$f" ||
+    { echo "$f: source ci/lib/scope.sh before any cd (every script runs in a scope)" >&2; exit 1; }
+done
 
 # The entry docs name every crate, binding and core folder, and every file
 # allowed `unsafe`; the API docs' links all resolve.

@@ -10,6 +10,7 @@
 # Needs: cargo, target/release/shmlink, the staged C library and
 # examples (make install + make examples), the Python venv with the binding.
 set -euo pipefail
+source "$(dirname "$0")/../../ci/lib/scope.sh" "$@" # a scope of its own: stops what it starts
 cd "$(dirname "$0")/../.."
 step_prefix=async
 # shellcheck source=ci/lib/common.sh

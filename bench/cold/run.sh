@@ -7,6 +7,7 @@
 #
 #   bench/cold/run.sh [CALLS]         prints a markdown table
 set -euo pipefail
+source "$(dirname "$0")/../../ci/lib/scope.sh" "$@" # a scope of its own: stops what it starts
 cd "$(dirname "$0")/../.."
 mkdir -p target/cold
 cc -O2 -Wall -Wextra -o target/cold/cold bench/cold/cold.c

@@ -6,6 +6,7 @@
 #
 #   bench/copy/run.sh [ROUNDS]        prints a markdown table
 set -euo pipefail
+source "$(dirname "$0")/../../ci/lib/scope.sh" "$@" # a scope of its own: stops what it starts
 cd "$(dirname "$0")/../.."
 mkdir -p target/copy
 cc -O2 -Wall -Wextra -pthread -o target/copy/copy bench/copy/copy.c

@@ -32,6 +32,7 @@
 # packages; installs nothing. State in target/frameworks-bench (what an
 # earlier run left there is stopped first).
 set -euo pipefail
+source "$(dirname "$0")/../../ci/lib/scope.sh" "$@" # a scope of its own: stops what it starts
 cd "$(dirname "$0")/../.."
 root=$(pwd)
 duration=3

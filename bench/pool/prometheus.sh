@@ -10,6 +10,7 @@
 # --release) and prometheus (ci/setup.sh). Everything it starts is stopped
 # on the way out, whatever happens.
 set -euo pipefail
+source "$(dirname "$0")/../../ci/lib/scope.sh" "$@" # a scope of its own: stops what it starts
 cd "$(dirname "$0")/../.."
 calls=200
 out=""
@@ -23,7 +24,7 @@ done
 shmlink=$PWD/target/release/shmlink
 worker=$PWD/target/release/shmlink-echo-worker
 command -v prometheus >/dev/null || { echo "prometheus.sh: prometheus is not installed (ci/setup.sh)" >&2; exit 1; }
-dir=$(mktemp -d /tmp/shmlink-prom.XXXXXX)
+dir=$(mktemp -d -t shmlink-prom.XXXXXX)
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done

@@ -10,6 +10,7 @@
 #
 # Needs the release build and the PHP extension (ci/main.sh builds both).
 set -euo pipefail
+source "$(dirname "$0")/../../ci/lib/scope.sh" "$@" # a scope of its own: stops what it starts
 cd "$(dirname "$0")/../.."
 calls=20000
 rounds=3

@@ -20,6 +20,7 @@
 # stops what an earlier run left there (pid files, checked against the
 # process's command line) and removes its sockets.
 set -euo pipefail
+source "$(dirname "$0")/../../ci/lib/scope.sh" "$@" # a scope of its own: stops what it starts
 cd "$(dirname "$0")/../.."
 root=$(pwd)
 requests=20000

@@ -16,7 +16,8 @@
  * no wrong answer, no HTTP error (the figures themselves are not checked:
  * ci/test.sh runs it short on a busy machine).
  * Needs target/release/shmlink, the PHP extension (bindings/php/modules),
- * wrk. Everything it starts is stopped on the way out. */
+ * wrk. It runs in a scope of its own (bench/common/scope.php): everything
+ * it starts is stopped on every way out. */
 
 declare(strict_types=1);
 
@@ -44,6 +45,8 @@ foreach ([$shmlink, $ext] as $f) {
         exit(1);
     }
 }
+require "$root/bench/common/scope.php";
+shmlink_scope($shmlink);
 $php = [PHP_BINARY, '-n', '-d', "extension=$ext", '-d', 'opcache.enable_cli=1'];
 $dir = sys_get_temp_dir() . '/shmlink-pool-upgrade-' . getmypid();
 @mkdir($dir, 0700, true);
@@ -109,10 +112,6 @@ $cleanup = function () use (&$procs, &$pids, $dir) {
     foreach ($procs as $p) {
         @proc_terminate($p, SIGKILL);
         @proc_close($p);
-    }
-    if (getenv('SHMLINK_BENCH_KEEP')) {
-        fwrite(STDERR, "pool.php: kept $dir\n");
-        return;
     }
     foreach (glob("$dir/*") ?: [] as $f) {
         @unlink($f);

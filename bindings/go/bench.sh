@@ -13,6 +13,7 @@
 # Needs the C library staged (make install PREFIX=target/stage), as
 # bindings/go/test.sh does.
 set -euo pipefail
+source "$(dirname "$0")/../../ci/lib/scope.sh" "$@" # a scope of its own: stops what it starts
 out=""
 calls=100000
 while [ $# -gt 0 ]; do

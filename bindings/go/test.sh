@@ -9,6 +9,7 @@
 #   bindings/go/test.sh --bench    also the benchmarks (and the shmipc-go comparison,
 #                                  which needs the Go module proxy the first time)
 set -euo pipefail
+source "$(dirname "$0")/../../ci/lib/scope.sh" "$@" # a scope of its own: stops what it starts
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 cd "$here"

@@ -119,7 +119,7 @@ def main():
     ap.add_argument("--shmlink", default=str(ROOT / "target/release/shmlink"))
     ap.add_argument("--markdown", default=None, help="also write the figures as markdown to FILE")
     args = ap.parse_args()
-    d = tempfile.mkdtemp(prefix="shlasync", dir="/tmp")
+    d = tempfile.mkdtemp(prefix="shlasync")
     address = f"shm:{d}/a.sock"
     procs = []
     try:

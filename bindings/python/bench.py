@@ -31,6 +31,8 @@ from pathlib import Path
 import shmlink
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench/common"))
+import scope  # noqa: E402
 
 
 def start(argv, word, stream):
@@ -171,8 +173,9 @@ def main():
     ap.add_argument("--shmlink", default=str(ROOT / "target/release/shmlink"))
     ap.add_argument("--markdown", default=None, help="also write the figures as markdown to FILE")
     args = ap.parse_args()
+    scope.enter(args.shmlink)
 
-    d = tempfile.mkdtemp(prefix="shlbench", dir="/tmp")
+    d = tempfile.mkdtemp(prefix="shlbench")
     shm_addr = f"shm:{d}/s.sock"
     raw_path = f"{d}/raw.sock"
     procs, listener = [], None

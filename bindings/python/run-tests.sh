@@ -12,6 +12,7 @@
 # bench.py once the tests pass; --types checks the stubs (mypy stubtest
 # against the built module, mypy --strict on tests/helpers/typed_usage.py).
 set -euo pipefail
+source "$(dirname "$0")/../../ci/lib/scope.sh" "$@" # a scope of its own: stops what it starts
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 bench=0

@@ -28,6 +28,7 @@ from bench import ROOT, start, stop_all
 
 sys.path.insert(0, str(ROOT / "bench/common"))
 from placement import NOTE, at_placement  # noqa: E402
+import scope  # noqa: E402
 
 WAITS = ("sleep", "spin", "busy")
 DEFAULT = "spin"
@@ -135,9 +136,10 @@ def main():
     ap.add_argument("--daemon", default=str(ROOT / "target/examples/cpp-daemon/shmlink-daemon"))
     ap.add_argument("--markdown", default=None, help="also write the figures as markdown to FILE")
     args = ap.parse_args()
+    scope.enter(str(ROOT / "target/release/shmlink"))
     if not os.access(args.daemon, os.X_OK):
         raise SystemExit(f"{args.daemon} is not built (make examples)")
-    d = tempfile.mkdtemp(prefix="shlmatrix", dir="/tmp")
+    d = tempfile.mkdtemp(prefix="shlmatrix")
     procs = []
     try:
         addrs = {}

@@ -7,6 +7,7 @@
 # to itself (it would download it otherwise), so it runs from a temporary
 # copy beside a link to the packaged parser.
 set -euo pipefail
+source "$(dirname "$0")/../../../ci/lib/scope.sh" "$@" # a scope of its own: stops what it starts
 cd "$(dirname "$0")/.."
 gen=${GEN_STUB:-$(php-config --extension-dir)/build/gen_stub.php}
 [ -f "$gen" ] || gen=/usr/lib/php/$(php-config --phpapi)/build/gen_stub.php

@@ -111,7 +111,7 @@ class Proc:
 @pytest.fixture
 def sockdir():
     """A short directory for socket files (sun_path is 108 bytes)."""
-    d = tempfile.mkdtemp(prefix="shlpy", dir="/tmp")
+    d = tempfile.mkdtemp(prefix="shlpy")
     yield Path(d)
     shutil.rmtree(d, ignore_errors=True)
 

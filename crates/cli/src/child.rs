@@ -45,6 +45,9 @@ impl Drop for TempDir {
     }
 }
 
+/// Lines of a failed child's log quoted in the error.
+const TAIL_LINES: usize = 5;
+
 /// A child process that is stopped (SIGTERM, then SIGKILL after 2 s) and
 /// reaped when dropped. Its stderr goes to a file, quoted when it fails.
 #[derive(Debug)]
@@ -109,18 +112,56 @@ impl ChildGuard {
             Ok(None) => Ok(()),
             Ok(Some(status)) => {
                 self.reaped = true;
-                bail!("the {} exited ({status}){}", self.what, self.stderr_tail())
+                bail!("the {} exited ({status}); {}", self.what, self.log_note())
             }
             Err(e) => Err(e).with_context(|| format!("cannot check on the {}", self.what)),
         }
     }
 
-    /// `": LAST LINE"` of the child's stderr, or nothing.
-    pub(crate) fn stderr_tail(&self) -> String {
+    /// `"its log PATH ends: LINE / LINE"`: where the child's stderr went,
+    /// and its last lines (quoted, since a run's temporary directory goes
+    /// with the run), or `"its log PATH is empty"`.
+    pub(crate) fn log_note(&self) -> String {
         let text = std::fs::read_to_string(&self.stderr).unwrap_or_default();
-        match text.lines().rev().find(|l| !l.trim().is_empty()) {
-            Some(line) => format!(": {}", line.trim()),
-            None => String::new(),
+        let lines: Vec<&str> = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect();
+        let path = self.stderr.display();
+        if lines.is_empty() {
+            return format!("its log {path} is empty");
+        }
+        let tail = &lines[lines.len().saturating_sub(TAIL_LINES)..];
+        format!("its log {path} ends: {}", tail.join(" / "))
+    }
+
+    /// Waits up to `timeout` for the child to exit by itself (it is not
+    /// signalled); fails when it exits unsuccessfully or not in time (it is
+    /// then killed).
+    pub(crate) fn wait_exit(&mut self, timeout: Duration) -> anyhow::Result<()> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.child.try_wait()? {
+                self.reaped = true;
+                if !status.success() {
+                    bail!(
+                        "the {} exited with {status}; {}",
+                        self.what,
+                        self.log_note()
+                    );
+                }
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                self.kill_now()?;
+                bail!(
+                    "the {} did not exit within {timeout:?}; {}",
+                    self.what,
+                    self.log_note()
+                );
+            }
+            std::thread::sleep(Duration::from_micros(200));
         }
     }
 
@@ -204,10 +245,14 @@ pub(crate) fn wait_ready_file(
         }
         child.check_alive()?;
         if Instant::now() >= deadline {
+            // Stopped here, so that its log is complete when quoted.
+            child.stop();
             bail!(
-                "the {} did not report its addresses within {timeout:?}{}",
+                "the {} (pid {}) did not become ready (no {}) within {timeout:?}; {}",
                 child.what,
-                child.stderr_tail()
+                child.pid(),
+                path.display(),
+                child.log_note()
             );
         }
         std::thread::sleep(Duration::from_millis(2));

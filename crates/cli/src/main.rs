@@ -19,6 +19,7 @@ mod pool_churn;
 mod reply;
 mod upgrade_bench;
 
+use std::ffi::OsString;
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -92,7 +93,22 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // `shmlink scope [--grace S] -- COMMAND...`: the harness's scope
+    // (crates/scope), its arguments passed through untouched.
+    let args: Vec<OsString> = std::env::args_os().collect();
+    if args.get(1).is_some_and(|a| a == SCOPE) {
+        let me = [scope_exe(), SCOPE.into()];
+        let code = shmlink_scope::main(&me, &args[2..]);
+        return ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
     let cli = Cli::parse();
+    if cli.command.runs_a_harness() && !shmlink_scope::is_scoped() {
+        // Re-run in a scope of its own: whatever this run starts is
+        // stopped, and its temporary files removed, on every way out.
+        let e = shmlink_scope::exec_in_scope(&[scope_exe()]);
+        let _ = writeln!(std::io::stderr(), "shmlink: cannot run in a scope: {e}");
+        return ExitCode::FAILURE;
+    }
     let result = match cli.command {
         Command::Echo(args) => echo::run(&args),
         Command::Call(args) => call::run(&args),
@@ -112,6 +128,29 @@ fn main() -> ExitCode {
         Err(e) => {
             let _ = writeln!(std::io::stderr(), "shmlink: {}", one_line(&message(&e)));
             ExitCode::FAILURE
+        }
+    }
+}
+
+/// The hidden command of the harness's scope.
+const SCOPE: &str = "scope";
+
+/// This executable, to start it again as a scope's guardian or janitor.
+fn scope_exe() -> OsString {
+    std::env::current_exe().map_or_else(|_| "shmlink".into(), Into::into)
+}
+
+impl Command {
+    /// Whether the command starts processes of its own to measure (a
+    /// benchmark, chaos): it runs in a scope.
+    fn runs_a_harness(&self) -> bool {
+        match self {
+            Command::Bench(_)
+            | Command::ConnectCost(_)
+            | Command::Chaos(_)
+            | Command::UpgradeBench(_) => true,
+            Command::Pool(p) => p.is_bench(),
+            _ => false,
         }
     }
 }

@@ -191,6 +191,13 @@ enum PoolCommand {
     Bench(crate::pool_bench::DispatchArgs),
 }
 
+impl PoolArgs {
+    /// Whether this is `pool bench` (a benchmark, run in a scope).
+    pub(crate) fn is_bench(&self) -> bool {
+        matches!(self.command, Some(PoolCommand::Bench(_)))
+    }
+}
+
 pub(crate) fn run(args: &PoolArgs) -> anyhow::Result<()> {
     match &args.command {
         Some(PoolCommand::Status { path, json }) => {

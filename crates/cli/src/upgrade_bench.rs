@@ -9,7 +9,7 @@
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -17,6 +17,9 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use clap::Args;
 use shmlink::{Client, ClientOptions};
+
+use crate::child::{wait_ready_file, ChildGuard, TempDir};
+use crate::parse;
 
 /// Options of `shmlink upgrade-bench`.
 #[derive(Debug, Args)]
@@ -39,6 +42,14 @@ pub(crate) struct UpgradeBenchArgs {
     /// Width of the windows calls are counted in, in ms.
     #[arg(long, default_value_t = 10)]
     window_ms: u64,
+    /// How long a server has to become ready, a bystander to stop, and an
+    /// old server to hand over and exit.
+    #[arg(long, value_name = "SECONDS", value_parser = parse::seconds, default_value = "20")]
+    ready_timeout: Duration,
+    /// The `shmlink` executable whose `echo` is upgraded (default: this
+    /// one), e.g. another build.
+    #[arg(long, value_name = "PATH")]
+    exe: Option<PathBuf>,
     /// Write the figures as JSON there.
     #[arg(long, value_name = "PATH")]
     json: Option<PathBuf>,
@@ -122,45 +133,52 @@ fn caller(load: &Load, address: &str, size: usize) -> anyhow::Result<Seen> {
     Ok(seen)
 }
 
-fn echo(exe: &Path, dir: &Path, n: usize, first: bool) -> anyhow::Result<Child> {
+/// Starts a `shmlink echo` that writes its addresses to `dir/NAME` and its
+/// log to `dir/NAME.log`: the first server (listening on `a.sock` and
+/// `u.sock`), a successor taking the current one over, or a bystander on
+/// an address of its own. Stopped (and reaped) when dropped.
+fn echo(exe: &Path, dir: &Path, name: &str, role: Role) -> anyhow::Result<ChildGuard> {
     let handover = dir.join("h.sock");
     let mut cmd = Command::new(exe);
     cmd.args(["echo", "--reply-ratio", "1", "--ready-file"])
-        .arg(dir.join(format!("ready-{n}")))
-        .arg("--handover")
-        .arg(&handover);
-    if first {
-        cmd.arg("--listen")
-            .arg(format!("shm:{}", dir.join("a.sock").display()))
-            .arg("--listen")
-            .arg(format!("unix:{}", dir.join("u.sock").display()));
-    } else {
-        cmd.arg("--take-over").arg(&handover);
+        .arg(dir.join(name))
+        .stdin(Stdio::null());
+    match role {
+        Role::First => {
+            cmd.arg("--handover")
+                .arg(&handover)
+                .arg("--listen")
+                .arg(format!("shm:{}", dir.join("a.sock").display()))
+                .arg("--listen")
+                .arg(format!("unix:{}", dir.join("u.sock").display()));
+        }
+        Role::Successor => {
+            cmd.arg("--handover")
+                .arg(&handover)
+                .arg("--take-over")
+                .arg(&handover);
+        }
+        Role::Bystander => {
+            cmd.arg("--listen").arg(format!(
+                "shm:{}",
+                dir.join(format!("{name}.sock")).display()
+            ));
+        }
     }
-    // Its log says how long its sessions stopped when it handed them over.
-    let log =
-        std::fs::File::create(dir.join(format!("echo-{n}.log"))).context("creating a log file")?;
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .context("starting shmlink echo")
+    // Its log also says how long its sessions stopped at a hand-over.
+    ChildGuard::spawn(
+        cmd,
+        format!("shmlink echo ({name})"),
+        dir.join(format!("{name}.log")),
+    )
 }
 
-fn wait_exit(child: &mut Child, limit: Duration, what: &str) -> anyhow::Result<()> {
-    let t = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait()? {
-            if !status.success() {
-                bail!("{what} exited with {status}");
-            }
-            return Ok(());
-        }
-        if t.elapsed() > limit {
-            bail!("{what} did not exit within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_micros(200));
-    }
+/// What an echo server started by [`echo`] is to the run.
+#[derive(Debug, Clone, Copy)]
+enum Role {
+    First,
+    Successor,
+    Bystander,
 }
 
 /// Runs the benchmark.
@@ -168,20 +186,18 @@ pub(crate) fn run(args: &UpgradeBenchArgs) -> anyhow::Result<()> {
     if args.upgrades == 0 || args.shm_clients == 0 || args.window_ms == 0 {
         bail!("--upgrades, --shm-clients and --window-ms must be at least 1");
     }
-    let exe = std::env::current_exe().context("cannot find the shmlink executable")?;
-    let dir = std::env::temp_dir().join(format!("shmlink-upgrade-bench-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let result = measure(args, &exe, &dir);
-    if std::env::var_os("SHMLINK_BENCH_KEEP").is_none() {
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-    result
+    let exe = match &args.exe {
+        Some(e) => e.clone(),
+        None => std::env::current_exe().context("cannot find the shmlink executable")?,
+    };
+    let dir = TempDir::new()?;
+    measure(args, &exe, dir.path())
 }
 
 fn measure(args: &UpgradeBenchArgs, exe: &Path, dir: &Path) -> anyhow::Result<()> {
-    let mut server = echo(exe, dir, 0, true)?;
-    wait_ready(&mut server, dir, "ready-0")?;
+    let ready = args.ready_timeout;
+    let mut server = echo(exe, dir, "echo-0", Role::First)?;
+    wait_ready_file(&dir.join("echo-0"), &mut server, ready)?;
     let load = Arc::new(Load {
         t0: Instant::now(),
         window: Duration::from_millis(args.window_ms),
@@ -208,39 +224,7 @@ fn measure(args: &UpgradeBenchArgs, exe: &Path, dir: &Path) -> anyhow::Result<()
             ));
         }
     }
-    let gap = Duration::from_millis(args.gap_ms);
-    std::thread::sleep(gap);
-    let mut spans = Vec::new();
-    let mut times = Vec::new();
-    let mut bound_spans = Vec::new();
-    let mut outcome = Ok(());
-    for n in 1..=args.upgrades {
-        // The bound beside: another server process started and stopped
-        // next to the load, touching none of its sessions.
-        let start = load.t0.elapsed();
-        let mut other = bystander(exe, dir, n)?;
-        let pid = other.id();
-        let _ = shmlink_sys::process::kill(pid, shmlink_sys::process::Sig::Term);
-        wait_exit(&mut other, Duration::from_secs(20), "the bystander server")?;
-        bound_spans.push((start, load.t0.elapsed()));
-        std::thread::sleep(gap);
-        let start = load.t0.elapsed();
-        let next = echo(exe, dir, n, false)?;
-        if let Err(e) = wait_exit(&mut server, Duration::from_secs(20), "the old server") {
-            outcome = Err(e);
-            // Neither may outlive the run: the old one is killed here, the
-            // new one below.
-            let _ = server.kill();
-            let _ = server.wait();
-            server = next;
-            break;
-        }
-        let end = load.t0.elapsed();
-        times.push(end - start);
-        spans.push((start, end));
-        server = next;
-        std::thread::sleep(gap);
-    }
+    let upgraded = upgrade_n_times(args, exe, dir, &load, &mut server);
     load.stop.store(true, Ordering::Relaxed);
     let mut seen = Vec::new();
     for (address, h) in callers {
@@ -249,48 +233,49 @@ fn measure(args: &UpgradeBenchArgs, exe: &Path, dir: &Path) -> anyhow::Result<()
             .map_err(|_| anyhow::anyhow!("a caller panicked"))??;
         seen.push((address, s));
     }
-    let _ = server.kill();
-    let _ = server.wait();
-    outcome?;
+    drop(server);
+    let (spans, bound_spans, times) = upgraded?;
     let stopped = stopped_times(dir, times.len());
     report(args, &load, (&spans, &bound_spans), &times, &stopped, &seen)
 }
 
-/// `shmlink echo` on an address of its own, ready: what starting a server
-/// process costs the load beside it.
-fn bystander(exe: &Path, dir: &Path, n: usize) -> anyhow::Result<Child> {
-    let name = format!("bystander-{n}");
-    let mut child = Command::new(exe)
-        .args(["echo", "--reply-ratio", "1", "--listen"])
-        .arg(format!("shm:{}", dir.join(format!("b-{n}.sock")).display()))
-        .arg("--ready-file")
-        .arg(dir.join(&name))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(dir.join(format!("{name}.log")))?)
-        .spawn()
-        .context("starting a bystander shmlink echo")?;
-    wait_ready(&mut child, dir, &name)?;
-    Ok(child)
-}
-
-/// Waits until `child` wrote its ready file `dir/name`; a child that
-/// exits first is reported with its log (`dir/name.log`, when it has one).
-fn wait_ready(child: &mut Child, dir: &Path, name: &str) -> anyhow::Result<()> {
-    let ready = dir.join(name);
-    let t = Instant::now();
-    while !ready.exists() {
-        if let Some(status) = child.try_wait()? {
-            let log = std::fs::read_to_string(dir.join(format!("{name}.log"))).unwrap_or_default();
-            bail!("shmlink echo ({name}) exited with {status}: {}", log.trim());
-        }
-        if t.elapsed() > Duration::from_secs(20) {
-            let _ = child.kill();
-            bail!("shmlink echo ({name}) did not become ready");
-        }
-        std::thread::sleep(Duration::from_micros(200));
+/// The upgrades, each after a bystander started and stopped beside the
+/// load: their spans and times, and the bystanders' spans. `server` is
+/// the serving process at every step, even when a step fails.
+fn upgrade_n_times(
+    args: &UpgradeBenchArgs,
+    exe: &Path,
+    dir: &Path,
+    load: &Load,
+    server: &mut ChildGuard,
+) -> anyhow::Result<(Vec<Span>, Vec<Span>, Vec<Duration>)> {
+    let gap = Duration::from_millis(args.gap_ms);
+    std::thread::sleep(gap);
+    let (mut spans, mut times, mut bound_spans) = (Vec::new(), Vec::new(), Vec::new());
+    for n in 1..=args.upgrades {
+        // The bound beside: another server process started and stopped
+        // next to the load, touching none of its sessions.
+        let start = load.t0.elapsed();
+        let name = format!("bystander-{n}");
+        let mut other = echo(exe, dir, &name, Role::Bystander)?;
+        wait_ready_file(&dir.join(&name), &mut other, args.ready_timeout)?;
+        other.terminate(args.ready_timeout)?;
+        bound_spans.push((start, load.t0.elapsed()));
+        std::thread::sleep(gap);
+        let start = load.t0.elapsed();
+        let next = echo(exe, dir, &format!("echo-{n}"), Role::Successor)?;
+        // The old server exits once the new one took everything over; the
+        // new one then serves (whatever happens to the old one).
+        let old = std::mem::replace(server, next);
+        let mut old = old;
+        old.wait_exit(args.ready_timeout)
+            .context("the old server did not hand over")?;
+        let end = load.t0.elapsed();
+        times.push(end - start);
+        spans.push((start, end));
+        std::thread::sleep(gap);
     }
-    Ok(())
+    Ok((spans, bound_spans, times))
 }
 
 /// How long each handing server's sessions stopped, from its log line

@@ -19,6 +19,7 @@
 //! do under valgrind); `grep -rn 'allow(unsafe_code)'` lists it.
 
 pub mod affinity;
+pub mod children;
 pub mod clock;
 pub mod cpu;
 pub mod cred;

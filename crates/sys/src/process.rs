@@ -16,6 +16,23 @@ pub enum Sig {
     Stop,
     /// `SIGCONT`: go on after `SIGSTOP`.
     Cont,
+    /// `SIGINT`: interrupted (Ctrl-C).
+    Int,
+    /// `SIGHUP`: the terminal or the parent went away.
+    Hup,
+}
+
+impl Sig {
+    pub(crate) fn raw(self) -> Signal {
+        match self {
+            Sig::Term => Signal::TERM,
+            Sig::Kill => Signal::KILL,
+            Sig::Stop => Signal::STOP,
+            Sig::Cont => Signal::CONT,
+            Sig::Int => Signal::INT,
+            Sig::Hup => Signal::HUP,
+        }
+    }
 }
 
 /// `kill(2)`: sends `sig` to process `pid`.
@@ -28,13 +45,7 @@ pub fn kill(pid: u32, sig: Sig) -> io::Result<()> {
         .ok()
         .and_then(Pid::from_raw)
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, format!("bad pid {pid}")))?;
-    let sig = match sig {
-        Sig::Term => Signal::TERM,
-        Sig::Kill => Signal::KILL,
-        Sig::Stop => Signal::STOP,
-        Sig::Cont => Signal::CONT,
-    };
-    Ok(rustix::process::kill_process(pid, sig)?)
+    Ok(rustix::process::kill_process(pid, sig.raw())?)
 }
 
 /// `sysconf(_SC_CLK_TCK)`: the unit of the CPU times in `/proc/PID/stat`.

@@ -94,8 +94,8 @@ impl EchoServer {
         let status = self.guard.terminate(Duration::from_secs(5))?;
         if !status.success() {
             bail!(
-                "the echo server exited with {status} on SIGTERM{}",
-                self.guard.stderr_tail()
+                "the echo server exited with {status} on SIGTERM; {}",
+                self.guard.log_note()
             );
         }
         Ok(())

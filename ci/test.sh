@@ -75,6 +75,10 @@ bindings/python/run-tests.sh --strict --types
 step "PHP benchmark smoke run (every response checked, figures not)"
 ci/php-bench.sh --quick
 
+step "benchmarks killed mid-run leave nothing: bench/http/run.sh (nginx, PHP-FPM, pools, wrk) and the scenario (Redis, the C++ daemon, PHP), each SIGKILLed while its servers run"
+ci/killed-bench.sh 'nginx: master' bench/http/run.sh --quick
+ci/killed-bench.sh 'redis-server' bench/scenario/run.sh --requests 300
+
 step "hot upgrade of the pool, short: 2 upgrades under PHP clients over shm: and unix: and wrk (no failed shm: call, no HTTP error)"
 php bench/upgrade/pool.php --upgrades 2 --check >/dev/null
 

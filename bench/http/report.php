@@ -109,24 +109,28 @@ foreach (['hello', 'heavy', 'leaky'] as $app) {
     }
 }
 
-// The goals.
+// The goals: each met (true), missed (false) or not measured (null, with
+// what is missing and how to get it in place of the figure).
 $goals = [];
+$swooleMissing = 'Swoole not at hand (pecl install swoole, or SWOOLE_SO=path/to/swoole.so, then run again)';
+$rowMissing = fn (string $what) => "no $what row in this run";
 foreach (['hello', 'heavy'] as $app) {
     foreach (['c16', 'c256'] as $l) {
         $b = $ratio('pool', 'swoole-base', $app, $l);
         $p = $ratio('pool', 'swoole-process', $app, $l);
-        $goals[] = ["app {$apps[$app]}, {$loads[$l]}: pool ≥ 1.0× Swoole SWOOLE_BASE",
-            $haveSwoole ? $x($b) : 'Swoole not at hand', $b !== null && $b >= 1.0];
-        $goals[] = ["app {$apps[$app]}, {$loads[$l]}: pool ≥ 1.5× Swoole SWOOLE_PROCESS",
-            $haveSwoole ? $x($p) : 'Swoole not at hand', $p !== null && $p >= 1.5];
+        $where = "app {$apps[$app]}, {$loads[$l]}";
+        $goals[] = ["$where: pool ≥ 1.0× Swoole SWOOLE_BASE",
+            $b !== null ? $x($b) : ($haveSwoole ? $rowMissing("pool or Swoole $l") : $swooleMissing), $b === null ? null : $b >= 1.0];
+        $goals[] = ["$where: pool ≥ 1.5× Swoole SWOOLE_PROCESS",
+            $p !== null ? $x($p) : ($haveSwoole ? $rowMissing("pool or Swoole $l") : $swooleMissing), $p === null ? null : $p >= 1.5];
         $pool = $find('pool', $app, $l);
         $base = $find('swoole-base', $app, $l);
-        $goals[] = ["app {$apps[$app]}, {$loads[$l]}: pool p99 no worse than Swoole SWOOLE_BASE's",
-            $pool && $base ? sprintf('%.2f ms against %.2f ms', $pool['p99_ms'], $base['p99_ms']) : 'Swoole not at hand',
-            $pool && $base && $pool['p99_ms'] <= $base['p99_ms']];
+        $goals[] = ["$where: pool p99 no worse than Swoole SWOOLE_BASE's",
+            $pool && $base ? sprintf('%.2f ms against %.2f ms', $pool['p99_ms'], $base['p99_ms'])
+                : ($haveSwoole ? $rowMissing("pool or Swoole $l") : $swooleMissing),
+            $pool && $base ? $pool['p99_ms'] <= $base['p99_ms'] : null];
     }
 }
-$pools = array_filter($rows, fn ($r) => in_array($r['server'], ['pool', 'pool-reload', 'leaky'], true));
 $dirty = array_filter($rows, fn ($r) => $r['errors'] !== 0);
 $goals[] = ['0 errors and 0 non-2xx in every row (the pool\'s and every baseline\'s)',
     $dirty ? implode(', ', array_map(fn ($r) => "{$r['server']} {$r['app']} {$r['load']}: {$r['errors']}", $dirty)) : 'none',
@@ -137,39 +141,56 @@ $goals[] = ['app (a): the pool\'s own HTTP path ≤ 5 µs of CPU per request (sa
     $hello && $hello['engine_us'] !== null
         ? sprintf('%.1f µs; the floor %s µs, so %.1f µs above what the kernel\'s TCP costs', $hello['engine_us'],
             $floor ? $us($server_cpu($floor)) : '?', $hello['engine_us'] - ($floor ? (float)$server_cpu($floor) : 0.0))
-        : 'not measured',
-    $hello && $hello['engine_us'] !== null && $hello['engine_us'] <= 5.0];
+        : 'the workers took no sample of their HTTP path (no pool row for app (a))',
+    $hello && $hello['engine_us'] !== null ? $hello['engine_us'] <= 5.0 : null];
 foreach (['hello', 'heavy'] as $app) {
     $p = $find('pool', $app);
     $b = $find('swoole-base', $app);
-    $goals[] = ["app {$apps[$app]}: CPU per request of the whole server (front + workers), beside Swoole SWOOLE_BASE's",
-        $p ? $us($server_cpu($p)) . ' µs' . ($b ? ' against ' . $us($server_cpu($b)) . ' µs' : '') : '',
-        $p !== null && ($b === null || $server_cpu($p) <= $server_cpu($b))];
+    $mine = $p && $server_cpu($p) !== null ? $us($server_cpu($p)) . ' µs' : null;
+    $theirs = $b && $server_cpu($b) !== null ? $us($server_cpu($b)) . ' µs' : null;
+    $goals[] = ["app {$apps[$app]}: CPU per request of the whole server (front + workers) ≤ Swoole SWOOLE_BASE's",
+        match (true) {
+            $mine && $theirs => "$mine against $theirs",
+            $mine === null => 'no CPU figure of the pool (its processes came and went, or no row)',
+            $haveSwoole => "$mine; no CPU figure of Swoole",
+            default => "$mine; $swooleMissing",
+        },
+        $mine && $theirs ? $server_cpu($p) <= $server_cpu($b) : null];
 }
+$fpmMissing = fn (string $what) => "no $what row (apt-get install nginx php8.2-fpm, then run again)";
 $heavyFpm = $ratio('pool', 'fpm', 'heavy');
 $helloFpm = $ratio('pool', 'fpm', 'hello');
 $preload = $ratio('pool', 'fpm-preload', 'heavy');
-$goals[] = ['app (b): pool ≥ 20× nginx + PHP-FPM (issue 16)', $x($heavyFpm, '%.1f×'), $heavyFpm !== null && $heavyFpm >= 20];
-$goals[] = ['app (b): pool ≥ 5× nginx + PHP-FPM + preload (issue 16)', $x($preload, '%.1f×'), $preload !== null && $preload >= 5];
-$goals[] = ['app (a): pool ≥ 1.5× nginx + PHP-FPM (issue 16)', $x($helloFpm), $helloFpm !== null && $helloFpm >= 1.5];
+$goals[] = ['app (b): pool ≥ 20× nginx + PHP-FPM (issue 16)', $heavyFpm === null ? $fpmMissing('nginx + PHP-FPM') : $x($heavyFpm, '%.1f×'),
+    $heavyFpm === null ? null : $heavyFpm >= 20];
+$goals[] = ['app (b): pool ≥ 5× nginx + PHP-FPM + preload (issue 16)', $preload === null ? $fpmMissing('nginx + PHP-FPM + preload') : $x($preload, '%.1f×'),
+    $preload === null ? null : $preload >= 5];
+$goals[] = ['app (a): pool ≥ 1.5× nginx + PHP-FPM (issue 16)', $helloFpm === null ? $fpmMissing('nginx + PHP-FPM') : $x($helloFpm),
+    $helloFpm === null ? null : $helloFpm >= 1.5];
 $leak = $find('leaky', 'leaky');
 $reload = $find('pool-reload', 'heavy');
 $goals[] = ['app (c) with --max-memory: workers recycle, 0 failed, RSS bounded (issue 16)',
-    $leak ? sprintf('%d recycled, %d errors, %.0f MiB', $leak['restarts'], $leak['errors'], $leak['rss_bytes'] / 1048576) : '',
-    $leak && $leak['restarts'] > 0 && $leak['errors'] === 0 && $leak['rss_bytes'] < 2 * 150 * 1048576];
-$goals[] = ['a reload during a run of app (b): 0 failed (issue 16)', $reload ? sprintf('%d errors', $reload['errors']) : '',
-    $reload && $reload['errors'] === 0];
+    $leak ? sprintf('%d recycled, %d errors, %.0f MiB', $leak['restarts'], $leak['errors'], $leak['rss_bytes'] / 1048576) : $rowMissing('app (c)'),
+    $leak ? $leak['restarts'] > 0 && $leak['errors'] === 0 && $leak['rss_bytes'] < 2 * 150 * 1048576 : null];
+$goals[] = ['a reload during a run of app (b): 0 failed (issue 16)', $reload ? sprintf('%d errors', $reload['errors']) : $rowMissing('reload'),
+    $reload ? $reload['errors'] === 0 : null];
 
+$result = fn (?bool $ok) => $ok === null ? 'not measured' : ($ok ? 'met' : 'missed');
+$count = fn (string $r) => count(array_filter($goals, fn ($g) => $result($g[2]) === $r));
+$summary = ['met' => $count('met'), 'missed' => $count('missed'), 'not_measured' => $count('not measured')];
 $md .= "\nLoad: `$load` on loopback; every server with 2 workers on the same 2 CPUs as wrk. CPU per request from /proc:"
     . " *front* the server's other processes (the pool's supervisor, Swoole's master and manager, nginx and the"
     . " PHP-FPM master), *workers* the processes that run PHP, *server* both.\n\n";
 $md .= "| goal | measured | |\n|---|---|---|\n";
 foreach ($goals as [$what, $got, $ok]) {
-    $md .= "| $what | $got | " . ($ok ? 'met' : '**missed**') . " |\n";
+    $md .= "| $what | $got | " . ($ok === false ? '**missed**' : $result($ok)) . " |\n";
 }
+$md .= "\nGoals: {$summary['met']} met, {$summary['missed']} missed, {$summary['not_measured']} not measured.\n";
 file_put_contents("$prefix.md", $md);
 file_put_contents("$prefix.json", json_encode(['load' => $load, 'rows' => $rows,
-    'goals' => array_map(fn ($g) => ['goal' => $g[0], 'measured' => $g[1], 'met' => $g[2]], $goals)],
+    'goals' => array_map(fn ($g) => ['goal' => $g[0], 'measured' => $g[1], 'met' => $g[2] === true,
+        'result' => $result($g[2])], $goals),
+    'goals_summary' => $summary],
     JSON_PRETTY_PRINT | JSON_UNESCAPED_SLASHES | JSON_UNESCAPED_UNICODE) . "\n");
 
 // The plot: a panel per app (hello, heavy), a group of bars per load, a bar per server.
@@ -188,45 +209,66 @@ if (function_exists('imagecreatetruecolor')) {
     }
     imagefill($img, 0, 0, $white);
     imagestring($img, 5, 20, 10, "HTTP requests/s ($load)", $black);
+    // The panels draw apps (a) and (b); the legend names only the servers
+    // that have a bar in one of them, in the tables' order.
+    $drawn = ['hello', 'heavy'];
+    $plotted = array_values(array_filter($rows, fn ($r) => in_array($r['app'], $drawn, true)));
+    $legend = array_values(array_filter(array_keys($names),
+        fn ($s) => (bool)array_filter($plotted, fn ($r) => $r['server'] === $s)));
+    $order = array_flip(array_keys($names));
+    // GD's font 2 is 6 px wide: a load's group is as wide as its bars or
+    // its label, whichever is wider, so that labels never overlap.
+    $textW = fn (string $t) => 6 * strlen($t);
     $panel = intdiv($w - 40, 2);
-    foreach (['hello', 'heavy'] as $i => $app) {
+    [$barW, $barGap, $groupGap, $base] = [22, 4, 30, 380];
+    foreach ($drawn as $i => $app) {
         $x0 = 20 + $i * $panel;
-        $mine = array_values(array_filter($rows, fn ($r) => $r['app'] === $app));
-        if (!$mine) {
+        $groups = [];
+        foreach (array_keys($loads) as $l) {
+            $group = array_values(array_filter($plotted, fn ($r) => $r['app'] === $app && $r['load'] === $l));
+            usort($group, fn ($a, $b) => $order[$a['server']] <=> $order[$b['server']]);
+            if ($group) {
+                $groups[$l] = $group;
+            }
+        }
+        if (!$groups) {
             continue;
         }
-        $max = max(1.0, ...array_column($mine, 'requests_per_s'));
+        $bars = fn (int $n, int $bw, int $gap) => $n * $bw + ($n - 1) * $gap;
+        $natural = array_sum(array_map(fn ($l, $g) => max($bars(count($g), $barW, $barGap), $textW($loads[$l])),
+            array_keys($groups), $groups)) + (count($groups) - 1) * $groupGap;
+        // Narrower bars when the groups would not fit the panel.
+        $scale = min(1.0, ($panel - 40) / max(1, $natural));
+        [$bw, $gap] = [max(6, (int)($barW * $scale)), max(1, (int)($barGap * $scale))];
+        $max = max(1.0, ...array_map(fn ($r) => $r['requests_per_s'], array_merge(...array_values($groups))));
         imagestring($img, 4, $x0 + 10, 40, $apps[$app], $black);
-        imageline($img, $x0 + 10, 380, $x0 + $panel - 20, 380, $grey);
-        $bx = $x0 + 15;
-        foreach (array_keys($loads) as $l) {
-            $group = array_values(array_filter($mine, fn ($r) => $r['load'] === $l));
-            if (!$group) {
-                continue;
-            }
-            imagestring($img, 2, $bx, 384, $loads[$l], $black);
+        imageline($img, $x0 + 10, $base, $x0 + $panel - 20, $base, $grey);
+        $gx = $x0 + 15;
+        foreach ($groups as $l => $group) {
+            $width = max($bars(count($group), $bw, $gap), $textW($loads[$l]));
+            imagestring($img, 2, $gx + intdiv($width - $textW($loads[$l]), 2), $base + 4, $loads[$l], $black);
+            $bx = $gx + intdiv($width - $bars(count($group), $bw, $gap), 2);
             foreach ($group as $r) {
                 $bh = (int)(290 * $r['requests_per_s'] / $max);
-                imagefilledrectangle($img, $bx, 380 - $bh, $bx + 22, 380, $colors[$r['server']]);
-                imagestringup($img, 2, $bx + 5, 375 - $bh, number_format($r['requests_per_s'] / 1000, 1) . 'k', $black);
-                $bx += 26;
+                imagefilledrectangle($img, $bx, $base - $bh, $bx + $bw - 1, $base, $colors[$r['server']]);
+                imagestringup($img, 2, $bx + intdiv($bw - 12, 2), $base - 5 - $bh,
+                    number_format($r['requests_per_s'] / 1000, 1) . 'k', $black);
+                $bx += $bw + $gap;
             }
-            $bx += 24;
+            $gx += $width + $groupGap;
         }
     }
     $lx = 20;
     $ly = 410;
-    foreach ($names as $s => $n) {
-        if (!array_filter($rows, fn ($r) => $r['server'] === $s)) {
-            continue;
-        }
-        if ($lx + 16 + 6 * strlen($n) > $w) {
+    foreach ($legend as $s) {
+        $n = $names[$s];
+        if ($lx + 16 + $textW($n) > $w) {
             $lx = 20;
             $ly += 18;
         }
         imagefilledrectangle($img, $lx, $ly, $lx + 12, $ly + 12, $colors[$s]);
         imagestring($img, 2, $lx + 16, $ly, $n, $black);
-        $lx += 16 + 6 * strlen($n) + 18;
+        $lx += 16 + $textW($n) + 18;
     }
     imagepng($img, "$prefix.png");
 }

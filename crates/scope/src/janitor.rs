@@ -122,9 +122,11 @@ pub(crate) fn clean(
     let me = std::process::id();
     let t0 = Instant::now();
     let mut termed: HashSet<u32> = HashSet::new();
+    let mut known: HashSet<(u32, u64)> = HashSet::new();
     let mut named: Vec<String> = Vec::new();
     loop {
-        let ours = procs::of_scope(&procs::snapshot(token), guardian, me);
+        let ours = procs::of_scope(&procs::snapshot(token), guardian, me, &known);
+        known.extend(ours.iter().map(|p| (p.pid, p.start)));
         if ours.is_empty() {
             return (named, Vec::new());
         }

@@ -9,6 +9,8 @@ use crate::env;
 pub(crate) struct Proc {
     pub(crate) pid: u32,
     pub(crate) ppid: u32,
+    /// Its start time: with the pid, it names one process for good.
+    pub(crate) start: u64,
     /// Its environment carries the scope's token.
     pub(crate) carrier: bool,
     /// It is a janitor (of this scope or of one inside it).
@@ -24,7 +26,7 @@ pub(crate) fn snapshot(token: &str) -> Vec<Proc> {
     dir.flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
         .filter_map(|pid| {
-            let (state, ppid) = stat(pid)?;
+            let (state, ppid, start) = stat(pid)?;
             if matches!(state, 'Z' | 'X') {
                 return None;
             }
@@ -35,6 +37,7 @@ pub(crate) fn snapshot(token: &str) -> Vec<Proc> {
             Some(Proc {
                 pid,
                 ppid,
+                start,
                 carrier,
                 janitor,
             })
@@ -43,12 +46,20 @@ pub(crate) fn snapshot(token: &str) -> Vec<Proc> {
 }
 
 /// The processes of the scope among `all`: the carriers of its token, the
-/// guardian's children (orphans re-parented to it, and its command), and
-/// every descendant of those; never `me`.
-pub(crate) fn of_scope(all: &[Proc], guardian: Option<u32>, me: u32) -> Vec<Proc> {
+/// guardian's children (orphans re-parented to it, and its command), those
+/// `known` from earlier looks (pid and start time: a process that rewrote
+/// its environment for its title, as nginx does, is found through its
+/// parent only while that parent lives), and every descendant of those;
+/// never `me`.
+pub(crate) fn of_scope(
+    all: &[Proc],
+    guardian: Option<u32>,
+    me: u32,
+    known: &HashSet<(u32, u64)>,
+) -> Vec<Proc> {
     let mut ours: HashSet<u32> = all
         .iter()
-        .filter(|p| p.carrier || Some(p.ppid) == guardian)
+        .filter(|p| p.carrier || Some(p.ppid) == guardian || known.contains(&(p.pid, p.start)))
         .map(|p| p.pid)
         .collect();
     loop {
@@ -72,28 +83,23 @@ pub(crate) fn of_scope(all: &[Proc], guardian: Option<u32>, me: u32) -> Vec<Proc
         .collect()
 }
 
-/// State and parent pid from `/proc/PID/stat`.
-fn stat(pid: u32) -> Option<(char, u32)> {
+/// State, parent pid and start time (clock ticks since boot) from
+/// `/proc/PID/stat`.
+fn stat(pid: u32) -> Option<(char, u32, u64)> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command (field 2) may hold spaces and parentheses: the fields
-    // go on after the last ')'.
-    let mut f = text.rsplit_once(')')?.1.split_ascii_whitespace();
-    let state = f.next()?.chars().next()?;
-    let ppid = f.next()?.parse().ok()?;
-    Some((state, ppid))
+    // go on after the last ')', from field 3 (the state) on.
+    let f: Vec<&str> = text.rsplit_once(')')?.1.split_ascii_whitespace().collect();
+    let state = f.first()?.chars().next()?;
+    let ppid = f.get(1)?.parse().ok()?;
+    let start = f.get(19)?.parse().ok()?; // field 22
+    Some((state, ppid, start))
 }
 
-/// The start time of process `pid` (clock ticks since boot): with the pid,
-/// it names one process for good.
+/// The start time of process `pid`: with the pid, it names one process for
+/// good.
 pub(crate) fn start_time(pid: u32) -> Option<u64> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Field 22; the fields after ')' start at field 3.
-    text.rsplit_once(')')?
-        .1
-        .split_ascii_whitespace()
-        .nth(19)?
-        .parse()
-        .ok()
+    stat(pid).map(|(_, _, start)| start)
 }
 
 /// The command line of process `pid`, its arguments joined by spaces
@@ -120,6 +126,7 @@ mod tests {
         Proc {
             pid,
             ppid,
+            start: u64::from(pid) * 10,
             carrier,
             janitor: false,
         }
@@ -139,26 +146,36 @@ mod tests {
             p(30, 1, false),  // someone else's
             p(31, 30, false),
         ];
-        let mut got: Vec<u32> = of_scope(&all, Some(10), 11).iter().map(|p| p.pid).collect();
-        got.sort_unstable();
-        assert_eq!(got, vec![12, 13, 14, 20, 21]);
-        // The guardian gone: only carriers and their descendants.
+        let ours = |all: &[Proc], guardian, known: &HashSet<(u32, u64)>| {
+            let mut got: Vec<u32> = of_scope(all, guardian, 11, known)
+                .iter()
+                .map(|p| p.pid)
+                .collect();
+            got.sort_unstable();
+            got
+        };
+        let none = HashSet::new();
+        assert_eq!(ours(&all, Some(10), &none), vec![12, 13, 14, 20, 21]);
+        // The guardian gone: carriers, their descendants, and the known.
         let all = [
             p(1, 0, false),
             p(11, 1, true),
             p(20, 1, true),
             p(22, 20, false),
             p(30, 1, false),
+            p(40, 1, false),
         ];
-        let mut got: Vec<u32> = of_scope(&all, None, 11).iter().map(|p| p.pid).collect();
-        got.sort_unstable();
-        assert_eq!(got, vec![20, 22]);
+        assert_eq!(ours(&all, None, &none), vec![20, 22]);
+        // Known from an earlier look (an orphan that rewrote its
+        // environment), but not a new process that took a known pid.
+        let known: HashSet<(u32, u64)> = [(40, 400), (30, 1)].into_iter().collect();
+        assert_eq!(ours(&all, None, &known), vec![20, 22, 40]);
     }
 
     #[test]
     fn reads_this_process() {
         let me = std::process::id();
-        let (state, ppid) = stat(me).expect("own stat");
+        let (state, ppid, _) = stat(me).expect("own stat");
         assert!(state == 'R' || state == 'S', "{state}");
         assert_eq!(ppid, shmlink_sys::children::parent_pid());
         assert!(start_time(me).is_some());

@@ -134,6 +134,12 @@ for row in 'no churn \(the reference\) \| [0-9]+ \| 0 \|' 'recycling \(--max-job
   grep -Eq "\| $row" target/main-quick/pool-dispatch-latest.md || {
     echo "main --quick: no churn row matching \"$row\"" >&2; exit 1; }
 done
+# Every goals table ends with its count: met, missed, not measured.
+for f in latest.md matrix-latest.md pool-dispatch-latest.md scenario-latest.md python-latest.md \
+  python-matrix-latest.md go-latest.md async-latest.md frameworks-latest.md http-latest.md; do
+  grep -Eq '^Goals: [0-9]+ met, [0-9]+ missed, [0-9]+ not measured\.$' "target/main-quick/$f" || {
+    echo "main --quick: $f has no line \"Goals: N met, N missed, N not measured.\"" >&2; exit 1; }
+done
 # The HTTP benchmark's short run: every app under every server and load
 # (Swoole's rows when it was at hand), no failed request (non-2xx or socket
 # error) in any row, the reload row included.

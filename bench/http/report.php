@@ -12,6 +12,8 @@
 
 declare(strict_types=1);
 
+require __DIR__ . '/../common/goals.php';
+
 [, $in, $prefix, $load] = $argv;
 $lines = array_map(fn ($l) => json_decode($l, true, flags: JSON_THROW_ON_ERROR),
     array_filter(file($in, FILE_IGNORE_NEW_LINES)));
@@ -175,21 +177,19 @@ $goals[] = ['app (c) with --max-memory: workers recycle, 0 failed, RSS bounded (
 $goals[] = ['a reload during a run of app (b): 0 failed (issue 16)', $reload ? sprintf('%d errors', $reload['errors']) : $rowMissing('reload'),
     $reload ? $reload['errors'] === 0 : null];
 
-$result = fn (?bool $ok) => $ok === null ? 'not measured' : ($ok ? 'met' : 'missed');
-$count = fn (string $r) => count(array_filter($goals, fn ($g) => $result($g[2]) === $r));
-$summary = ['met' => $count('met'), 'missed' => $count('missed'), 'not_measured' => $count('not measured')];
+$summary = goals_summary(array_column($goals, 2));
 $md .= "\nLoad: `$load` on loopback; every server with 2 workers on the same 2 CPUs as wrk. CPU per request from /proc:"
     . " *front* the server's other processes (the pool's supervisor, Swoole's master and manager, nginx and the"
     . " PHP-FPM master), *workers* the processes that run PHP, *server* both.\n\n";
 $md .= "| goal | measured | |\n|---|---|---|\n";
 foreach ($goals as [$what, $got, $ok]) {
-    $md .= "| $what | $got | " . ($ok === false ? '**missed**' : $result($ok)) . " |\n";
+    $md .= "| $what | $got | " . goal_cell($ok) . " |\n";
 }
-$md .= "\nGoals: {$summary['met']} met, {$summary['missed']} missed, {$summary['not_measured']} not measured.\n";
+$md .= "\n" . goals_line($summary) . "\n";
 file_put_contents("$prefix.md", $md);
 file_put_contents("$prefix.json", json_encode(['load' => $load, 'rows' => $rows,
     'goals' => array_map(fn ($g) => ['goal' => $g[0], 'measured' => $g[1], 'met' => $g[2] === true,
-        'result' => $result($g[2])], $goals),
+        'result' => goal_result($g[2])], $goals),
     'goals_summary' => $summary],
     JSON_PRETTY_PRINT | JSON_UNESCAPED_SLASHES | JSON_UNESCAPED_UNICODE) . "\n");
 

@@ -40,12 +40,17 @@
  *
  * --server TEXT describes the server in the report.
  *
- * Prints one table and the goals with PASS/MISS; exits 1 when a call
- * failed or a response was wrong, 2 on bad usage, else 0. */
+ * Prints one table and the goals, each met, **missed** or not measured (a
+ * figure this run could not make: the row says what is missing and how to
+ * get it; never counted as missed), then "Goals: N met, N missed, N not
+ * measured."; the JSON gives each goal its "result" and the counts in
+ * "goals_summary". Exits 1 when a call failed or a response was wrong, 2 on
+ * bad usage, else 0 (a missed goal included). */
 
 declare(strict_types=1);
 
 require __DIR__ . '/clients.php';
+require __DIR__ . '/../common/goals.php';
 require __DIR__ . '/progress.php';
 
 ini_set('memory_limit', '-1');
@@ -460,15 +465,44 @@ foreach ($opt['sizes'] as $size) {
         $slowestSize = $size;
     }
 }
+// What a goal needs that this run did not measure, and how to get it.
+$sizesFlag = fn (int $size) => in_array($size, $opt['sizes'], true) ? '' : " (add $size to --sizes)";
+$connectFlag = in_array(0, $opt['reconnect'], true) ? '' : ' (add 0 to --reconnect-every)';
+$noShm = 'no --shm address: give --shm ADDR (ci/php-bench.sh and bench/scenario/run.sh start a server)';
+$missing = [
+    'shm_2048_calls_per_s' => isset($opt['transports']['shm'])
+        ? 'no shm 2048 B one-connection point' . $sizesFlag(2048) . $connectFlag : $noShm,
+    'php_over_rust_p50_64' => match (true) {
+        !isset($opt['transports']['shm']) => $noShm,
+        $opt['rust_bin'] === null => 'the Rust client was not run (--no-rust): run without --no-rust, with 64 in --sizes'
+            . ' and 0 in --reconnect-every, as ci/php-bench.sh does',
+        !is_executable($opt['rust_bin']) => "the Rust client {$opt['rust_bin']} is not built: cargo build --release -p shmlink-cli",
+        $rust === null => 'the Rust client gave no figure (see its note): run again',
+        default => 'no shm 64 B one-connection point' . $sizesFlag(64) . $connectFlag,
+    },
+    'shm_reconnect_calls_per_s' => isset($opt['transports']['shm'])
+        ? 'no shm reconnect-every-call point' . (in_array(1, $opt['reconnect'], true) ? '' : ' (add 1 to --reconnect-every)')
+        : $noShm,
+];
+foreach (['pool1_vs_daemon' => ['pool, 1 PHP worker', '--pool1'], 'pool2_vs_daemon' => ['pool, 2 PHP workers', '--pool2']]
+         as $key => [$label, $flag]) {
+    $missing[$key] = isset($opt['pools'][$label])
+        ? ($daemon2048 === null ? $missing['shm_2048_calls_per_s'] : "no $label 2048 B one-connection point")
+        : "no `shmlink pool` given: give $flag ADDR (bench/scenario/run.sh starts the pools)";
+}
 $goals = [];
+$goalStates = [];
 foreach (GOALS as [$label, $key, $cmp, $goal]) {
     $v = $figures[$key];
     $met = $v === null ? null : ($cmp === '>=' ? $v >= $goal : $v <= $goal);
     if ($key === 'shm_reconnect_calls_per_s' && $slowestSize !== null) {
         $label = str_replace('(slowest size)', "(slowest size: $slowestSize B)", $label);
     }
-    $goals[] = ['check' => $label, 'value' => $v, 'goal' => "$cmp $goal", 'result' => $met === null ? '-' : ($met ? 'PASS' : 'MISS')];
+    $goals[] = ['check' => $label, 'value' => $v, 'goal' => "$cmp $goal", 'result' => goal_result($met)]
+        + ($met === null ? ['missing' => $missing[$key]] : []);
+    $goalStates[] = $met;
 }
+$goalsSummary = goals_summary($goalStates);
 
 // The report.
 $rows = [];
@@ -484,19 +518,13 @@ foreach ($points as $p) {
 $results = table(['transport', 'size', 'reconnect', 'calls/s', 'p50 µs', 'p99 µs', 'p50 ÷ shm', 'shm calls/s ÷ this'],
     $rows, [1, 3, 4, 5, 6, 7]);
 $goalRows = [];
-foreach ($goals as $g) {
+foreach ($goals as $i => $g) {
     $v = $g['value'];
-    if ($v === null && $opt['rust_bin'] === null && str_contains($g['check'], 'Rust')) {
-        continue; // --no-rust: not measured on purpose
-    }
-    if ($v === null && $opt['pools'] === [] && str_contains($g['check'], 'pool')) {
-        continue; // no pool given: not measured on purpose
-    }
-    $goalRows[] = [$g['check'], $v === null ? 'not measured' : ($v >= 1000 ? fmt_int($v) : sprintf('%.2f', $v)),
+    $goalRows[] = [$g['check'], $v === null ? $g['missing'] : ($v >= 1000 ? fmt_int($v) : sprintf('%.2f', $v)),
                    preg_replace_callback('/\d+(\.\d+)?$/', fn ($m) => $m[0] >= 1000 ? fmt_int((float)$m[0]) : sprintf('%.2f', $m[0]), $g['goal']),
-                   $g['result']];
+                   goal_cell($goalStates[$i])];
 }
-$goalTable = table(['check', 'value', 'goal', 'result'], $goalRows, [1, 2]);
+$goalTable = table(['check', 'value', 'goal', 'result'], $goalRows, [1, 2]) . "\n" . goals_line($goalsSummary) . "\n";
 
 $cpu = preg_match('/^model name\s*:\s*(.+)$/m', (string)@file_get_contents('/proc/cpuinfo'), $m) ? $m[1] : php_uname('m');
 $meta = [
@@ -536,7 +564,8 @@ $md = "# PHP client benchmark\n\n"
 
 echo "\n$results\n", $rustLine !== null ? "$rustLine\n" : '', implode('', array_map(fn ($s) => "note: $s\n", $notes)), "\n$goalTable";
 if ($opt['json'] !== null) {
-    $doc = ['meta' => $meta, 'points' => $points, 'rust' => $rust, 'goals' => $goals, 'notes' => $notes, 'failures' => $failures];
+    $doc = ['meta' => $meta, 'points' => $points, 'rust' => $rust, 'goals' => $goals, 'goals_summary' => $goalsSummary,
+            'notes' => $notes, 'failures' => $failures];
     file_put_contents($opt['json'], json_encode($doc, JSON_PRETTY_PRINT | JSON_UNESCAPED_SLASHES | JSON_UNESCAPED_UNICODE) . "\n");
 }
 if ($opt['markdown'] !== null) {

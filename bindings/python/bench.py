@@ -9,8 +9,8 @@ shmlink-daemon, or --daemon PATH), listening on shm and on a raw Unix
 socket (--raw-unix): one process, the same work behind both. Without the
 daemon, `shmlink echo` (target/release/shmlink) serves shm and a raw echo
 listener in C-less Python serves the socket side (printed as such: that
-peer is slower, so the ratio is flattering; build the daemon for the real
-figure). Short rounds alternate between the two so that both see the same
+peer is slower, so the ratio is flattering, and the goal reads "not
+measured": build the daemon for the real figure). Short rounds alternate between the two so that both see the same
 machine; the median round of each is reported, with the ratio of the
 medians and the ratios of adjacent pairs of rounds.
 """
@@ -32,6 +32,7 @@ import shmlink
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench/common"))
+import goals  # noqa: E402
 import scope  # noqa: E402
 
 
@@ -180,7 +181,8 @@ def main():
     raw_path = f"{d}/raw.sock"
     procs, listener = [], None
     try:
-        if os.access(args.daemon, os.X_OK):
+        have_daemon = os.access(args.daemon, os.X_OK)
+        if have_daemon:
             wait = ["--wait", args.server_wait] if args.server_wait else []
             p, _ = start([args.daemon, *wait, "--raw-unix", raw_path, shm_addr], "listening on", "stdout")
             procs.append(p)
@@ -198,7 +200,7 @@ def main():
         for _ in range(args.rounds):
             shm.append(bench_shm(shm_addr, payload, args.seconds, args.wait))
             sock.append(bench_socket(raw_path, payload, args.seconds))
-            if use_cpp and "daemon" in peer:
+            if use_cpp and have_daemon:
                 cpp.append(bench_cpp(args.cpp_client, shm_addr, shm[-1] * args.seconds))
         a, b = statistics.median(shm), statistics.median(sock)
         print(f"server: {peer}; {args.size} B requests, {args.rounds} rounds of {args.seconds:g} s "
@@ -220,7 +222,14 @@ def main():
                     f"| Python `socket` over unix, 4-byte framing | {b:,.0f} |"]
             if cpp:
                 rows.append(f"| C++ client on the same daemon (reference) | {statistics.median(cpp):,.0f} |")
-            verdict = "PASS" if a / b >= 10 else "MISS"
+            # The goal compares against the daemon's raw listener: a Python
+            # echo listener in its place is a slower peer, not the baseline.
+            if have_daemon:
+                met, value = a / b >= 10, f"{a / b:.1f}"
+            else:
+                met, value = None, (f"the C++ daemon is not built ({a / b:.1f} against a Python echo"
+                                    " listener instead of its raw listener): make install"
+                                    " PREFIX=$PWD/target/stage && make examples PREFIX=$PWD/target/stage")
             text = "\n".join([
                 "# Python binding: 2 KiB calls",
                 "",
@@ -241,7 +250,9 @@ def main():
                 "",
                 "| check | value | goal | result |",
                 "| --- | ---: | ---: | --- |",
-                f"| shmlink shm ÷ Python socket, calls/s | {a / b:.1f} | ≥ 10 | {verdict} |",
+                f"| shmlink shm ÷ Python socket, calls/s | {value} | ≥ 10 | {goals.cell(met)} |",
+                "",
+                goals.summary([met]),
                 "",
             ])
             Path(args.markdown).write_text(text)

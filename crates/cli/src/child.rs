@@ -10,8 +10,10 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use shmlink_sys::process::{kill, Sig};
 
-/// A fresh directory `shmlink-bench-PID-N` in the system temp dir, removed
-/// with everything in it on drop.
+/// A fresh directory `bPID-N` in the system temp dir, removed with
+/// everything in it on drop. The name is short, and the temp dir's checked,
+/// because the benches' sockets live in it and a socket path has at most
+/// 107 bytes (a run nested in scopes has a deep TMPDIR).
 #[derive(Debug)]
 pub(crate) struct TempDir(PathBuf);
 
@@ -19,8 +21,18 @@ impl TempDir {
     /// Creates the directory.
     pub(crate) fn new() -> anyhow::Result<Self> {
         let base = std::env::temp_dir();
+        let name = |n: usize| format!("b{}-{n}", std::process::id());
+        let longest = base.join(name(0)).as_os_str().len() + 1 + SOCKET_NAME_ROOM;
+        if longest > MAX_SOCKET_PATH {
+            bail!(
+                "the temp dir {} is too deep for the benchmark's sockets ({longest} bytes \
+                 with a socket's name, the limit is {MAX_SOCKET_PATH}): set TMPDIR to a \
+                 shorter directory",
+                base.display()
+            );
+        }
         for n in 0..1000 {
-            let p = base.join(format!("shmlink-bench-{}-{n}", std::process::id()));
+            let p = base.join(name(n));
             match std::fs::create_dir(&p) {
                 Ok(()) => return Ok(TempDir(p)),
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
@@ -28,7 +40,7 @@ impl TempDir {
             }
         }
         bail!(
-            "cannot create a fresh shmlink-bench directory in {}",
+            "cannot create a fresh benchmark directory in {}",
             base.display()
         )
     }
@@ -44,6 +56,13 @@ impl Drop for TempDir {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+/// Longest Unix socket path (`sun_path` less its NUL).
+const MAX_SOCKET_PATH: usize = 107;
+
+/// Room kept for the longest socket file name a benchmark uses in its dir
+/// ("bystander-12.sock", "pool-churn3.ctl").
+const SOCKET_NAME_ROOM: usize = 20;
 
 /// Lines of a failed child's log quoted in the error.
 const TAIL_LINES: usize = 5;

@@ -10,6 +10,7 @@ mod chaos;
 mod child;
 mod connect_cost;
 mod echo;
+mod goals;
 mod inspect;
 mod parse;
 mod placement;

@@ -159,6 +159,8 @@ pub(crate) fn run(args: &DispatchArgs) -> anyhow::Result<()> {
         );
         rows
     } else {
+        // The churn goals, not measured: with what is missing.
+        println!("{}", pool_churn::goals(&[], 0.0));
         Vec::new()
     };
     if let Some(path) = &args.json {

@@ -19,6 +19,7 @@ use shmlink_pool::{Pool, PoolOptions, Status};
 use shmlink_sys::process::{kill, Sig};
 
 use crate::child::TempDir;
+use crate::goals::{self, Verdict};
 use crate::placement::Placement;
 
 /// Width of the windows the dip is measured over.
@@ -295,28 +296,74 @@ pub(crate) fn table(rows: &[Churn], size: usize, seconds: f64) -> String {
             r.case, r.calls, r.failed, r.overall, r.steady, r.worst, r.replaced
         );
     }
+    t += &goals(rows, seconds);
+    t += &format!(
+        "\nOne client calling without pause for {seconds} s per case ({size} B requests, every \
+         response checked); the reload, the kill and the second pool's start happen a third of \
+         the way in.\n"
+    );
+    t
+}
+
+/// The churn goals (recycling over the reference, the reload's worst
+/// window over its steady rate), each beside its bound: met, missed, or not
+/// measured with what is missing and how to get it; then how many of each.
+/// `rows` empty and `seconds` 0: the cases were left out.
+pub(crate) fn goals(rows: &[Churn], seconds: f64) -> String {
     let by = |c: Case| rows.iter().find(|r| r.case == c.name());
-    if let (Some(rec), Some(reference)) = (by(Case::Recycle), by(Case::Steady)) {
-        if reference.overall > 0.0 {
-            let ratio = rec.overall / reference.overall;
-            let verdict = if ratio >= RECYCLING_GOAL {
-                "PASS"
-            } else {
-                "MISS"
-            };
+    let missing = |what: &str| {
+        if rows.is_empty() && seconds <= 0.0 {
+            "the churn cases were left out (--churn-seconds 0): run with --churn-seconds 3"
+                .to_string()
+        } else {
+            format!("{what} did not run: run shmlink pool bench with --churn-seconds 3")
+        }
+    };
+    let mut t = String::from("\n| check | value | goal | result |\n|---|---:|---:|---|\n");
+    let mut verdicts = Vec::new();
+    let mut add = |t: &mut String, check: &str, value: Result<f64, String>, target: f64| {
+        let verdict = Verdict::of(value.as_ref().ok().map(|&v| v >= target));
+        verdicts.push(verdict);
+        let shown = value.map_or_else(|missing| missing, |v| format!("{v:.2}"));
+        *t += &format!(
+            "| {check} | {shown} | ≥ {target:.2} | {} |\n",
+            verdict.cell()
+        );
+    };
+    let recycling =
+        format!("recycling every {RECYCLE_AFTER} calls: calls/s over the case ÷ no churn");
+    match (by(Case::Recycle), by(Case::Steady)) {
+        (Some(rec), Some(reference)) if reference.overall > 0.0 => {
+            add(
+                &mut t,
+                &recycling,
+                Ok(rec.overall / reference.overall),
+                RECYCLING_GOAL,
+            );
             // What bounds it: each worker serves RECYCLE_AFTER calls, so
             // calls/s cannot exceed the workers the pool starts per second
             // times that.
             let starts = rec.replaced as f64 / seconds;
             let bound = starts * RECYCLE_AFTER as f64 / reference.overall;
             t += &format!(
-                "\n| check | value | goal | result |\n|---|---:|---:|---|\n\
-                 | recycling every {RECYCLE_AFTER} calls: calls/s over the case ÷ no churn | {ratio:.2} | ≥ {RECYCLING_GOAL:.2} | {verdict} |\n\
-                 | bound: workers started per second while recycling ({starts:.0}) × {RECYCLE_AFTER} ÷ no churn's calls/s | {bound:.2} | | |\n"
+                "| bound: workers started per second while recycling ({starts:.0}) × {RECYCLE_AFTER} ÷ no churn's calls/s | {bound:.2} | | |\n"
             );
         }
+        (Some(_), Some(_)) => add(
+            &mut t,
+            &recycling,
+            Err("the reference (no churn) made no call: run again".to_string()),
+            RECYCLING_GOAL,
+        ),
+        _ => add(
+            &mut t,
+            &recycling,
+            Err(missing("the recycling case or its reference (no churn)")),
+            RECYCLING_GOAL,
+        ),
     }
-    if let (Some(reload), Some(beside)) = (by(Case::Reload), by(Case::BootBeside)) {
+    let reload = "a reload under load: worst 100 ms ÷ steady";
+    if let (Some(r), Some(beside)) = (by(Case::Reload), by(Case::BootBeside)) {
         let dip = |r: &Churn| {
             if r.steady > 0.0 {
                 r.worst / r.steady
@@ -324,17 +371,91 @@ pub(crate) fn table(rows: &[Churn], size: usize, seconds: f64) -> String {
                 0.0
             }
         };
-        let (ratio, bound) = (dip(reload), dip(beside));
-        let verdict = if ratio >= RELOAD_GOAL { "PASS" } else { "MISS" };
+        add(&mut t, reload, Ok(dip(r)), RELOAD_GOAL);
         t += &format!(
-            "| a reload under load: worst 100 ms ÷ steady | {ratio:.2} | ≥ {RELOAD_GOAL:.2} | {verdict} |\n\
-             | bound: worst 100 ms ÷ steady while a second pool of {WORKERS} workers starts and stops beside (no reload) | {bound:.2} | | |\n"
+            "| bound: worst 100 ms ÷ steady while a second pool of {WORKERS} workers starts and stops beside (no reload) | {:.2} | | |\n",
+            dip(beside)
+        );
+    } else {
+        add(
+            &mut t,
+            reload,
+            Err(missing("the reload case or its bound")),
+            RELOAD_GOAL,
         );
     }
-    t += &format!(
-        "\nOne client calling without pause for {seconds} s per case ({size} B requests, every \
-         response checked); the reload, the kill and the second pool's start happen a third of \
-         the way in.\n"
-    );
+    t += &format!("\n{}\n", goals::summary(&verdicts));
     t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn churn(case: Case, overall: f64, steady: f64, worst: f64, replaced: u64) -> Churn {
+        Churn {
+            case: case.name(),
+            calls: 1000,
+            overall,
+            failed: 0,
+            steady,
+            worst,
+            replaced,
+            back_in: None,
+        }
+    }
+
+    /// Met and missed as measured; a goal whose cases did not run reads
+    /// "not measured" with how to get it, and is counted as such.
+    #[test]
+    fn goals_met_missed_and_not_measured() {
+        let rows = [
+            churn(Case::Steady, 10_000.0, 10_000.0, 9_000.0, 0),
+            churn(Case::Recycle, 9_500.0, 9_500.0, 8_000.0, 6),
+            churn(Case::Reload, 10_000.0, 10_000.0, 4_000.0, 2),
+        ];
+        let t = table(&rows, 2048, 3.0);
+        let row = |start: &str| {
+            t.lines()
+                .find(|l| l.starts_with(start))
+                .map(|l| l.split('|').map(str::trim).collect::<Vec<_>>())
+                .unwrap_or_else(|| panic!("no row {start}: {t}"))
+        };
+        assert_eq!(
+            row("| recycling every 5000 calls")[2..5],
+            ["0.95", "≥ 0.90", "met"]
+        );
+        let reload = row("| a reload under load");
+        assert_eq!(
+            reload[2],
+            "the reload case or its bound did not run: run shmlink pool bench with --churn-seconds 3"
+        );
+        assert_eq!(reload[4], "not measured");
+        assert!(
+            t.contains("\nGoals: 1 met, 0 missed, 1 not measured.\n"),
+            "{t}"
+        );
+
+        let rows = [
+            churn(Case::Reload, 10_000.0, 10_000.0, 4_000.0, 2),
+            churn(Case::BootBeside, 10_000.0, 10_000.0, 6_000.0, 0),
+        ];
+        let g = goals(&rows, 3.0);
+        assert!(
+            g.contains(
+                "| a reload under load: worst 100 ms ÷ steady | 0.40 | ≥ 0.50 | **missed** |"
+            ),
+            "{g}"
+        );
+        assert!(g.contains("Goals: 0 met, 1 missed, 1 not measured."), "{g}");
+
+        let g = goals(&[], 0.0);
+        assert!(
+            g.contains(
+                "| the churn cases were left out (--churn-seconds 0): run with --churn-seconds 3 |"
+            ),
+            "{g}"
+        );
+        assert!(g.contains("Goals: 0 met, 0 missed, 2 not measured."), "{g}");
+    }
 }

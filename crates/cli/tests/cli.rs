@@ -154,6 +154,18 @@ fn bench_quick_writes_json_with_baselines() {
     assert!(baseline["sessions_per_s"].is_null());
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("## Headline") && stdout.contains("baseline-futex"));
+    // Without --c-client its goals are not measured (never missed), saying
+    // how to get them; the goals table ends with their count.
+    assert!(
+        stdout.contains(" the C client was not run: pass --c-client "),
+        "{stdout}"
+    );
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("Goals: ") && l.ends_with(" not measured.")),
+        "{stdout}"
+    );
     let markdown = std::fs::read_to_string(&md).expect("markdown file");
     assert_eq!(markdown, stdout);
 }

@@ -129,14 +129,14 @@ fn shmlink(tmp: &Path, args: &[&str]) -> Child {
 
 /// A directory for the run's TMPDIR, inside the test's own.
 fn run_tmp(dir: &TempDir) -> std::path::PathBuf {
-    let tmp = dir.path().join("tmp");
+    let tmp = dir.path().join("t");
     std::fs::create_dir_all(&tmp).expect("tmp");
     tmp
 }
 
 #[test]
 fn a_bench_whose_server_never_becomes_ready_fails_in_time_naming_it_and_leaves_nothing() {
-    let dir = TempDir::new("never-ready");
+    let dir = TempDir::new("never");
     let tmp = run_tmp(&dir);
     // A "server" that never writes its ready file.
     let never = dir.path().join("never-ready.sh");
@@ -175,7 +175,7 @@ fn a_bench_whose_server_never_becomes_ready_fails_in_time_naming_it_and_leaves_n
 #[test]
 fn a_bench_killed_at_a_random_point_leaves_nothing() {
     for round in 0..3 {
-        let dir = TempDir::new(&format!("killed-{round}"));
+        let dir = TempDir::new(&format!("kill{round}"));
         let tmp = run_tmp(&dir);
         let bench = shmlink(
             &tmp,
@@ -189,15 +189,19 @@ fn a_bench_killed_at_a_random_point_leaves_nothing() {
         let victim = if round == 0 {
             bench.id()
         } else {
-            let inner = processes_of(&tmp)
-                .into_iter()
+            let procs = processes_of(&tmp);
+            let inner = procs
+                .iter()
                 .find(|p| p.contains(" upgrade-bench ") && !p.contains(" scope "))
-                .expect("the benchmark below its scope");
-            inner
-                .split(' ')
-                .next()
-                .and_then(|p| p.parse().ok())
-                .expect("pid")
+                .and_then(|p| p.split(' ').next())
+                .and_then(|p| p.parse().ok());
+            match inner {
+                Some(pid) => pid,
+                None => {
+                    let out = wait_output(bench);
+                    panic!("no benchmark below its scope in {procs:?}: {out:?}")
+                }
+            }
         };
         kill(victim, "-KILL");
         let out = wait_output(bench);
@@ -252,7 +256,7 @@ fn a_scope_told_to_stop_passes_it_on_and_kills_what_ignores_it() {
 
 #[test]
 fn a_command_that_cannot_start_is_reported_and_leaves_nothing() {
-    let dir = TempDir::new("no-command");
+    let dir = TempDir::new("nocmd");
     let tmp = run_tmp(&dir);
     let out = wait_output(shmlink(&tmp, &["scope", "--", "/nonexistent/command"]));
     assert_eq!(out.status.code(), Some(2));

@@ -7,8 +7,9 @@ use std::fmt::Write as _;
 
 use shmlink::WaitStrategy;
 
-use super::report::{dash, human_size, render, us, Goal};
+use super::report::{dash, human_size, render, us, Goal, C_CLIENT_MISSING};
 use super::stats::Record;
+use crate::goals::{self, Verdict};
 
 /// The default strategy's p50 may be at most this many times the best's.
 const DEFAULT_OVER_BEST: Goal = Goal::AtMost(1.2);
@@ -49,7 +50,10 @@ pub(crate) fn section(records: &[Record]) -> String {
     let waits = strategies(records);
     let cells = cells(records, &waits);
     let Some(d) = waits.iter().position(|w| *w == default) else {
-        return format!("\n## Wait matrix\n\nThe default strategy ({default}) was not measured.\n");
+        let mut s =
+            format!("\n## Wait matrix\n\nThe default strategy ({default}) was not measured.\n\n");
+        s.push_str(&goals_table(records, &default, [None, None, None]));
+        return s;
     };
     let mut header: Vec<String> = waits.iter().map(|w| format!("shm {w} p50 µs")).collect();
     header.splice(0..0, ["load".to_string(), "size".to_string()]);
@@ -122,37 +126,10 @@ pub(crate) fn section(records: &[Record]) -> String {
          points in the cell has to be read against. hog CPU %: how much of one CPU the hog \
          got while the point ran, what the strategy left to the other work on the machine.\n"
     );
-    let goals = [
-        (
-            format!("shm {default} p50 ÷ best strategy's p50, every cell (worst)"),
-            worst_default,
-            DEFAULT_OVER_BEST,
-        ),
-        (
-            "C client p50 ÷ best strategy's p50, every cell (worst)".to_string(),
-            worst_c,
-            DEFAULT_OVER_BEST,
-        ),
-        (
-            format!("unix p50 ÷ shm {default} p50, every cell (worst)"),
-            worst_unix,
-            UNIX_OVER_DEFAULT,
-        ),
-    ];
-    let rows: Vec<Vec<String>> = goals
-        .into_iter()
-        .map(|(check, worst, goal)| {
-            let (value, at, verdict) = match worst {
-                Some((v, at)) => (goal.show(v), at, if goal.met(v) { "PASS" } else { "MISS" }),
-                None => ("not measured".into(), dash(), "-"),
-            };
-            vec![check, value, at, goal.to_string(), verdict.into()]
-        })
-        .collect();
-    s.push_str(&render(
-        &["check", "value", "at", "goal", "result"],
-        &rows,
-        |col| col == 1 || col == 3,
+    s.push_str(&goals_table(
+        records,
+        &default,
+        [worst_default, worst_c, worst_unix],
     ));
     let _ = writeln!(
         s,
@@ -160,6 +137,58 @@ pub(crate) fn section(records: &[Record]) -> String {
          rounds: {beyond_noise} of {}.",
         cells.len()
     );
+    s
+}
+
+/// The matrix's goals, from the worst cell of each (default ÷ best, C ÷
+/// best, unix ÷ default): met, missed, or not measured with what is missing
+/// and how to get it; then how many of each.
+fn goals_table(records: &[Record], default: &str, worst: [Option<(f64, String)>; 3]) -> String {
+    let no_default = format!("shm {default} not measured: add {default} to --waits");
+    let has = |f: &dyn Fn(&Record) -> bool| records.iter().any(f);
+    let default_run = has(&|r| r.transport == "shm" && r.wait == default);
+    let missing = [
+        no_default.clone(),
+        if !has(&|r| r.client == "c") {
+            C_CLIENT_MISSING.to_string()
+        } else if !default_run {
+            no_default.clone()
+        } else {
+            "no cell has both the C client and a strategy's p50".to_string()
+        },
+        if !has(&|r| r.transport == "unix") {
+            "unix not measured: add unix to --transports".to_string()
+        } else if !default_run {
+            no_default.clone()
+        } else {
+            format!("no cell has both unix and shm {default}")
+        },
+    ];
+    let names = [
+        format!("shm {default} p50 ÷ best strategy's p50, every cell (worst)"),
+        "C client p50 ÷ best strategy's p50, every cell (worst)".to_string(),
+        format!("unix p50 ÷ shm {default} p50, every cell (worst)"),
+    ];
+    let goals = [DEFAULT_OVER_BEST, DEFAULT_OVER_BEST, UNIX_OVER_DEFAULT];
+    let mut verdicts = Vec::new();
+    let rows: Vec<Vec<String>> = worst
+        .into_iter()
+        .zip(missing)
+        .zip(names.into_iter().zip(goals))
+        .map(|((worst, missing), (check, goal))| {
+            let verdict = Verdict::of(worst.as_ref().map(|(v, _)| goal.met(*v)));
+            verdicts.push(verdict);
+            let (value, at) = match worst {
+                Some((v, at)) => (goal.show(v), at),
+                None => (missing, dash()),
+            };
+            vec![check, value, at, goal.to_string(), verdict.cell().into()]
+        })
+        .collect();
+    let mut s = render(&["check", "value", "at", "goal", "result"], &rows, |col| {
+        col == 1 || col == 3
+    });
+    let _ = writeln!(s, "\n{}", goals::summary(&verdicts));
     s
 }
 
@@ -276,11 +305,30 @@ mod tests {
         };
         assert_eq!(
             check("÷ best strategy's p50, every cell")[2..6],
-            ["1.20", "quiet 64 B", "≤ 1.20", "PASS"]
+            ["1.20", "quiet 64 B", "≤ 1.20", "met"]
         );
         assert_eq!(
             check("unix p50 ÷ shm spin p50")[2..6],
-            ["1.20", "busy 64 B", "≥ 1.50", "MISS"]
+            ["1.20", "busy 64 B", "≥ 1.50", "**missed**"]
+        );
+        // No C client in this run: not measured, saying how to get it.
+        assert_eq!(
+            check("C client p50 ÷ best")[2..6],
+            [C_CLIENT_MISSING, "-", "≤ 1.20", "not measured"]
+        );
+        assert!(
+            s.contains("\nGoals: 1 met, 1 missed, 1 not measured.\n\nCells where"),
+            "{s}"
+        );
+        // Without the default strategy: every goal not measured, and why.
+        let s = section(&[rec("shm", "busy", 64, 1.0)]);
+        assert!(
+            s.contains(" shm spin not measured: add spin to --waits |"),
+            "{s}"
+        );
+        assert!(
+            s.contains("\nGoals: 0 met, 0 missed, 3 not measured.\n"),
+            "{s}"
         );
     }
 }

@@ -1,11 +1,13 @@
 //! The results as text: an aligned markdown table, the headline ratios with
-//! PASS/MISS, the machine and settings above them; and as JSON.
+//! their goals (met, missed or not measured), the machine and settings above
+//! them; and as JSON.
 
 use std::fmt::Write as _;
 
 use super::machine::Machine;
 use super::run::MAX_DEPTH;
 use super::stats::Record;
+use crate::goals::{self, Verdict};
 
 /// Fills `p50_vs_baseline` of every row that names a baseline measured at
 /// the same size.
@@ -167,14 +169,12 @@ pub(crate) fn table(records: &[Record]) -> String {
     render(&header, &rows, |col| col >= first_number)
 }
 
-/// The ratios the project must meet, with PASS or MISS.
+/// The ratios the project must meet, each met, missed, or not measured
+/// with what is missing and how to get it; then how many of each.
 pub(crate) fn headline(records: &[Record]) -> String {
-    let p50 = |t: &str, w: &str, size: usize| find(records, t, w, size).map(|r| r.p50_us);
-    let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
-        (Some(a), Some(b)) if b > 0.0 => Some(a / b),
-        _ => None,
-    };
+    let p50 = |t: &str, w: &str, size: usize| need(records, t, w, size).map(|r| r.p50_us);
     let shm_spin = |size| p50("shm", "spin", size);
+    let spin64 = || need(records, "shm", "spin", 64);
     let checks = [
         (
             "shm sleep 64 B p50 ÷ baseline-futex p50",
@@ -208,27 +208,29 @@ pub(crate) fn headline(records: &[Record]) -> String {
         ),
         (
             "shm spin 64 B pipelined calls/s",
-            find(records, "shm", "spin", 64).and_then(|r| r.pipelined_calls_per_s),
+            figure(spin64(), "pipelined calls/s", |r| r.pipelined_calls_per_s),
             Goal::AtLeast(3_000_000.0),
         ),
         (
             // Issue 18: connect, one call, close.
             "shm spin 64 B sessions/s",
-            find(records, "shm", "spin", 64).and_then(|r| r.sessions_per_s),
+            figure(spin64(), "sessions/s", |r| r.sessions_per_s),
             Goal::AtLeast(20_000.0),
         ),
         (
             "shm spin 64 B sessions/s ÷ unix 64 B sessions/s",
             ratio(
-                find(records, "shm", "spin", 64).and_then(|r| r.sessions_per_s),
-                find(records, "unix", "-", 64).and_then(|r| r.sessions_per_s),
+                figure(spin64(), "sessions/s", |r| r.sessions_per_s),
+                figure(need(records, "unix", "-", 64), "sessions/s", |r| {
+                    r.sessions_per_s
+                }),
             ),
             Goal::AtLeast(1.0),
         ),
         (
             // One clock tick over the window is ~3%: "no CPU" within resolution.
             "idle shm session (spin), server CPU %",
-            find(records, "shm", "spin", 64).and_then(|r| r.idle_server_cpu_pct),
+            figure(spin64(), "idle server CPU", |r| r.idle_server_cpu_pct),
             Goal::AtMost(3.5),
         ),
     ];
@@ -245,21 +247,121 @@ pub(crate) fn headline(records: &[Record]) -> String {
     let checks = checks
         .into_iter()
         .map(|(n, v, g)| (n.to_string(), v, g))
-        .chain(c_checks.into_iter().filter(|(_, v, _)| v.is_some()));
+        .chain(c_checks);
+    let mut verdicts = Vec::new();
     let rows: Vec<Vec<String>> = checks
         .map(|(name, value, goal)| {
-            let shown = value.map_or_else(|| "not measured".to_string(), |v| goal.show(v));
-            let verdict = match value {
-                Some(v) if goal.met(v) => "PASS",
-                Some(_) => "MISS",
-                None => "-",
-            };
-            vec![name, shown, goal.to_string(), verdict.to_string()]
+            let verdict = Verdict::of(value.as_ref().ok().map(|&v| goal.met(v)));
+            verdicts.push(verdict);
+            let shown = value.map_or_else(|missing| missing, |v| goal.show(v));
+            vec![name, shown, goal.to_string(), verdict.cell().to_string()]
         })
         .collect();
-    render(&["check", "value", "goal", "result"], &rows, |col| {
+    let mut s = render(&["check", "value", "goal", "result"], &rows, |col| {
         col == 1 || col == 2
+    });
+    let _ = writeln!(s, "\n{}", goals::summary(&verdicts));
+    s
+}
+
+/// What a goal needs when the C client did not run, and how to get it.
+pub(crate) const C_CLIENT_MISSING: &str = "the C client was not run: pass --c-client \
+    target/examples/bench-c-client/shmlink-c-bench (built by make examples \
+    PREFIX=$PWD/target/stage)";
+
+/// `a ÷ b`, or what is missing for either.
+fn ratio(a: Result<f64, String>, b: Result<f64, String>) -> Result<f64, String> {
+    match (a, b) {
+        (Ok(a), Ok(b)) if b > 0.0 => Ok(a / b),
+        (Ok(_), Ok(_)) => Err("the divisor measured 0: run again".to_string()),
+        (Err(a), Err(b)) if a != b => {
+            // `unix 1 MiB and shm spin 1 MiB not measured: add 1MiB to --sizes`
+            const SEP: &str = " not measured: ";
+            Err(match (a.split_once(SEP), b.split_once(SEP)) {
+                (Some((x, how)), Some((y, same))) if how == same => {
+                    format!("{x} and {y}{SEP}{how}")
+                }
+                _ => format!("{a}; {b}"),
+            })
+        }
+        (Err(e), _) | (_, Err(e)) => Err(e),
+    }
+}
+
+/// A figure of a point's record, or what is missing and how to get it.
+fn figure(
+    record: Result<&Record, String>,
+    name: &str,
+    get: impl Fn(&Record) -> Option<f64>,
+) -> Result<f64, String> {
+    let r = record?;
+    get(r).ok_or_else(|| {
+        let how = if r.pipelined_calls_per_s.is_none() {
+            "a run with more --paths than copy measures sequential calls only: run with \
+             --paths copy"
+        } else if r.server_cpu_us_per_call.is_none() {
+            "the server of --connect is not the bench's child: let shmlink bench spawn \
+             its servers (no --connect)"
+        } else {
+            "not in this run"
+        };
+        format!(
+            "{} {name} not measured: {how}",
+            point_name(&r.transport, &r.wait, r.size)
+        )
     })
+}
+
+/// The quiet machine's record of a point, or what is missing from the run
+/// and how to get it.
+fn need<'a>(
+    records: &'a [Record],
+    transport: &str,
+    wait: &str,
+    size: usize,
+) -> Result<&'a Record, String> {
+    if let Some(r) = find(records, transport, wait, size) {
+        return Ok(r);
+    }
+    let baseline = transport.starts_with("baseline-");
+    let how = if baseline && !records.iter().any(|r| r.transport.starts_with("baseline-")) {
+        "the baselines were not run: run without --no-baselines (--connect and --matrix \
+         leave them out)"
+            .to_string()
+    } else if !baseline && !records.iter().any(|r| r.transport == transport) {
+        format!("add {transport} to --transports")
+    } else if wait != "-"
+        && !records
+            .iter()
+            .any(|r| r.transport == transport && r.wait == wait)
+    {
+        format!("add {wait} to --waits")
+    } else if !records.iter().any(|r| r.load == "quiet") {
+        "add quiet to --loads".to_string()
+    } else if !records.iter().any(|r| r.size == size) {
+        format!("add {} to --sizes", size_arg(size))
+    } else if !baseline && !records.iter().any(|r| r.transport == transport && !lent(r)) {
+        "add copy to --paths".to_string()
+    } else {
+        "this run has no such point".to_string()
+    };
+    Err(format!(
+        "{} not measured: {how}",
+        point_name(transport, wait, size)
+    ))
+}
+
+/// `shm spin 64 B`, `unix 2 KiB`.
+fn point_name(transport: &str, wait: &str, size: usize) -> String {
+    match wait {
+        "-" => format!("{transport} {}", human_size(size)),
+        w => format!("{transport} {w} {}", human_size(size)),
+    }
+}
+
+/// A size as `--sizes` takes it: `64B`, `2KiB`, `1MiB`.
+fn size_arg(n: usize) -> String {
+    human_size(n).replace(' ', "")
 }
 
 /// A figure's goal.
@@ -309,13 +411,23 @@ fn find<'a>(records: &'a [Record], transport: &str, wait: &str, size: usize) -> 
     })
 }
 
-/// The C client's p50 over the Rust client's, both shm with the default wait.
-fn c_over_rust(records: &[Record], size: usize) -> Option<f64> {
+/// The C client's p50 over the Rust client's, both shm with the default
+/// wait; or what is missing and how to get it.
+fn c_over_rust(records: &[Record], size: usize) -> Result<f64, String> {
+    let rust = need(records, "shm", "spin", size)?;
+    if !records.iter().any(|r| r.client == "c") {
+        return Err(C_CLIENT_MISSING.to_string());
+    }
     let c = records
         .iter()
-        .find(|r| r.client == "c" && r.transport == "shm" && r.wait == "spin" && r.size == size)?;
-    let rust = find(records, "shm", "spin", size)?;
-    (rust.p50_us > 0.0).then(|| c.p50_us / rust.p50_us)
+        .find(|r| r.client == "c" && r.transport == "shm" && r.wait == "spin" && r.size == size)
+        .ok_or_else(|| {
+            format!(
+                "C client shm spin {} not measured: this run has no such point",
+                human_size(size)
+            )
+        })?;
+    ratio(Ok(c.p50_us), Ok(rust.p50_us))
 }
 
 /// An aligned markdown table; `numeric(col)` columns are right-aligned.
@@ -468,16 +580,76 @@ pub(crate) mod tests {
             .find(|l| l.contains("shm spin 64 B p50"))
             .expect("spin row");
         let cells: Vec<&str> = row.split('|').map(str::trim).collect();
-        assert_eq!(cells[2..5], ["1.50", "≤ 2.00", "PASS"], "{h}");
+        assert_eq!(cells[2..5], ["1.50", "≤ 2.00", "met"], "{h}");
         assert!(h.contains("| unix p50 ÷ shm spin p50 at 64 B "), "{h}");
         assert!(h.contains("25.00"), "{h}");
         assert!(h.contains("4,000,000"), "{h}");
         assert!(h.contains("not measured"), "{h}");
+        assert!(!h.contains("**missed**"), "{h}");
+        assert!(
+            h.ends_with("\nGoals: 3 met, 0 missed, 9 not measured.\n"),
+            "{h}"
+        );
         let t = table(&records);
         assert_eq!(t.lines().count(), 5);
         assert!(t
             .lines()
             .all(|l| l.chars().count() == t.lines().next().map_or(0, |f| f.chars().count())));
+    }
+
+    /// A goal whose point did not run reads "not measured" with what is
+    /// missing and how to get it, and counts as such, never as missed.
+    #[test]
+    fn goals_not_measured_say_what_is_missing() {
+        let mut slow = rec("shm", "spin", 64, 1.0);
+        slow.idle_server_cpu_pct = Some(50.0);
+        let records = vec![rec("baseline-spin", "-", 64, 0.4), slow];
+        let h = headline(&records);
+        let cells = |name: &str| -> Vec<String> {
+            h.lines()
+                .find(|l| l.starts_with(&format!("| {name} ")))
+                .map(|l| l.split('|').map(|c| c.trim().to_string()).collect())
+                .unwrap_or_else(|| panic!("no row {name}: {h}"))
+        };
+        let spin = cells("shm spin 64 B p50 ÷ baseline-spin p50");
+        assert_eq!(spin[2..5], ["2.50", "≤ 2.00", "**missed**"], "{h}");
+        let idle = cells("idle shm session (spin), server CPU %");
+        assert_eq!(idle[4], "**missed**", "{h}");
+        let futex = cells("shm sleep 64 B p50 ÷ baseline-futex p50");
+        assert_eq!(
+            futex[2],
+            "shm sleep 64 B not measured: add sleep to --waits; \
+             baseline-futex 64 B not measured: this run has no such point"
+        );
+        assert_eq!(futex[4], "not measured", "{h}");
+        let unix = cells("unix p50 ÷ shm spin p50 at 2 KiB");
+        assert_eq!(
+            unix[2],
+            "unix 2 KiB not measured: add unix to --transports; \
+             shm spin 2 KiB not measured: add 2KiB to --sizes"
+        );
+        let both = ratio(
+            need(&records, "shm", "spin", 1 << 20).map(|r| r.p50_us),
+            need(&records, "baseline-spin", "-", 1 << 20).map(|r| r.p50_us),
+        );
+        assert_eq!(
+            both.unwrap_err(),
+            "shm spin 1 MiB and baseline-spin 1 MiB not measured: add 1MiB to --sizes"
+        );
+        let c = cells("C client p50 ÷ Rust client p50, shm spin 64 B");
+        assert_eq!(c[2..5], [C_CLIENT_MISSING, "≤ 1.10", "not measured"], "{h}");
+        let pipelined = cells("shm spin 64 B pipelined calls/s");
+        assert!(pipelined[2].starts_with("shm spin 64 B pipelined calls/s not measured: "));
+        assert!(
+            h.ends_with("\nGoals: 0 met, 2 missed, 10 not measured.\n"),
+            "{h}"
+        );
+        // No baselines at all: the flag that left them out.
+        let h = headline(&[rec("shm", "sleep", 64, 1.0)]);
+        assert!(
+            h.contains("baseline-futex 64 B not measured: the baselines were not run: run without --no-baselines"),
+            "{h}"
+        );
     }
 
     #[test]

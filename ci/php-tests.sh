@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The PHP extension (bindings/php): build it (ci/php-build.sh), run its .phpt
 # suite, then run the suite again under valgrind.
-#   ci/php-tests.sh              everything
-#   ci/php-tests.sh --no-valgrind  skip the memcheck run (about a minute)
+#   ci/php-tests.sh                 everything, on the host's PHP (8.2)
+#   ci/php-tests.sh --php 8.4       the same on PHP 8.4, in its Debian 13 root
+#                                   (ci/php-root.sh makes it and builds there)
+#   ci/php-tests.sh --no-valgrind   skip the memcheck run (about a minute)
 # Fails on any failed, borked, skipped or leaking test. Ends with one line
-# "php: N passed, N failed".
+# "php VERSION: N passed, N failed".
 set -euo pipefail
 source "$(dirname "$0")/../ci/lib/scope.sh" "$@" # a scope of its own: stops what it starts
 cd "$(dirname "$0")/.."
@@ -12,12 +14,32 @@ root=$(pwd)
 step_prefix=php
 # shellcheck source=ci/lib/common.sh
 source ci/lib/common.sh
-valgrind=1
-[ "${1:-}" = "--no-valgrind" ] && valgrind=0
+# shellcheck source=ci/lib/php-root.sh
+source ci/lib/php-root.sh
+valgrind=1 version=$php_root_host_version inside=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --no-valgrind) valgrind=0 ;;
+    --php) version=$2; shift ;;
+    --inside-root) inside=1 ;;
+    *) echo "usage: ci/php-tests.sh [--php VERSION] [--no-valgrind]" >&2; exit 2 ;;
+  esac
+  shift
+done
+step_prefix="php $version"
+opts=()
+[ "$valgrind" = 0 ] && opts+=(--no-valgrind)
 
-ci/php-build.sh "$@"
+if [ "$version" != "$php_root_host_version" ] && [ "$inside" = 0 ]; then
+  # Built in the root, then this script again inside it.
+  ci/php-root.sh "$version" >/dev/null
+  exec ci/php-root.sh "$version" -- bash ci/php-tests.sh --php "$version" --inside-root "${opts[@]}"
+fi
+[ "$inside" = 1 ] || ci/php-build.sh "${opts[@]}"
 export SHMLINK_BIN="$root/target/release/shmlink"
 cd bindings/php
+php -r 'exit(PHP_MAJOR_VERSION . "." . PHP_MINOR_VERSION === $argv[1] ? 0 : 1);' "$version" ||
+  fail "php is $(php -r 'echo PHP_VERSION;'), not $version"
 
 # Runs `make test` with the given run-tests arguments; fails on anything
 # but passed tests. Sets $passed.
@@ -41,14 +63,16 @@ run_suite() {
       head -n 60 "$f" >&2
       echo >&2
     done
-    echo "php: ${passed:-0} passed, $(( ${total:-0} - ${passed:-0} )) failed" >&2
+    echo "php $version: ${passed:-0} passed, $(( ${total:-0} - ${passed:-0} )) failed" >&2
     exit 1
   fi
   sed -n '/^TEST RESULT SUMMARY/,/^Time taken/p' "$log"
 }
 
 step "tests"
-run_suite "$root/target/php-tests.log" "-q"
+suffix=""
+[ "$version" = "$php_root_host_version" ] || suffix="-$version"
+run_suite "$root/target/php-tests$suffix.log" "-q"
 suite_passed=$passed
 
 if [ "$valgrind" = 1 ]; then
@@ -58,9 +82,9 @@ if [ "$valgrind" = 1 ]; then
   export USE_ZEND_ALLOC=0
   export VALGRIND_OPTS="--suppressions=$PWD/tests/valgrind.supp --leak-check=full \
 --trace-children-skip=*/shmlink,*/sh,*/kill,*/php-fpm*"
-  run_suite "$root/target/php-tests-valgrind.log" "-q -m -d pcre.jit=0"
+  run_suite "$root/target/php-tests$suffix-valgrind.log" "-q -m -d pcre.jit=0"
   unset USE_ZEND_ALLOC VALGRIND_OPTS
 fi
 
 step "done"
-echo "php: $suite_passed passed, 0 failed"
+echo "php $version: $suite_passed passed, 0 failed"

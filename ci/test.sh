@@ -63,6 +63,12 @@ SHMLINK_PREFIX="$PWD/target/stage" ci/examples.sh
 step "PHP extension: .phpt tests, and once under valgrind"
 ci/php-tests.sh
 
+step "PHP 8.4 in a Debian 13 root (ci/php-root.sh, mmdebstrap; reused when made): the .phpt suite, plain and under valgrind"
+ci/php-tests.sh --php 8.4
+
+step "PHP release tarball (make -C bindings/php dist): pecl install in the PHP 8.4 root, php -m lists shmlink"
+ci/php-dist.sh 8.4
+
 step "PHP end to end: php-fpm behind nginx, 1,800 checked requests"
 ci/php-e2e.sh
 

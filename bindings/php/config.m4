@@ -5,7 +5,8 @@ dnl
 dnl   phpize && ./configure [--with-shmlink[=DIR]] && make
 dnl
 dnl DIR holds include/shmlink.h and lib/libshmlink.a (what `make install
-dnl PREFIX=DIR` installs). Without DIR, the source tree's header
+dnl PREFIX=DIR` installs). Without DIR, a release tarball's vendor/ (what
+dnl `make -C bindings/php dist` puts there), else the source tree's header
 dnl (bindings/c/include) and cargo's build (target/release/libshmlink_c.a,
 dnl from `cargo build --release -p shmlink-capi`) are used.
 
@@ -17,7 +18,11 @@ PHP_ARG_WITH([shmlink],
   [yes])
 
 if test "$PHP_SHMLINK" != "no"; then
-  if test "$PHP_SHMLINK" = "yes"; then
+  if test "$PHP_SHMLINK" = "yes" && test -r "$abs_srcdir/vendor/lib/libshmlink.a"; then
+    dnl A release tarball (make dist): the library travels with the sources.
+    SHMLINK_INCDIR="$abs_srcdir/vendor/include"
+    SHMLINK_ARCHIVE="$abs_srcdir/vendor/lib/libshmlink.a"
+  elif test "$PHP_SHMLINK" = "yes"; then
     shmlink_root=`cd "$abs_srcdir/../.." && pwd`
     SHMLINK_INCDIR="$shmlink_root/bindings/c/include"
     SHMLINK_ARCHIVE="$shmlink_root/target/release/libshmlink_c.a"

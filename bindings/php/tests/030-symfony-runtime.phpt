@@ -1,5 +1,5 @@
 --TEST--
-Shmlink\Runtime\SymfonyRuntime: an unchanged Symfony public/index.php (FrameworkBundle 5.4 from Debian) under shmlink pool --http: the kernel boots once per worker, services reset between requests, terminate() after the response, forms, cookies, uploads, streamed responses (chunked when the workers serve HTTP), errors
+Shmlink\Runtime\SymfonyRuntime: an unchanged Symfony public/index.php (FrameworkBundle from Debian: 5.4 on PHP 8.2, 6.4 on PHP 8.4) under shmlink pool --http: the kernel boots once per worker, services reset between requests, terminate() after the response, forms, cookies, uploads, streamed responses (chunked when the workers serve HTTP), errors
 --EXTENSIONS--
 shmlink
 pcntl

@@ -1,5 +1,5 @@
 --TEST--
-Shmlink\Laravel\Worker (bin/laravel-worker.php): a Laravel 8 application from Debian's package under shmlink pool --http, booted once per worker, each request on a fresh sandbox: sessions never mixed between 2 clients interleaving 2 x 1,000 requests over 2 workers, configuration changes and request-made singletons not carried over, forms, streamed responses, error pages
+Shmlink\Laravel\Worker (bin/laravel-worker.php): a Laravel application from Debian's package (8.83 on PHP 8.2, 10.48 on PHP 8.4) under shmlink pool --http, booted once per worker, each request on a fresh sandbox: sessions never mixed between 2 clients interleaving 2 x 1,000 requests over 2 workers, configuration changes and request-made singletons not carried over, forms, streamed responses, error pages
 --EXTENSIONS--
 shmlink
 pcntl

@@ -203,7 +203,12 @@ fi
 bench/http/run.sh --out "$out" "${http_args[@]}"
 
 step "HTTP: a Symfony and a Laravel app under shmlink pool --http and nginx + PHP-FPM"
-bench/http/frameworks.sh --out "$out" "${http_args[@]}"
+# PHP 8.4 (Debian 13's, in the root ci/php-root.sh makes with mmdebstrap)
+# beside 8.2 in the full run and its smoke run; the first run of a new
+# machine keeps to the host's PHP, so that it needs no root.
+php_versions=8.2
+[ "$mode" = full ] && php_versions=8.2,8.4
+bench/http/frameworks.sh --php "$php_versions" --out "$out" "${http_args[@]}"
 
 step "the scenario: C++ daemon, PHP client, shm/unix/tcp, raw sockets, Redis, shmlink pool"
 bench/scenario/run.sh --requests "$requests" --out "$out" "${scenario_args[@]}"

@@ -160,9 +160,9 @@ php -r '$r = json_decode(file_get_contents("target/main-quick/http-latest.json")
   $bad = array_filter($r, fn ($x) => $x["errors"] !== 0);
   if ($missing || $bad) { fwrite(STDERR, "main --quick: HTTP rows missing: " . implode(", ", $missing) . "; with errors: "
     . json_encode(array_values(array_map(fn ($x) => [$x["server"], $x["app"], $x["load"], $x["errors"]], $bad))) . "\n"); exit(1); }'
-# The frameworks: both apps under both servers, no failed request.
+# The frameworks: both apps on PHP 8.2 and 8.4 under both servers, no failed request.
 php -r '$a = json_decode(file_get_contents("target/main-quick/frameworks-latest.json"), true)["apps"];
-  foreach (["symfony", "laravel", "static"] as $app) { foreach (["pool", "fpm"] as $s) {
+  foreach (["symfony@8.2", "laravel@8.2", "symfony@8.4", "laravel@8.4", "static"] as $app) { foreach (["pool", "fpm"] as $s) {
     $m = $a[$app]["servers"][$s] ?? null;
     if ($m === null || $m["errors"] !== 0 || $m["rps"] <= 0) { fwrite(STDERR, "main --quick: frameworks $app under $s: "
       . json_encode($m) . "\n"); exit(1); } } }'

@@ -21,7 +21,10 @@ foreach (file($in, FILE_IGNORE_NEW_LINES | FILE_SKIP_EMPTY_LINES) as $line) {
     $r = json_decode($line, true, flags: JSON_THROW_ON_ERROR);
     $w = $r['wrk'];
     $n = max(1, $w['requests']);
-    $rows[$r['app']][$r['server']][] = [
+    // A framework's row per PHP version ("symfony@8.4"); rows of runs
+    // before versions were recorded are the host's PHP's.
+    $key = $r['app'] === 'static' ? 'static' : $r['app'] . '@' . ($r['php'] ?? '8.2');
+    $rows[$key][$r['server']][] = [
         'rps' => $w['requests'] / $w['duration_us'] * 1e6,
         'p50_ms' => $w['p50_us'] / 1e3,
         'p99_ms' => $w['p99_us'] / 1e3,
@@ -38,18 +41,35 @@ function median(array $xs): float
     return $n % 2 ? $xs[intdiv($n, 2)] : ($xs[$n / 2 - 1] + $xs[$n / 2]) / 2;
 }
 
-$pages = ['symfony' => 'Symfony 5.4: /page/bench (2 services, Twig)', 'laravel' => 'Laravel 8.83: /api/bench (route, controller, JSON)',
-    'static' => 'a static file, 100 KiB: /bench-100k.bin'];
+// What each PHP version's Debian carries: 8.2 from Debian 12, 8.4 from
+// Debian 13 (the root of ci/php-root.sh).
+$frameworks = ['8.2' => ['symfony' => '5.4', 'laravel' => '8.83'], '8.4' => ['symfony' => '6.4', 'laravel' => '10.48']];
+$pages = ['static' => 'a static file, 100 KiB: /bench-100k.bin'];
+$goals = ['static' => 0.8];
+foreach ($frameworks as $php => $v) {
+    $pages["symfony@$php"] = "Symfony {$v['symfony']} on PHP $php: /page/bench (2 services, Twig)";
+    $pages["laravel@$php"] = "Laravel {$v['laravel']} on PHP $php: /api/bench (route, controller, JSON)";
+}
+// Goals: the host's PHP always; another version's when this run has it.
+$expected = ['symfony@8.2', 'laravel@8.2'];
+foreach (array_keys($rows) as $key) {
+    if (!in_array($key, $expected, true) && $key !== 'static') {
+        $expected[] = $key;
+    }
+}
+foreach ($expected as $key) {
+    $goals[$key] = 10.0;
+}
+ksort($rows);
 $names = ['pool' => 'shmlink pool --http (2 workers)', 'fpm' => 'nginx + PHP-FPM (2 children, OPcache)'];
 $baselines = ['static' => 'nginx alone (sendfile, tcp_nopush)'];
 $pools = ['static' => 'shmlink pool --http --http-root (2 workers)'];
-$goals = ['symfony' => 10.0, 'laravel' => 10.0, 'static' => 0.8];
 $out = ['how' => $how, 'goal' => 'pool req/s >= 10x FPM (frameworks), >= 0.8x nginx (static file)', 'apps' => []];
 $md = "| app | server | req/s | p50 ms | p99 ms | errors | server CPU µs/req | wrk CPU µs/req | pool ÷ baseline | goal |\n"
     . "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
 // The goals: [goal, measured (or what is missing and how to get it), met (null: not measured)].
 $goalRows = [];
-$rerun = 'run bench/http/frameworks.sh (ci/setup.sh installs nginx, php-fpm8.2, wrk and the framework packages)';
+$rerun = 'run bench/http/frameworks.sh (ci/setup.sh installs nginx, php-fpm8.2, wrk and the framework packages; ci/php-root.sh 8.4 makes the PHP 8.4 root)';
 foreach ($rows as $app => $servers) {
     $med = [];
     foreach ($servers as $server => $runs) {

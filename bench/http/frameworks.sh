@@ -24,7 +24,13 @@
 # errors: CPU per request of the server's processes and of wrk, from /proc.
 # Goal (issue 35): the pool at >= 10x FPM's requests/s on each app.
 #
-#   bench/http/frameworks.sh [--duration SECONDS] [--rounds N] [--out DIR] [--quick]
+#   bench/http/frameworks.sh [--php VERSIONS] [--duration SECONDS] [--rounds N] [--out DIR] [--quick]
+#
+# --php: the PHP versions the applications run on, comma-separated (default
+# 8.2,8.4): 8.2 is the host's (Symfony 5.4, Laravel 8.83), 8.4 runs in the
+# Debian 13 root of ci/php-root.sh (Symfony 6.4, Laravel 10.48; its nginx,
+# PHP-FPM 8.4 and pool workers all in the root, wrk and curl on the host).
+# The static file and the server-sent events run once, on the host's PHP.
 #
 # Defaults: 3 s a row, 3 rounds, results in bench/results/frameworks-latest.
 # {md,json}. --quick: 1 s, 1 round. Expects ci/main.sh's build
@@ -40,7 +46,17 @@ rounds=3
 out=$root/bench/results
 # shellcheck source=bench/http/lib.sh
 source "$root/bench/http/lib.sh"
-bench_args "frameworks bench" bench/http/frameworks.sh "$@"
+# shellcheck source=ci/lib/common.sh
+source "$root/ci/lib/common.sh"
+# shellcheck source=ci/lib/php-root.sh
+source "$root/ci/lib/php-root.sh"
+versions=8.2,8.4
+rest=()
+while [ $# -gt 0 ]; do
+  if [ "$1" = --php ]; then versions=${2:?--php needs versions, e.g. 8.2,8.4}; shift 2; else rest+=("$1"); shift; fi
+done
+bench_args "frameworks bench" bench/http/frameworks.sh "${rest[@]}"
+IFS=, read -r -a versions <<<"$versions"
 run=$root/target/frameworks-bench
 shmlink=$root/target/release/shmlink
 module=$root/bindings/php/modules/shmlink.so
@@ -49,11 +65,17 @@ fixtures=$root/bindings/php/tests/fixtures
 fail() { echo "frameworks bench: $*" >&2; exit 1; }
 [ -x "$shmlink" ] || fail "$shmlink is not built (cargo build --release)"
 [ -f "$module" ] || fail "$module is not built (ci/php-build.sh)"
-for c in wrk nginx php-fpm8.2 curl; do
+for c in wrk nginx "php-fpm$php_root_host_version" curl; do
   command -v "$c" >/dev/null || fail "$c is not installed (ci/setup.sh installs it)"
 done
 for f in /usr/share/php/Symfony/Bundle/TwigBundle/autoload.php /usr/share/php/Illuminate/autoload.php; do
   [ -f "$f" ] || fail "$f is missing (ci/setup.sh installs the framework packages)"
+done
+for v in "${versions[@]}"; do
+  # Another PHP's root, with the extension built and installed there.
+  if [ "$v" != "$php_root_host_version" ]; then
+    "$root/ci/php-root.sh" "$v" >/dev/null || fail "no PHP $v root (ci/php-root.sh $v failed)"
+  fi
 done
 mkdir -p "$run" "$out"
 # shellcheck source=ci/lib/procs.sh
@@ -70,14 +92,19 @@ trap stop_all EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# The applications, as a Composer install would lay them out.
-rm -rf "$run/symfony" "$run/laravel"
-cp -r "$fixtures/symfony-app" "$run/symfony"
-cp -r "$fixtures/laravel-app" "$run/laravel"
-php -r '$t = file_get_contents("/usr/share/php/Symfony/Component/Runtime/Internal/autoload_runtime.template");
+# The applications, as a Composer install would lay them out, per PHP
+# version (Symfony's runtime template is that version's Symfony's).
+for v in "${versions[@]}"; do
+  rm -rf "${run:?}/$v"
+  mkdir -p "$run/$v"
+  cp -r "$fixtures/symfony-app" "$run/$v/symfony"
+  cp -r "$fixtures/laravel-app" "$run/$v/laravel"
+  in_php_root "$v" php -r '$t = file_get_contents("/usr/share/php/Symfony/Component/Runtime/Internal/autoload_runtime.template");
         file_put_contents($argv[1] . "/vendor/autoload_runtime.php", strtr($t, [
             "%runtime_class%" => var_export("Symfony\\Component\\Runtime\\SymfonyRuntime", true),
-            "%runtime_options%" => var_export(["project_dir" => $argv[1]], true)]));' "$run/symfony"
+            "%runtime_options%" => var_export(["project_dir" => $argv[1]], true)]));' "$run/$v/symfony"
+done
+php=$php_root_host_version
 export SHMLINK_PHP_LIB=$lib APP_ENV=prod APP_DEBUG=0
 declare -A target=([symfony]=/page/bench [laravel]=/api/bench [static]=/bench-100k.bin)
 mkdir -p "$run/static/public"
@@ -90,17 +117,22 @@ pool_port=$(free_port)
 fpm_port=$(free_port)
 answers() { poll_until 30 curl -sf -o /dev/null "http://127.0.0.1:$1$2"; }
 
+# The extension: the host's PHP loads the build of bindings/php, a root's
+# PHP the one ci/php-root.sh installed there (its ini loads it).
+ext_args() { if [ "$php" = "$php_root_host_version" ]; then echo -d "extension=$module"; fi; }
+
 start_pool() {
   local app=$1 cmd files=()
   case $app in
-    symfony) cmd=("$run/symfony/public/index.php") ;;
-    laravel) cmd=("$lib/bin/laravel-worker.php" "$run/laravel") ;;
+    symfony) cmd=("$run/$php/symfony/public/index.php") ;;
+    laravel) cmd=("$lib/bin/laravel-worker.php" "$run/$php/laravel") ;;
     static) cmd=("$root/bench/http/worker.php" "$run/static/app.php"); files=(--http-root "$run/static/public") ;;
     sse) cmd=("$root/bench/http/sse.php") ;;
   esac
-  APP_RUNTIME='Shmlink\Runtime\SymfonyRuntime' "$shmlink" pool --http "127.0.0.1:$pool_port" --workers 2 "${files[@]}" \
-    -- php -d extension="$module" -d opcache.enable_cli=1 -d memory_limit=512M "${cmd[@]}" \
-    </dev/null >"$run/pool.log" 2>&1 &
+  # shellcheck disable=SC2046 # ext_args is words
+  (APP_RUNTIME='Shmlink\Runtime\SymfonyRuntime' php_root_exec "$php" "$shmlink" pool --http "127.0.0.1:$pool_port" \
+    --workers 2 "${files[@]}" -- php $(ext_args) -d opcache.enable_cli=1 -d memory_limit=512M "${cmd[@]}" \
+    </dev/null >"$run/pool.log" 2>&1) &
   echo $! >"$run/pool.pid"
   answers "$pool_port" "${target[$app]}" || fail "shmlink pool ($app) does not answer: $(tail -n 5 "$run/pool.log")"
 }
@@ -115,11 +147,11 @@ start_fpm() {
     return
   fi
   fpm_conf "$run"
-  php-fpm8.2 -R -F -y "$run/fpm.conf" </dev/null >>"$run/fpm.log" 2>&1 &
+  (php_root_exec "$php" "php-fpm$php" -R -F -y "$run/fpm.conf" </dev/null >>"$run/fpm.log" 2>&1) &
   echo $! >"$run/fpm.pid"
   poll_until 20 test -S "$run/fpm.sock" || fail "php-fpm did not start: $(tail -n 5 "$run/fpm.log")"
-  nginx_conf "$run" "$fpm_port" "fastcgi_param SCRIPT_FILENAME $run/$app/public/index.php; fastcgi_param SCRIPT_NAME /index.php;"
-  nginx -p "$run" -c "$run/nginx.conf" -g 'daemon off;' </dev/null >>"$run/nginx.log" 2>&1 &
+  nginx_conf "$run" "$fpm_port" "fastcgi_param SCRIPT_FILENAME $run/$php/$app/public/index.php; fastcgi_param SCRIPT_NAME /index.php;"
+  (php_root_exec "$php" nginx -p "$run" -c "$run/nginx.conf" -g 'daemon off;' </dev/null >>"$run/nginx.log" 2>&1) &
   echo $! >"$run/nginx.pid"
   answers "$fpm_port" "${target[$app]}" || fail "nginx + php-fpm ($app) do not answer: $(tail -n 5 "$run/nginx.log" "$run/fpm.log")"
 }
@@ -167,9 +199,9 @@ measure() {
   children_ms l1
   # shellcheck disable=SC2086
   c1=$(ticks $pids)
-  printf '{"server":"%s","app":"%s","round":%s,"cpu_ms":{"server":%s,"load":%s},"wrk":%s}\n' \
-    "$server" "$app" "$round" "$(((c1 - c0) * 1000 / hz))" "$((l1 - l0))" "$json" >>"$results"
-  echo "frameworks bench: $server $app round $round: $(php -r '$w = json_decode($argv[1], true); printf("%.0f req/s, p50 %.2f ms, p99 %.2f ms, errors %d",
+  printf '{"server":"%s","app":"%s","php":"%s","round":%s,"cpu_ms":{"server":%s,"load":%s},"wrk":%s}\n' \
+    "$server" "$app" "$php" "$round" "$(((c1 - c0) * 1000 / hz))" "$((l1 - l0))" "$json" >>"$results"
+  echo "frameworks bench: PHP $php $server $app round $round: $(php -r '$w = json_decode($argv[1], true); printf("%.0f req/s, p50 %.2f ms, p99 %.2f ms, errors %d",
     $w["requests"] / $w["duration_us"] * 1e6, $w["p50_us"] / 1e3, $w["p99_us"] / 1e3,
     $w["connect_errors"] + $w["read_errors"] + $w["write_errors"] + $w["status_errors"] + $w["timeouts"]);' "$json")"
 }
@@ -177,7 +209,12 @@ measure() {
 warm() { wrk -t1 -c16 -d1s "http://127.0.0.1:$(port_of "$1")$2" >/dev/null; }
 
 # One server at a time (both would share the 2 CPUs), alternating by round.
-for app in symfony laravel static; do
+# The frameworks on each PHP, the static file on the host's.
+cases=()
+for v in "${versions[@]}"; do cases+=("$v:symfony" "$v:laravel"); done
+cases+=("$php_root_host_version:static")
+for case in "${cases[@]}"; do
+  php=${case%%:*} app=${case#*:}
   start_pool "$app"
   answer_of pool "${target[$app]}" >"$run/pool.answer"
   stop_server pool
@@ -185,7 +222,7 @@ for app in symfony laravel static; do
   answer_of fpm "${target[$app]}" >"$run/fpm.answer"
   stop_server fpm
   cmp -s "$run/pool.answer" "$run/fpm.answer" ||
-    fail "$app: the pool and PHP-FPM answer ${target[$app]} differently: $(diff "$run/pool.answer" "$run/fpm.answer" | head -n 6)"
+    fail "$app (PHP $php): the pool and PHP-FPM answer ${target[$app]} differently: $(diff "$run/pool.answer" "$run/fpm.answer" | head -n 6)"
   head -n 1 "$run/pool.answer" | grep -qx 200 || fail "$app: ${target[$app]} answers $(head -n 1 "$run/pool.answer")"
   for round in $(seq "$rounds"); do
     for server in pool fpm; do
@@ -198,6 +235,7 @@ for app in symfony laravel static; do
 done
 
 # Server-sent events: the first event before the handler's end.
+php=$php_root_host_version
 target[sse]=/sse
 start_pool sse
 : >"$run/sse.txt"

@@ -211,7 +211,7 @@ php_versions=8.2
 bench/http/frameworks.sh --php "$php_versions" --out "$out" "${http_args[@]}"
 
 step "the scenario: C++ daemon, PHP client, shm/unix/tcp, raw sockets, Redis, shmlink pool"
-bench/scenario/run.sh --requests "$requests" --out "$out" "${scenario_args[@]}"
+bench/scenario/run.sh --requests "$requests" --php "$php_versions" --out "$out" "${scenario_args[@]}"
 
 step "done"
 echo "results: $out/latest.md $out/latest.json $out/latest.png $out/upgrade-latest.md $out/pool-upgrade-latest.md $out/arena-latest.md $out/arena-memory-latest.md $out/pool-dispatch-latest.md $out/http-latest.md $out/http-latest.png $out/frameworks-latest.md $out/scenario-latest.md $out/scenario-latest.json"

@@ -160,6 +160,10 @@ php -r '$r = json_decode(file_get_contents("target/main-quick/http-latest.json")
   $bad = array_filter($r, fn ($x) => $x["errors"] !== 0);
   if ($missing || $bad) { fwrite(STDERR, "main --quick: HTTP rows missing: " . implode(", ", $missing) . "; with errors: "
     . json_encode(array_values(array_map(fn ($x) => [$x["server"], $x["app"], $x["load"], $x["errors"]], $bad))) . "\n"); exit(1); }'
+# The scenario measured PHP 8.4 beside 8.2 (figures not checked).
+php -r '$g = json_decode(file_get_contents("target/main-quick/scenario-latest.json"), true)["goals"];
+  $v = array_values(array_filter($g, fn ($x) => str_starts_with($x["check"], "PHP 8.4 ÷ PHP 8.2")));
+  if (count($v) !== 1 || $v[0]["value"] === null) { fwrite(STDERR, "main --quick: the scenario has no PHP 8.4 figure\n"); exit(1); }'
 # The frameworks: both apps on PHP 8.2 and 8.4 under both servers, no failed request.
 php -r '$a = json_decode(file_get_contents("target/main-quick/frameworks-latest.json"), true)["apps"];
   foreach (["symfony@8.2", "laravel@8.2", "symfony@8.4", "laravel@8.4", "static"] as $app) { foreach (["pool", "fpm"] as $s) {

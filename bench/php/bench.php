@@ -61,7 +61,7 @@ usage: php -d extension=shmlink.so bench.php [--shm ADDR] [--unix ADDR] [--tcp A
          [--requests N] [--sizes 2048,128,64]
          [--reconnect-every 0,10,1] [--reply ceil|floor] [--raw-reply floor|ceil]
          [--wait spin|sleep|busy] [--rust-bin PATH] [--rust-duration SECONDS] [--no-rust]
-         [--server TEXT] [--json FILE] [--markdown FILE]
+         [--server TEXT] [--json FILE] [--markdown FILE] [--versions FILE]
 TXT;
 
 /** The goals of the issue: [label, figure key, comparison, goal]. */
@@ -71,6 +71,7 @@ const GOALS = [
     ['shm, reconnect every call: calls/s (slowest size)', 'shm_reconnect_calls_per_s', '>=', 10000],
     ['pool of 1 PHP worker ÷ C++ daemon, shm 2048 B, one connection: calls/s', 'pool1_vs_daemon', '>=', 0.5],
     ['pool of 2 PHP workers ÷ C++ daemon, shm 2048 B, one connection: calls/s', 'pool2_vs_daemon', '>=', 0.4],
+    ['PHP 8.4 ÷ PHP 8.2, shm 2048 B, one connection: calls/s (medians of alternating rounds)', 'php84_vs_php82', '>=', 0.9],
 ];
 
 function usage(string $why): never
@@ -97,7 +98,7 @@ function parse_options(array $argv): array
 {
     $spec = ['shm:', 'unix:', 'tcp:', 'raw-unix:', 'raw-tcp:', 'redis:', 'pool1:', 'pool2:', 'requests:', 'sizes:', 'reconnect-every:',
              'reply:', 'raw-reply:', 'wait:', 'rust-bin:', 'rust-duration:', 'no-rust', 'server:', 'json:',
-             'markdown:', 'help'];
+             'markdown:', 'versions:', 'help'];
     $known = array_map(fn ($s) => '--' . rtrim($s, ':'), $spec);
     for ($i = 1; $i < count($argv); $i++) {
         $name = explode('=', $argv[$i], 2)[0];
@@ -134,6 +135,7 @@ function parse_options(array $argv): array
         'server' => $o['server'] ?? null,
         'json' => $o['json'] ?? null,
         'markdown' => $o['markdown'] ?? null,
+        'versions' => $o['versions'] ?? null,
     ];
     foreach (['shm', 'unix', 'tcp'] as $t) {
         if (isset($o[$t])) {
@@ -445,7 +447,25 @@ $figures = [
     'shm_reconnect_calls_per_s' => null,
     'pool1_vs_daemon' => null,
     'pool2_vs_daemon' => null,
+    'php84_vs_php82' => null,
 ];
+// --versions: {"8.2": {"php": "8.2.x", "calls_per_s": [...]}, "8.4": ...},
+// the rounds bench/scenario/run.sh --php measured.
+$versions = null;
+if (isset($opt['versions'])) {
+    $versions = json_decode((string)@file_get_contents($opt['versions']), true);
+    if (!is_array($versions)) {
+        usage("--versions: cannot read {$opt['versions']} as JSON");
+    }
+}
+$median = function (array $xs): float {
+    sort($xs);
+    $n = count($xs);
+    return $n % 2 ? $xs[intdiv($n, 2)] : ($xs[$n / 2 - 1] + $xs[$n / 2]) / 2;
+};
+if (!empty($versions['8.2']['calls_per_s']) && !empty($versions['8.4']['calls_per_s'])) {
+    $figures['php84_vs_php82'] = $median($versions['8.4']['calls_per_s']) / $median($versions['8.2']['calls_per_s']);
+}
 $daemon2048 = $find('shm', 2048, 0);
 foreach (['pool1_vs_daemon' => 'pool, 1 PHP worker', 'pool2_vs_daemon' => 'pool, 2 PHP workers'] as $key => $label) {
     $p = $find($label, 2048, 0);
@@ -490,6 +510,9 @@ foreach (['pool1_vs_daemon' => ['pool, 1 PHP worker', '--pool1'], 'pool2_vs_daem
         ? ($daemon2048 === null ? $missing['shm_2048_calls_per_s'] : "no $label 2048 B one-connection point")
         : "no `shmlink pool` given: give $flag ADDR (bench/scenario/run.sh starts the pools)";
 }
+$missing['php84_vs_php82'] = $versions === null
+    ? 'PHP 8.4 was not measured: run bench/scenario/run.sh --php 8.2,8.4 (ci/main.sh --full does; ci/php-root.sh 8.4 makes the root)'
+    : 'no rounds of both PHP 8.2 and 8.4 in ' . $opt['versions'];
 $goals = [];
 $goalStates = [];
 foreach (GOALS as [$label, $key, $cmp, $goal]) {
@@ -523,6 +546,18 @@ foreach ($goals as $i => $g) {
     $goalRows[] = [$g['check'], $v === null ? $g['missing'] : ($v >= 1000 ? fmt_int($v) : sprintf('%.2f', $v)),
                    preg_replace_callback('/\d+(\.\d+)?$/', fn ($m) => $m[0] >= 1000 ? fmt_int((float)$m[0]) : sprintf('%.2f', $m[0]), $g['goal']),
                    goal_cell($goalStates[$i])];
+}
+// The PHP versions' rounds: one column each.
+$versionsTable = '';
+if (is_array($versions) && $versions !== []) {
+    $vrows = [];
+    foreach ($versions as $v => $d) {
+        $xs = $d['calls_per_s'] ?? [];
+        $vrows[] = ["PHP " . ($d['php'] ?? $v), 'shm', '2048 B', 'never', (string)count($xs),
+            $xs === [] ? '-' : fmt_int($median($xs)), $xs === [] ? '-' : fmt_int(min($xs)) . ' – ' . fmt_int(max($xs))];
+    }
+    $versionsTable = "\nPHP versions against the same daemon, alternating rounds (bench/scenario/run.sh --php):\n\n"
+        . table(['PHP', 'transport', 'size', 'reconnect', 'rounds', 'calls/s (median)', 'range'], $vrows, [4, 5, 6]);
 }
 $goalTable = table(['check', 'value', 'goal', 'result'], $goalRows, [1, 2]) . "\n" . goals_line($goalsSummary) . "\n";
 
@@ -560,12 +595,12 @@ $md = "# PHP client benchmark\n\n"
     . "- p50 ÷ shm and shm calls/s ÷ this: against shmlink shm at the same size and reconnect mode\n"
     . ($rustLine !== null ? "- $rustLine\n" : '')
     . implode('', array_map(fn ($s) => "- note: $s\n", $notes))
-    . "\n## Results\n\n$results\n## Goals\n\n$goalTable";
+    . "\n## Results\n\n$results$versionsTable\n## Goals\n\n$goalTable";
 
-echo "\n$results\n", $rustLine !== null ? "$rustLine\n" : '', implode('', array_map(fn ($s) => "note: $s\n", $notes)), "\n$goalTable";
+echo "\n$results$versionsTable\n", $rustLine !== null ? "$rustLine\n" : '', implode('', array_map(fn ($s) => "note: $s\n", $notes)), "\n$goalTable";
 if ($opt['json'] !== null) {
     $doc = ['meta' => $meta, 'points' => $points, 'rust' => $rust, 'goals' => $goals, 'goals_summary' => $goalsSummary,
-            'notes' => $notes, 'failures' => $failures];
+            'notes' => $notes, 'failures' => $failures, 'versions' => $versions];
     file_put_contents($opt['json'], json_encode($doc, JSON_PRETTY_PRINT | JSON_UNESCAPED_SLASHES | JSON_UNESCAPED_UNICODE) . "\n");
 }
 if ($opt['markdown'] !== null) {

@@ -8,7 +8,13 @@
 # every 10 calls, reconnect every call; every response checked; one table
 # with calls/s, p50, p99 and the ratios to shmlink shm.
 #
-#   bench/scenario/run.sh [--requests N] [--no-redis] [--out DIR]
+#   bench/scenario/run.sh [--requests N] [--no-redis] [--php 8.2,8.4] [--out DIR]
+#
+# --php: the PHP versions to compare on one point (shm, 2048 B, one
+# connection) in alternating rounds against the same daemon, before the
+# main run: 8.2 is the host's, 8.4 runs in the Debian 13 root of
+# ci/php-root.sh; the table's goal PHP 8.4 >= 0.9x PHP 8.2 reads "not
+# measured" without it.
 #
 # --requests: calls a point (default 20000); --no-redis: skip the Redis row
 # (skipped with one line anyway when redis-server or php8.2-redis is
@@ -25,13 +31,15 @@ cd "$(dirname "$0")/../.."
 root=$(pwd)
 requests=20000
 redis=1
+versions=
 out=$root/bench/results
 while [ $# -gt 0 ]; do
   case $1 in
+    --php) versions=${2:?--php needs versions, e.g. 8.2,8.4}; shift 2 ;;
     --requests) requests=${2:?--requests needs a number}; shift 2 ;;
     --no-redis) redis=0; shift ;;
     --out) out=${2:?--out needs a directory}; shift 2 ;;
-    *) echo "scenario: unknown argument $1 (bench/scenario/run.sh [--requests N] [--no-redis] [--out DIR])" >&2; exit 2 ;;
+    *) echo "scenario: unknown argument $1 (bench/scenario/run.sh [--requests N] [--no-redis] [--php 8.2,8.4] [--out DIR])" >&2; exit 2 ;;
   esac
 done
 run=$root/target/scenario
@@ -139,11 +147,43 @@ for n in 1 2; do
 done
 args+=(--pool1 "shm:$run/pool1.sock" --pool2 "shm:$run/pool2.sock")
 
+# PHP versions on one point, alternating rounds (medians in the report).
+version_args=()
+if [ -n "$versions" ]; then
+  # shellcheck source=ci/lib/php-root.sh
+  source "$root/ci/lib/php-root.sh"
+  IFS=, read -r -a vs <<<"$versions"
+  for v in "${vs[@]}"; do
+    [ "$v" = "$php_root_host_version" ] || "$root/ci/php-root.sh" "$v" >/dev/null || fail "no PHP $v root (ci/php-root.sh $v)"
+  done
+  shm=$(tr -s ' ' '\n' <"$run/ready" | grep '^shm:')
+  echo "scenario: PHP ${vs[*]} on shm 2048 B, one connection, 3 alternating rounds of $requests calls"
+  for r in 1 2 3; do
+    for v in "${vs[@]}"; do
+      ext=()
+      [ "$v" = "$php_root_host_version" ] && ext=(-d "extension=$module")
+      (php_root_exec "$v" "${client_pin[@]}" php "${ext[@]}" bench/php/bench.php --shm "$shm" --requests "$requests" \
+        --sizes 2048 --reconnect-every 0 --reply floor --no-rust --json "$run/php-$v-$r.json" >"$run/php-$v-$r.log" 2>&1) ||
+        fail "PHP $v round $r failed: $(tail -n 5 "$run/php-$v-$r.log")"
+    done
+  done
+  php -r '$out = [];
+    foreach (array_slice($argv, 2) as $v) {
+      foreach (glob("$argv[1]/php-$v-*.json") as $f) {
+        $j = json_decode(file_get_contents($f), true, flags: JSON_THROW_ON_ERROR);
+        $out[$v]["php"] = $j["meta"]["php"];
+        $out[$v]["calls_per_s"][] = $j["points"][0]["calls_per_s"];
+      }
+    }
+    file_put_contents("$argv[1]/versions.json", json_encode($out) . "\n");' "$run" "${vs[@]}"
+  version_args=(--versions "$run/versions.json")
+fi
+
 echo "scenario: bench/php/bench.php, $requests calls a point"
 "${client_pin[@]}" php -d extension="$module" bench/php/bench.php "${args[@]}" \
   --requests "$requests" --sizes 2048,128 --reconnect-every 0,10,1 --reply floor --no-rust \
   --server "shmlink-daemon (examples/cpp-daemon)${server_pin:+, on CPU $((cpus - 1)), the client on CPU 0}" \
-  --json "$out/scenario-latest.json" --markdown "$out/scenario-latest.md" ||
+  --json "$out/scenario-latest.json" --markdown "$out/scenario-latest.md" "${version_args[@]}" ||
   fail "the benchmark failed (every response is checked: see above)"
 stop_pidfile "$run/daemon.pid" shmlink-daemon
 stop_pidfile "$run/pool1.pid" "shmlink pool"

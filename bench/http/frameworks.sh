@@ -2,9 +2,9 @@
 # The framework benchmark (docs/benchmarks.md, "Symfony and Laravel"): two
 # applications built from Debian's packages (the test apps of
 # bindings/php/tests/fixtures):
-#   - Symfony 5.4: GET /page/bench, a controller with two injected services
+#   - Symfony (5.4 on PHP 8.2, 6.4 on PHP 8.4): GET /page/bench, a controller with two injected services
 #     rendering a Twig template;
-#   - Laravel 8.83: GET /api/bench, a route, a controller, a JSON response;
+#   - Laravel (8.83 on PHP 8.2, 10.48 on PHP 8.4): GET /api/bench, a route, a controller, a JSON response;
 # and a static file of 100 KiB beside an application (GET /bench-100k.bin:
 # the pool with --http-root against nginx alone serving the same file, as
 # Debian configures it: sendfile, tcp_nopush; goal >= 0.8x nginx);

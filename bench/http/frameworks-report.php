@@ -10,6 +10,7 @@
 declare(strict_types=1);
 
 require __DIR__ . '/../common/goals.php';
+require __DIR__ . '/../common/median.php';
 
 [, $in, $prefix, $how, $sse] = $argv + [null, null, null, '', null];
 if ($in === null || $prefix === null) {
@@ -32,13 +33,6 @@ foreach (file($in, FILE_IGNORE_NEW_LINES | FILE_SKIP_EMPTY_LINES) as $line) {
         'server_cpu_us' => $r['cpu_ms']['server'] * 1e3 / $n,
         'load_cpu_us' => $r['cpu_ms']['load'] * 1e3 / $n,
     ];
-}
-
-function median(array $xs): float
-{
-    sort($xs);
-    $n = count($xs);
-    return $n % 2 ? $xs[intdiv($n, 2)] : ($xs[$n / 2 - 1] + $xs[$n / 2]) / 2;
 }
 
 // What each PHP version's Debian carries: 8.2 from Debian 12, 8.4 from

@@ -13,6 +13,7 @@
 declare(strict_types=1);
 
 require __DIR__ . '/../common/goals.php';
+require __DIR__ . '/../common/median.php';
 
 [, $in, $prefix, $load] = $argv;
 $lines = array_map(fn ($l) => json_decode($l, true, flags: JSON_THROW_ON_ERROR),
@@ -32,11 +33,6 @@ $apps = ['hello' => '(a) hello world', 'heavy' => '(b) bootstrap-heavy', 'leaky'
 $loads = ['c16' => '16 connections', 'c256' => '256 connections', 'close' => '16, Connection: close'];
 $errors = fn (array $w) => $w['connect_errors'] + $w['read_errors'] + $w['write_errors']
     + $w['status_errors'] + $w['timeouts'];
-$median = function (array $xs): float {
-    sort($xs);
-    $n = count($xs);
-    return $n === 0 ? 0.0 : ($n % 2 ? $xs[intdiv($n, 2)] : ($xs[$n / 2 - 1] + $xs[$n / 2]) / 2);
-};
 
 // One row per server, app and load: the medians of its rounds.
 $groups = [];
@@ -55,9 +51,9 @@ foreach ($groups as $ms) {
     $rows[] = [
         'server' => $ms[0]['server'], 'app' => $ms[0]['app'], 'load' => $ms[0]['load'],
         'rounds' => count($ms),
-        'requests_per_s' => $median(array_map(fn ($m) => $m['wrk']['requests'] / $m['wrk']['duration_us'] * 1e6, $ms)),
-        'p50_ms' => $median(array_map(fn ($m) => $m['wrk']['p50_us'] / 1e3, $ms)),
-        'p99_ms' => $median(array_map(fn ($m) => $m['wrk']['p99_us'] / 1e3, $ms)),
+        'requests_per_s' => median(array_map(fn ($m) => $m['wrk']['requests'] / $m['wrk']['duration_us'] * 1e6, $ms)),
+        'p50_ms' => median(array_map(fn ($m) => $m['wrk']['p50_us'] / 1e3, $ms)),
+        'p99_ms' => median(array_map(fn ($m) => $m['wrk']['p99_us'] / 1e3, $ms)),
         'errors' => array_sum(array_map(fn ($m) => $errors($m['wrk']), $ms)),
         'cpu_us' => ['front' => $cpu('front'), 'workers' => $cpu('workers'), 'load' => $cpu('load')],
         'engine_us' => $samples > 0 ? array_sum(array_column($engine, 0)) / $samples / 1e3 : null,

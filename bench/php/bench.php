@@ -51,6 +51,7 @@ declare(strict_types=1);
 
 require __DIR__ . '/clients.php';
 require __DIR__ . '/../common/goals.php';
+require __DIR__ . '/../common/median.php';
 require __DIR__ . '/progress.php';
 
 ini_set('memory_limit', '-1');
@@ -458,13 +459,8 @@ if (isset($opt['versions'])) {
         usage("--versions: cannot read {$opt['versions']} as JSON");
     }
 }
-$median = function (array $xs): float {
-    sort($xs);
-    $n = count($xs);
-    return $n % 2 ? $xs[intdiv($n, 2)] : ($xs[$n / 2 - 1] + $xs[$n / 2]) / 2;
-};
 if (!empty($versions['8.2']['calls_per_s']) && !empty($versions['8.4']['calls_per_s'])) {
-    $figures['php84_vs_php82'] = $median($versions['8.4']['calls_per_s']) / $median($versions['8.2']['calls_per_s']);
+    $figures['php84_vs_php82'] = median($versions['8.4']['calls_per_s']) / median($versions['8.2']['calls_per_s']);
 }
 $daemon2048 = $find('shm', 2048, 0);
 foreach (['pool1_vs_daemon' => 'pool, 1 PHP worker', 'pool2_vs_daemon' => 'pool, 2 PHP workers'] as $key => $label) {
@@ -554,7 +550,7 @@ if (is_array($versions) && $versions !== []) {
     foreach ($versions as $v => $d) {
         $xs = $d['calls_per_s'] ?? [];
         $vrows[] = ["PHP " . ($d['php'] ?? $v), 'shm', '2048 B', 'never', (string)count($xs),
-            $xs === [] ? '-' : fmt_int($median($xs)), $xs === [] ? '-' : fmt_int(min($xs)) . ' – ' . fmt_int(max($xs))];
+            $xs === [] ? '-' : fmt_int(median($xs)), $xs === [] ? '-' : fmt_int(min($xs)) . ' – ' . fmt_int(max($xs))];
     }
     $versionsTable = "\nPHP versions against the same daemon, alternating rounds (bench/scenario/run.sh --php):\n\n"
         . table(['PHP', 'transport', 'size', 'reconnect', 'rounds', 'calls/s (median)', 'range'], $vrows, [4, 5, 6]);

@@ -11,6 +11,8 @@ cd "$(dirname "$0")/.."
 step_prefix="php dist"
 # shellcheck source=ci/lib/common.sh
 source ci/lib/common.sh
+# shellcheck source=ci/lib/php-root.sh
+source ci/lib/php-root.sh
 v=${1:-8.4}
 
 step "make -C bindings/php dist"
@@ -22,7 +24,7 @@ step "pecl install $(basename "$tarball") with PHP $v"
 ci/php-root.sh "$v" >/dev/null
 log=$PWD/target/php-dist-$v.log
 # shellcheck disable=SC2016 # expanded in the root
-ci/php-root.sh "$v" -- /bin/sh -ec '
+in_php_root "$v" /bin/sh -ec '
   tarball=$1 minor=$(php-config --version | cut -d. -f1,2)
   pecl uninstall shmlink >/dev/null 2>&1 || true # what an earlier run installed
   rm -f "$(php-config --extension-dir)/shmlink.so" /etc/php/$minor/*/conf.d/20-shmlink.ini

@@ -33,7 +33,7 @@ opts=()
 if [ "$version" != "$php_root_host_version" ] && [ "$inside" = 0 ]; then
   # Built in the root, then this script again inside it.
   ci/php-root.sh "$version" >/dev/null
-  exec ci/php-root.sh "$version" -- bash ci/php-tests.sh --php "$version" --inside-root "${opts[@]}"
+  php_root_exec "$version" bash ci/php-tests.sh --php "$version" --inside-root "${opts[@]}"
 fi
 [ "$inside" = 1 ] || ci/php-build.sh "${opts[@]}"
 export SHMLINK_BIN="$root/target/release/shmlink"

@@ -109,6 +109,8 @@ impl shmlink_status {
             Error::BadFds { .. } => SHMLINK_E_INVALID_ARGUMENT,
             Error::Unsupported { .. } => SHMLINK_E_UNSUPPORTED,
             Error::ArenaFull { .. } => SHMLINK_E_ARENA_FULL,
+            // An answer to a call of the peer that waits for none.
+            Error::NotOwed { .. } => SHMLINK_E_STATE,
             _ => SHMLINK_E_IO,
         }
     }

@@ -6,6 +6,7 @@ use std::os::fd::BorrowedFd;
 use std::time::Duration;
 
 use crate::address::{Address, Transport};
+use crate::both_ways::{Incomings, Side};
 use crate::connect;
 use crate::deadline::Deadline;
 use crate::error::{Error, RemoteError, Result};
@@ -15,9 +16,10 @@ use crate::response::Response;
 use crate::session::Session;
 use shmlink_arena::Loan;
 use shmlink_wire::frame::Kind;
-use shmlink_wire::handshake::{CAP_LINES, CAP_SERVE};
+use shmlink_wire::handshake::{CAP_BOTH_WAYS, CAP_LINES, CAP_SERVE};
 
 mod direct;
+mod incoming;
 
 /// Identifies a call sent with [`Client::send`].
 pub type CallId = u64;
@@ -80,6 +82,9 @@ pub struct Client {
     lines: bool,
     /// Its direct line, while one stands, and when it asks next.
     direct: crate::worker::caller::DirectLine,
+    /// What the peer sends on its own initiative (calls and one-way
+    /// messages), and whether it may.
+    incoming: Incomings,
 }
 
 impl Client {
@@ -100,15 +105,26 @@ impl Client {
     pub fn connect_to(address: &Address, options: ClientOptions) -> Result<Client> {
         options.validate()?;
         let session = connect::connect(address, &options, connect::Role::Caller)?;
-        Ok(Client::over(session, address.clone(), options))
+        Ok(Client::over(
+            session,
+            address.clone(),
+            options,
+            Side::Caller,
+        ))
     }
 
-    /// The calling side of an established session (a client's own, or a
-    /// worker port's session with a worker).
-    pub(crate) fn over(session: Session, address: Address, options: ClientOptions) -> Client {
+    /// An end of an established session: a client's own, a worker port's
+    /// session with a worker, or a listener's.
+    pub(crate) fn over(
+        session: Session,
+        address: Address,
+        options: ClientOptions,
+        side: Side,
+    ) -> Client {
         // A worker's session (bit 3) carries its lines' grants the other
         // way: its caller is the supervisor, which makes lines.
         let lines = session.agreed(CAP_LINES) && !session.agreed(CAP_SERVE);
+        let incoming = Incomings::new(side, session.agreed(CAP_BOTH_WAYS));
         Client {
             session,
             options,
@@ -121,6 +137,7 @@ impl Client {
             answer: Message::blank(),
             lines,
             direct: Default::default(),
+            incoming,
         }
     }
 
@@ -239,6 +256,7 @@ impl Client {
         fds: &[BorrowedFd<'_>],
         timeout: Duration,
     ) -> Result<()> {
+        self.check_may_call()?;
         if self.lines && fds.is_empty() && self.in_flight.is_empty() && self.ready.is_empty() {
             if let Some(r) = self.exchange_on_line(request, timeout) {
                 return r;
@@ -276,6 +294,7 @@ impl Client {
 
     /// Sends a request lent from the arena and waits for its answer.
     fn exchange_loan(&mut self, loan: Loan, timeout: Duration) -> Result<()> {
+        self.check_may_call()?;
         let mut deadline = Deadline::In(timeout);
         let id = self.next_id;
         self.session.send_loan(id, loan, &mut deadline)?;
@@ -386,6 +405,7 @@ impl Client {
         fds: &[BorrowedFd<'_>],
         deadline: &mut Deadline,
     ) -> Result<CallId> {
+        self.check_may_call()?;
         let id = self.next_id;
         self.session
             .send_with_fds(Kind::Request, id, request, fds, deadline)?;
@@ -400,6 +420,7 @@ impl Client {
     /// # Errors
     /// As [`Client::send`].
     pub fn notify(&mut self, message: &[u8]) -> Result<()> {
+        self.check_may_call()?;
         let mut deadline = Deadline::In(self.options.timeout);
         self.session.send(Kind::OneWay, 0, message, &mut deadline)
     }
@@ -587,6 +608,11 @@ impl Client {
         if m.kind == Kind::Line {
             // A grant or refusal that came after its ask gave up waiting.
             self.take_line_frame(m)?;
+            return Ok(None);
+        }
+        if self.incoming.takes(&m) {
+            // The peer's own call or message (capability bit 10).
+            self.take_incoming(m)?;
             return Ok(None);
         }
         if !matches!(m.kind, Kind::Response | Kind::Error) {

@@ -62,14 +62,15 @@ pub(crate) fn connect(address: &Address, opts: &ClientOptions, role: Role) -> Re
 /// The capabilities a side offers: by role, transport and options.
 fn offered_caps(address: &Address, opts: &ClientOptions, role: Role) -> u64 {
     let by_role = match (role, address) {
-        (Role::Caller, Address::Tcp(_)) => handshake::CAPS,
+        (Role::Caller, Address::Tcp(_)) => handshake::CAPS | handshake::CAP_BOTH_WAYS,
         (Role::Caller, _) if opts.max_arena_bytes > 0 => {
             handshake::CAPS
+                | handshake::CAP_BOTH_WAYS
                 | handshake::CAP_FDS
                 | handshake::CAP_DESCRIPTORS
                 | handshake::CAP_LENT_RESPONSES
         }
-        (Role::Caller, _) => handshake::CAPS | handshake::CAP_FDS,
+        (Role::Caller, _) => handshake::CAPS | handshake::CAP_BOTH_WAYS | handshake::CAP_FDS,
         (Role::Worker, _) => handshake::CAPS | handshake::CAP_SERVE,
     };
     let by_shm = match (role, address) {

@@ -133,6 +133,15 @@ pub enum Error {
     /// The handler on the other side returned an error.
     #[error(transparent)]
     Remote(#[from] RemoteError),
+    /// [`crate::Client::answer`] named a call of the peer that waits for no
+    /// answer (answered already, or never received); nothing was sent.
+    #[error("no call {id} of the peer of session {address} waits for an answer (answered already, or never received); nothing was sent")]
+    NotOwed {
+        /// Session address.
+        address: String,
+        /// The id given.
+        id: u64,
+    },
     /// `recv` was called with no call in flight: nothing can arrive.
     #[error("recv on the session with {address}: no call is in flight")]
     NothingInFlight {

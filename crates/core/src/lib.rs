@@ -27,6 +27,7 @@
 //! ```
 
 mod address;
+mod both_ways;
 mod callee;
 mod client;
 mod connect;
@@ -53,6 +54,7 @@ mod worker;
 mod soundness;
 
 pub use address::{Address, Transport};
+pub use both_ways::{Incoming, MAX_QUEUED_INCOMING};
 pub use client::{CallId, Client, Reply};
 pub use deadline::Deadline;
 pub use error::{Error, RefusalCode, RemoteError, Result};
@@ -65,8 +67,9 @@ pub use options::{
 pub use queue::{QueueHandler, QueuedRequest, RequestQueue};
 pub use response::Response;
 pub use server::{
-    AcceptedWorker, Answer, BatchAnswer, Handler, InPlace, PortInterrupter, RunningServer, Server,
-    Stats, StopHandle, WithFds, WorkerPort, PREPARED_SEGMENTS, READY_SEGMENTS,
+    Accepted, AcceptedWorker, Answer, BatchAnswer, Handler, InPlace, Listener, PortInterrupter,
+    RunningServer, Server, Stats, StopHandle, WithFds, WorkerPort, PREPARED_SEGMENTS,
+    READY_SEGMENTS,
 };
 pub use shmlink_arena::{fill_copy, Loan, STREAM_FROM};
 pub use shmlink_wire::codes::{

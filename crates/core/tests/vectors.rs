@@ -23,8 +23,8 @@ use shmlink::wire::handover::{
 use shmlink::wire::{
     encode_release, Descriptor, FrameHeader, Hello, Kind, LineBody, LineOp, Report, ReportSession,
     ReportTotals, ReportTransport, RingHeader, SegmentHeader, SegmentNotice, Welcome, Wire, CAPS,
-    CAP_INSPECT, CAP_SERVE, FLAG_MORE, FLAG_OVER_SOCKET, HEADER_LEN, REPORT_HEADER_LEN,
-    UID_UNKNOWN, WELCOME_LEN,
+    CAP_BELL, CAP_BOTH_WAYS, CAP_FDS, CAP_INSPECT, CAP_SERVE, FLAG_MORE, FLAG_OVER_SOCKET,
+    HEADER_LEN, REPORT_HEADER_LEN, UID_UNKNOWN, WELCOME_LEN,
 };
 use shmlink::{RefusalCode, RemoteError, CODE_PROTOCOL_ERROR};
 use shmlink_ring::{Consumer, Memory, Pop, Producer, Push};
@@ -112,8 +112,16 @@ fn hellos() -> Vec<Value> {
         max_message: 1024,
         ..shm
     };
+    let both_ways = Hello {
+        caps: CAPS | CAP_FDS | CAP_BELL | CAP_BOTH_WAYS,
+        ..shm
+    };
     let mut out: Vec<Value> = [
         ("shm client, defaults", shm),
+        (
+            "shm client offering calls both ways (capability bit 10), descriptors and bell",
+            both_ways,
+        ),
         ("inspection (capability bit 8 alone, rings 0/0)", inspect),
         ("stream client (unix: or tcp:), ring fields 0", stream),
         ("worker (capability bit 3)", worker),
@@ -161,12 +169,29 @@ fn welcomes() -> Vec<Value> {
         ring_s2c: 65536,
         max_message: 64 << 20,
     };
-    let mut out = vec![valid(
-        "accepted",
-        &accepted.encode(),
-        json!({"magic": "SHMLNKOK", "version": 1, "status": 0, "text_len": 0, "caps": n(CAPS),
-               "session_id": 7, "ring_c2s": 65536, "ring_s2c": 65536, "max_message": n(64 << 20)}),
-    )];
+    let listener = Welcome::Accepted {
+        version: 1,
+        caps: CAPS | CAP_BOTH_WAYS,
+        session_id: 8,
+        ring_c2s: 0,
+        ring_s2c: 0,
+        max_message: 64 << 20,
+    };
+    let mut out = vec![
+        valid(
+            "accepted",
+            &accepted.encode(),
+            json!({"magic": "SHMLNKOK", "version": 1, "status": 0, "text_len": 0, "caps": n(CAPS),
+                   "session_id": 7, "ring_c2s": 65536, "ring_s2c": 65536, "max_message": n(64 << 20)}),
+        ),
+        valid(
+            "accepted by a listener over tcp: calls both ways (capability bit 10)",
+            &listener.encode(),
+            json!({"magic": "SHMLNKOK", "version": 1, "status": 0, "text_len": 0,
+                   "caps": n(CAPS | CAP_BOTH_WAYS), "session_id": 8, "ring_c2s": 0, "ring_s2c": 0,
+                   "max_message": n(64 << 20)}),
+        ),
+    ];
     let refusals = [
         (RefusalCode::NotAllowed, "server at shm:/run/app.sock refused uid 1001 (gid 1001, pid 4242): not in allowed uids []"),
         (RefusalCode::Version, "server at unix:/run/app.sock: no common protocol version: client speaks 2..=3, server speaks 1..=1"),

@@ -62,6 +62,15 @@ pub const CAP_INSPECT: u64 = 1 << 8;
 /// loop (epoll, tokio, asyncio) instead of on the futex. Offered by `shm:`
 /// callers; agreed by servers on `shm:` sessions that got their segment.
 pub const CAP_BELL: u64 = 1 << 9;
+/// Capability: both sides of the session call and send one-way messages.
+/// Either side may send `Request` (and, with [`CAP_ONE_WAY`], `OneWay`)
+/// frames; each answers the other's requests with `Response` or `Error`.
+/// The ids of each side's calls are its own: a `Response` or `Error`
+/// always answers a call of its receiver, a `Request` is always the
+/// sender's. Offered by clients; agreed by a listener whose sessions are
+/// symmetric (the core's `Listener`), never by a server of handler threads
+/// or a worker port.
+pub const CAP_BOTH_WAYS: u64 = 1 << 10;
 /// Capabilities under which descriptors travel on an `shm:` session's
 /// control socket (each message's in a record), which then carries nothing
 /// else.

@@ -62,9 +62,9 @@ pub use frame::{
     Chunks, FrameError, FrameHeader, Kind, FLAG_MORE, HEADER_LEN, MAX_FDS, MIN_MESSAGE_LIMIT,
 };
 pub use handshake::{
-    negotiate_version, Hello, Welcome, Wire, CAPS, CAP_BELL, CAP_CHUNKED, CAP_DESCRIPTORS, CAP_FDS,
-    CAP_INSPECT, CAP_LENT_RESPONSES, CAP_LINES, CAP_ONE_WAY, CAP_SERVE, CAP_STREAM_FALLBACK,
-    HELLO_LEN, MAX_REFUSAL_TEXT, PROTOCOL_MAX, PROTOCOL_MIN, WELCOME_LEN,
+    negotiate_version, Hello, Welcome, Wire, CAPS, CAP_BELL, CAP_BOTH_WAYS, CAP_CHUNKED,
+    CAP_DESCRIPTORS, CAP_FDS, CAP_INSPECT, CAP_LENT_RESPONSES, CAP_LINES, CAP_ONE_WAY, CAP_SERVE,
+    CAP_STREAM_FALLBACK, HELLO_LEN, MAX_REFUSAL_TEXT, PROTOCOL_MAX, PROTOCOL_MIN, WELCOME_LEN,
 };
 pub use inspect::{
     decode_report_header, Report, ReportError, ReportSession, ReportShape, ReportTotals,

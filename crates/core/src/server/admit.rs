@@ -249,7 +249,7 @@ fn agree(
     }
     let worker = hello.caps & handshake::CAP_SERVE != 0;
     match shared.mode {
-        Mode::Serve if worker => {
+        Mode::Serve | Mode::Peers if worker => {
             return Err(Refusal::new(
                 RefusalCode::BadRequest,
                 format!("server at {address} serves calls; workers connect to a worker port"),
@@ -306,12 +306,21 @@ fn agreed_caps(shared: &Shared, hello: &Hello, conn: &Stream) -> u64 {
         }
         Mode::Serve => handshake::CAPS | handshake::CAP_STREAM_FALLBACK,
         Mode::TakeWorkers => handshake::CAPS | handshake::CAP_SERVE,
+        // Both sides call; descriptors go with calls either way. Arenas
+        // keep their roles (a client lends requests, a server responses)
+        // and are not offered here yet: calls the listener's side makes
+        // travel by value (docs/protocol.md, capability bit 10).
+        Mode::Peers if matches!(conn, Stream::Unix(_)) && shared.opts.accept_fds => {
+            handshake::CAPS | handshake::CAP_BOTH_WAYS | handshake::CAP_FDS
+        }
+        Mode::Peers => handshake::CAPS | handshake::CAP_BOTH_WAYS,
     };
     // Direct lines: between `shm:` sessions only (a line is a segment), with
     // a server that lends workers (the pool) or a worker port.
     let lines = match shared.mode {
         Mode::Serve => shared.opts.lines,
         Mode::TakeWorkers => true,
+        Mode::Peers => false,
     };
     let shm = hello.wire == Wire::Shm && matches!(conn, Stream::Unix(_));
     let lines = if lines && shm {
@@ -320,7 +329,7 @@ fn agreed_caps(shared: &Shared, hello: &Hello, conn: &Stream) -> u64 {
         0
     };
     // Loop wake-ups: a caller's `shm:` session may hand us a bell.
-    let bell = if shm && shared.mode == Mode::Serve {
+    let bell = if shm && shared.mode != Mode::TakeWorkers {
         handshake::CAP_BELL
     } else {
         0
@@ -356,7 +365,7 @@ fn open(
     // as a client does.
     let watch = match (shared.mode, &conn) {
         (Mode::Serve, _) | (_, Stream::Tcp(_)) => Some(Watch::Flags(Arc::clone(&flags))),
-        (Mode::TakeWorkers, Stream::Unix(s)) => s.try_clone().ok().map(Watch::Socket),
+        (Mode::TakeWorkers | Mode::Peers, Stream::Unix(s)) => s.try_clone().ok().map(Watch::Socket),
     };
     let mut caps = agreed_caps(shared, &a.hello, &conn);
     let rings = (a.hello.ring_c2s, a.hello.ring_s2c);
@@ -412,7 +421,7 @@ fn open(
         // answers while it waits to send, as a client does.
         session: match shared.mode {
             Mode::Serve => session,
-            Mode::TakeWorkers => session.drain_while_sending(),
+            Mode::TakeWorkers | Mode::Peers => session.drain_while_sending(),
         },
         id,
         sock,

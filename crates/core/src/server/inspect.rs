@@ -38,10 +38,20 @@ pub(super) fn admit(
             format!("server at {address}: {why}"),
         )
     };
-    if shared.mode == Mode::TakeWorkers {
-        return Err(bad(
-            "a worker port cannot be inspected; inspect the supervisor's listen addresses".into(),
-        ));
+    match shared.mode {
+        Mode::Serve => {}
+        Mode::TakeWorkers => {
+            return Err(bad(
+                "a worker port cannot be inspected; inspect the supervisor's listen addresses"
+                    .into(),
+            ))
+        }
+        Mode::Peers => {
+            return Err(bad(
+                "a listener's sessions belong to whoever accepted them; it cannot be inspected"
+                    .into(),
+            ))
+        }
     }
     shared
         .policy

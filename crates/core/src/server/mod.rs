@@ -14,12 +14,14 @@
 mod admit;
 mod answer;
 mod conn;
+mod door;
 mod handing;
 mod handler;
 mod handover;
 mod inspect;
 mod listener;
 mod monitor;
+mod peers;
 mod policy;
 mod port;
 mod prepare;
@@ -41,6 +43,7 @@ use crate::options::ServerOptions;
 
 pub use answer::Answer;
 pub use handler::{BatchAnswer, Handler, InPlace, WithFds};
+pub use peers::{Accepted, Listener};
 pub use port::{AcceptedWorker, PortInterrupter, WorkerPort};
 pub use shared::StopHandle;
 pub use stats::Stats;

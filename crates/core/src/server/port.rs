@@ -4,23 +4,18 @@
 //! answers; the same handshake, policy and segments as a server's, without
 //! session threads.
 
-use std::io;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use shmlink_sys::eventfd::EventFd;
-use shmlink_sys::poll;
 
-use super::admit;
-use super::conn::HelloBuf;
-use super::listener::Listener;
-use super::prepare::Preparer;
-use super::registry::Registry;
-use super::shared::{Mode, Shared};
-use crate::address::{Address, Transport};
+use super::door::Door;
+use super::shared::Mode;
+use crate::address::Address;
+use crate::both_ways::Side;
 use crate::client::Client;
-use crate::error::{Error, Result};
-use crate::options::{ClientOptions, ServerOptions, DEFAULT_RING_SIZE};
+use crate::error::Result;
+use crate::options::ServerOptions;
 
 /// A worker that connected to a [`WorkerPort`].
 #[derive(Debug)]
@@ -37,6 +32,10 @@ pub struct AcceptedWorker {
 pub struct PortInterrupter(Arc<EventFd>);
 
 impl PortInterrupter {
+    pub(super) fn new(evt: Arc<EventFd>) -> Self {
+        PortInterrupter(evt)
+    }
+
     /// The current or next `accept` wait returns `None` at once.
     pub fn interrupt(&self) {
         self.0.signal();
@@ -56,11 +55,7 @@ impl PortInterrupter {
 /// ```
 #[derive(Debug)]
 pub struct WorkerPort {
-    listener: Listener,
-    /// Rung by [`PortInterrupter::interrupt`].
-    interrupt: Arc<EventFd>,
-    shared: Arc<Shared>,
-    calls: ClientOptions,
+    door: Door,
 }
 
 impl WorkerPort {
@@ -72,42 +67,19 @@ impl WorkerPort {
     /// # Errors
     /// An invalid address or options, or one that cannot be bound.
     pub fn bind(address: &str, options: ServerOptions) -> Result<WorkerPort> {
-        options.validate()?;
-        let addr: Address = address.parse()?;
-        let listener = Listener::bind(&addr, &options)?;
-        let io_err =
-            |what: &str, e: io::Error| Error::io(format!("creating worker port {what}"), e);
-        let registry = Registry::new().map_err(|e| io_err("epoll", e))?;
-        let wake_evt = EventFd::new().map_err(|e| io_err("eventfd", e))?;
-        let segments = if addr.transport() == Transport::Shm {
-            Preparer::start((DEFAULT_RING_SIZE, DEFAULT_RING_SIZE))
-        } else {
-            Preparer::idle()
-        };
-        let calls = ClientOptions {
-            wait: options.wait,
-            max_message_size: options.max_message_size,
-            timeout: options.send_timeout,
-            ..ClientOptions::default()
-        };
-        let shared = Shared::new(Mode::TakeWorkers, options, registry, wake_evt, segments);
-        Ok(WorkerPort {
-            interrupt: Arc::new(EventFd::new().map_err(|e| io_err("eventfd", e))?),
-            listener,
-            shared: Arc::new(shared),
-            calls,
-        })
+        let door = Door::bind(address, options, Mode::TakeWorkers, "worker port")?;
+        Ok(WorkerPort { door })
     }
 
     /// The bound address.
     pub fn address(&self) -> &Address {
-        self.listener.address()
+        self.door.address()
     }
 
     /// A handle that makes a wait in [`WorkerPort::accept`] return `None`
     /// at once, from another thread (a supervisor stopping).
     pub fn interrupter(&self) -> PortInterrupter {
-        PortInterrupter(Arc::clone(&self.interrupt))
+        PortInterrupter(Arc::clone(&self.door.interrupt))
     }
 
     /// Waits up to `timeout` for a worker to connect and completes its
@@ -118,55 +90,18 @@ impl WorkerPort {
     /// # Errors
     /// When waiting on the listening socket fails.
     pub fn accept(&self, timeout: Duration) -> Result<Option<AcceptedWorker>> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let ready = poll::either_readable(&self.listener, &*self.interrupt, Some(deadline))
-                .map_err(|e| Error::io("waiting for workers", e))?;
-            match ready {
-                Some(0) => {}
-                Some(_) => {
-                    self.interrupt.clear();
-                    return Ok(None);
-                }
-                None => return Ok(None),
-            }
-            let conn = match self.listener.accept() {
-                Ok(c) => c,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(Error::io("accepting a worker", e)),
-            };
-            let handshake = Instant::now() + self.shared.opts.handshake_timeout;
-            let address = self.address().to_string();
-            let transport = self.listener.transport();
-            if let Some(est) = admit::establish(
-                &self.shared,
-                conn.into_stream(),
-                HelloBuf::new(),
-                transport,
-                &address,
-                handshake,
-            ) {
-                let client = Client::over(est.session, self.address().clone(), self.calls.clone());
-                return Ok(Some(AcceptedWorker {
-                    client,
-                    pid: est.pid.and_then(|p| u32::try_from(p).ok()),
-                }));
-            }
-        }
+        let Some(est) = self.door.accept(timeout, "waiting for workers")? else {
+            return Ok(None);
+        };
+        let (address, calls) = (self.address().clone(), self.door.calls.clone());
+        Ok(Some(AcceptedWorker {
+            client: Client::over(est.session, address, calls, Side::Supervisor),
+            pid: est.pid.and_then(|p| u32::try_from(p).ok()),
+        }))
     }
 
     /// Connections refused so far (policy, not a worker, bad handshakes).
     pub fn refused(&self) -> u64 {
-        self.shared
-            .stats
-            .refused
-            .load(std::sync::atomic::Ordering::Relaxed)
-    }
-}
-
-impl Drop for WorkerPort {
-    fn drop(&mut self) {
-        self.shared.segments.close();
+        self.door.refused()
     }
 }

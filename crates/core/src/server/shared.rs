@@ -24,6 +24,10 @@ pub(crate) enum Mode {
     Serve,
     /// A worker port: workers connect and answer; whoever accepts them calls.
     TakeWorkers,
+    /// A listener: clients connect, and both sides of each session call
+    /// (capability bit 10, when the client offers it); whoever accepts a
+    /// session holds its end.
+    Peers,
 }
 
 /// State shared by the accept loop and the session threads.

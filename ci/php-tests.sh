@@ -72,17 +72,19 @@ run_suite() {
 step "tests"
 suffix=""
 [ "$version" = "$php_root_host_version" ] || suffix="-$version"
-run_suite "$root/target/php-tests$suffix.log" "-q"
+run_suite "$root/target/php-tests$suffix.log" "-q -j2"
 suite_passed=$passed
 
 if [ "$valgrind" = 1 ]; then
   step "tests under valgrind (leaks and memory errors)"
+  # Two tests at a time (-j2, both suites): each has its own directory and
+  # ports, and memcheck's runs are CPU-bound (about 230 s one at a time).
   # The echo server, php-fpm and helper commands run outside valgrind; the
   # forked PHP servers stay inside it. PCRE's JIT confuses memcheck: off.
   export USE_ZEND_ALLOC=0
   export VALGRIND_OPTS="--suppressions=$PWD/tests/valgrind.supp --leak-check=full \
 --trace-children-skip=*/shmlink,*/sh,*/kill,*/php-fpm*"
-  run_suite "$root/target/php-tests$suffix-valgrind.log" "-q -m -d pcre.jit=0"
+  run_suite "$root/target/php-tests$suffix-valgrind.log" "-q -j2 -m -d pcre.jit=0"
   unset USE_ZEND_ALLOC VALGRIND_OPTS
 fi
 

@@ -18,8 +18,14 @@ if ($in === null || $prefix === null) {
     exit(2);
 }
 $rows = [];
+$floors = [];
 foreach (file($in, FILE_IGNORE_NEW_LINES | FILE_SKIP_EMPTY_LINES) as $line) {
     $r = json_decode($line, true, flags: JSON_THROW_ON_ERROR);
+    if ($r['server'] === 'floor') {
+        // The application alone in a booted process (app-floor.php).
+        $floors[$r['app'] . '@' . $r['php']] = $r['floor'] + ['cpus' => $r['cpus']];
+        continue;
+    }
     $w = $r['wrk'];
     $n = max(1, $w['requests']);
     // A framework's row per PHP version ("symfony@8.4"); rows of runs
@@ -76,6 +82,19 @@ foreach ($rows as $app => $servers) {
     $ratio = isset($med['pool'], $med['fpm']) && $med['fpm']['rps'] > 0 ? $med['pool']['rps'] / $med['fpm']['rps'] : null;
     $goal = $goals[$app] ?? 10.0;
     $out['apps'][$app] = ['page' => $pages[$app] ?? $app, 'servers' => $med, 'ratio' => $ratio, 'goal' => $goal];
+    // The bound: every CPU busy with the application's own work and wrk's,
+    // the server adding nothing. Both servers are CPU-bound here, so the
+    // ratio a server could reach is FPM's CPU per request (its processes'
+    // and wrk's) over that: a figure of CPU time, which other load on the
+    // host does not move as it moves requests/s.
+    $f = $floors[$app] ?? null;
+    if ($f !== null && isset($med['pool'], $med['fpm'])) {
+        $floorCpu = $f['cpu_us_per_request'] + $med['pool']['load_cpu_us'];
+        $out['apps'][$app]['bound'] = ['app_cpu_us' => $f['cpu_us_per_request'], 'cpus' => $f['cpus'],
+            'rps' => $f['cpus'] * 1e6 / $floorCpu,
+            'ratio' => ($med['fpm']['server_cpu_us'] + $med['fpm']['load_cpu_us']) / $floorCpu,
+            'pool_adds_cpu_us' => $med['pool']['server_cpu_us'] - $f['cpu_us_per_request']];
+    }
     foreach (['pool', 'fpm'] as $server) {
         if (!isset($med[$server])) {
             continue;
@@ -86,6 +105,11 @@ foreach ($rows as $app => $servers) {
         $md .= sprintf("| %s | %s | %.0f | %.2f | %.2f | %d | %.0f | %.0f | %s |\n",
             $pages[$app] ?? $app, $name, $m['rps'], $m['p50_ms'], $m['p99_ms'], $m['errors'],
             $m['server_cpu_us'], $m['load_cpu_us'], $last);
+    }
+    if (isset($out['apps'][$app]['bound'])) {
+        $b = $out['apps'][$app]['bound'];
+        $md .= sprintf("| %s | bound: the app alone in a booted process, no server (app-floor.php): %d CPUs ÷ (its CPU + wrk's); ratio: FPM's CPU per request (server + wrk) ÷ this one's | ≤ %.0f | | | | %.0f | %.0f | ≤ %.2f | |\n",
+            $pages[$app], $b['cpus'], $b['rps'], $b['app_cpu_us'], $med['pool']['load_cpu_us'], $b['ratio']);
     }
 }
 foreach (array_keys($goals) as $app) {
@@ -98,7 +122,8 @@ foreach (array_keys($goals) as $app) {
         default => "$base answered no request: $rerun",
     };
     $goalRows[] = [sprintf('%s: pool ≥ %s× the requests/s of %s', $pages[$app], $goals[$app], $base),
-        isset($a['ratio']) ? sprintf('%.2f×', $a['ratio']) : $missing,
+        isset($a['ratio']) ? sprintf('%.2f×', $a['ratio']) . (isset($a['bound']) ? sprintf(' (bound on this host %.2f×: the app\'s own %.0f µs per request; the pool adds %.0f µs)',
+            $a['bound']['ratio'], $a['bound']['app_cpu_us'], $a['bound']['pool_adds_cpu_us']) : '') : $missing,
         isset($a['ratio']) ? $a['ratio'] >= $goals[$app] : null];
 }
 if ($sse !== null && is_file($sse) && filesize($sse) > 0) {

@@ -22,7 +22,11 @@
 # answer is checked first (status, content type, and the body with digits
 # masked: the Symfony page counts requests). Beside requests/s, p50, p99 and
 # errors: CPU per request of the server's processes and of wrk, from /proc.
-# Goal (issue 35): the pool at >= 10x FPM's requests/s on each app.
+# Goal (issue 35): the pool at >= 10x FPM's requests/s on each app. Its
+# bound on this host, measured in the same run: each application alone in a
+# process that booted it once (bench/http/app-floor.php, no server), CPU per
+# request; a server adding nothing would reach FPM's CPU per request over
+# that (plus wrk's) as its ratio.
 #
 #   bench/http/frameworks.sh [--php VERSIONS] [--duration SECONDS] [--rounds N] [--out DIR] [--quick]
 #
@@ -208,6 +212,19 @@ measure() {
 
 warm() { wrk -t1 -c16 -d1s "http://127.0.0.1:$(port_of "$1")$2" >/dev/null; }
 
+# The bound: the application's own work per request in a process that
+# booted it once (bench/http/app-floor.php), no server around it, on this
+# PHP; what a pool of 2 workers could reach if it added nothing.
+# shellcheck disable=SC2046 # ext_args is words
+floor() {
+  local app=$1 json
+  json=$(in_php_root "$php" php $(ext_args) -d opcache.enable_cli=1 -d memory_limit=512M \
+    "$root/bench/http/app-floor.php" "$app" "$run/$php/$app" "${target[$app]}" "$duration") ||
+    fail "$app (PHP $php): bench/http/app-floor.php failed"
+  printf '{"server":"floor","app":"%s","php":"%s","cpus":%s,"floor":%s}\n' "$app" "$php" "$(nproc)" "$json" >>"$results"
+  echo "frameworks bench: PHP $php $app alone in a booted process: $json"
+}
+
 # One server at a time (both would share the 2 CPUs), alternating by round.
 # The frameworks on each PHP, the static file on the host's.
 cases=()
@@ -232,6 +249,7 @@ for case in "${cases[@]}"; do
       stop_server "$server"
     done
   done
+  if [ "$app" != static ]; then floor "$app"; fi
 done
 
 # Server-sent events: the first event before the handler's end.

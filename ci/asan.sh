@@ -20,6 +20,6 @@ grep -q "AddressSanitizer: heap-buffer-overflow" <<<"$out" || {
 echo "asan: canary reported as it must"
 
 echo "=== asan: library test suites"
-cargo +nightly test --release --target "$target" --target-dir target/asan \
+cargo +nightly test --profile ci --target "$target" --target-dir target/asan \
   -p shmlink-sys -p shmlink-ring -p shmlink -p shmlink-capi --lib --tests
 echo "=== asan: done"

@@ -5,4 +5,4 @@ set -euo pipefail
 source "$(dirname "$0")/../ci/lib/scope.sh" "$@" # a scope of its own: stops what it starts
 cd "$(dirname "$0")/.."
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
-  cargo test -p shmlink-ring --release --test loom -- --test-threads=2
+  cargo test -p shmlink-ring --release --test loom --test loom_samples -- --test-threads=2

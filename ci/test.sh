@@ -50,8 +50,8 @@ python3 ci/entry-docs.py
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --lib --quiet
 
 step "unit, integration and multi-process tests"
-cargo test --workspace --release
-cargo test --release -p shmlink --features tokio --test tokio_client # the async client (feature tokio)
+cargo test --workspace --profile ci # release's optimizations without its LTO (Cargo.toml)
+cargo test --profile ci -p shmlink --features tokio --test tokio_client # the async client (feature tokio)
 
 step "C ABI: header drift, install, GoogleTest (plain and ASan/UBSan), examples"
 make check-header

@@ -78,6 +78,7 @@ mod memory;
 mod producer;
 mod raw;
 mod record;
+pub mod samples;
 mod sync;
 
 pub use consumer::{Consumer, Pop};

@@ -36,9 +36,12 @@
 #![cfg(loom)]
 #![allow(unsafe_code)]
 
+mod loom_futex;
+use loom_futex::Futex;
+
 use loom::cell::UnsafeCell;
-use loom::sync::atomic::{AtomicU32, Ordering};
-use loom::sync::{Arc, Condvar, Mutex};
+use loom::sync::atomic::Ordering;
+use loom::sync::Arc;
 use loom::thread;
 
 use shmlink_ring::{Consumer, Memory, Pop, Producer, Push, RingHeader};
@@ -72,29 +75,6 @@ impl Memory for Mem {
             // SAFETY: as above.
             *d = self.0 .0[off + i].with(|p| unsafe { *p });
         }
-    }
-}
-
-/// A futex for loom: wait sleeps only while the word holds `expected`;
-/// checking and sleeping are atomic with respect to `wake` (the mutex), as
-/// the kernel makes them for FUTEX_WAIT/FUTEX_WAKE.
-#[derive(Default)]
-struct Futex {
-    m: Mutex<()>,
-    cv: Condvar,
-}
-
-impl Futex {
-    fn wait(&self, word: &AtomicU32, expected: u32) {
-        let g = self.m.lock().expect("futex lock");
-        if word.load(Ordering::SeqCst) != expected {
-            return;
-        }
-        drop(self.cv.wait(g).expect("futex wait"));
-    }
-    fn wake(&self) {
-        let _g = self.m.lock().expect("futex lock");
-        self.cv.notify_all();
     }
 }
 

@@ -8,6 +8,7 @@ use crate::sync::Ordering;
 use crate::*;
 
 mod corruption;
+mod samples;
 mod threads;
 
 /// Iterations of a randomized or threaded test: the same cases, fewer of

@@ -17,6 +17,7 @@ mod placement;
 mod pool;
 mod pool_bench;
 mod pool_churn;
+mod pubsub;
 mod reply;
 mod upgrade_bench;
 
@@ -68,6 +69,12 @@ enum Command {
     /// crashed workers, recycle, reload; `pool status PATH` and `pool reload
     /// PATH` talk to a running pool.
     Pool(Box<pool::PoolArgs>),
+    /// Serve a topic and publish N numbered samples to its subscribers
+    /// (over shm: written once, read in place by every subscriber).
+    Pub(pubsub::PubArgs),
+    /// Subscribe to a topic, check every sample against its sequence
+    /// number, and count what was received and missed.
+    Sub(pubsub::SubArgs),
     /// Show the sessions of a running server built on shmlink (the CLI's,
     /// a pool, a C/C++ daemon, a PHP Shmlink\Server): peer pid and uid,
     /// transport, age, messages and bytes each way, ring fill, arena bytes,
@@ -121,6 +128,8 @@ fn main() -> ExitCode {
         Command::RawEcho(args) => connect_cost::run_raw_echo(&args),
         Command::Pool(args) => pool::run(&args),
         Command::Inspect(args) => inspect::run(&args),
+        Command::Pub(args) => pubsub::run_pub(&args),
+        Command::Sub(args) => pubsub::run_sub(&args),
         Command::UpgradeBench(args) => upgrade_bench::run(&args),
         Command::ChaosClient(args) => chaos::run_client(args),
     };

@@ -29,6 +29,8 @@ use shmlink::wire::{
 use shmlink::{RefusalCode, RemoteError, CODE_PROTOCOL_ERROR};
 use shmlink_ring::{Consumer, Memory, Pop, Producer, Push};
 
+mod vectors_pubsub;
+
 fn path() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/protocol-vectors.json")
 }
@@ -903,6 +905,7 @@ fn build() -> Value {
         "line": lines(),
         "inspect_report": reports(),
         "handover": handovers(),
+        "pubsub": vectors_pubsub::build(),
     })
 }
 
@@ -1173,6 +1176,7 @@ fn every_vector_decodes_to_its_fields() {
         };
         check_fields(&what, &got, d);
     }
+    vectors_pubsub::check(cases(&all, "pubsub"), &check_fields);
     for c in cases(&all, "inspect_report") {
         let what = format!("inspect_report {}", c["name"]);
         let b = unhex(c["hex"].as_str().expect("hex"));

@@ -89,10 +89,7 @@ impl Handler for Dispatch {
             .client
             .lend_line(ask, allowed, Some(opts.call_timeout))
         {
-            Ok((offer, hold)) => {
-                shared.lined(lease, hold);
-                Some(offer)
-            }
+            Ok((offer, hold)) => shared.lined(lease, hold).then_some(offer),
             Err(e) if e.is_fatal() => {
                 let why = format!("worker {} could not take a direct line: {e}", lease.pid);
                 self.inner.say(&why);

@@ -116,6 +116,7 @@ pub(crate) fn cut_off(inner: &Inner, pid: u32) -> String {
 /// line not back by then ends with its worker.
 pub(crate) fn revoke_lines(inner: &Inner, deadline: Instant) {
     let mut t = inner.shared.lock();
+    t.revoking = true; // a line being lent now is taken back at once (`Shared::lined`)
     for s in &mut t.slots {
         if s.phase != Phase::Lined || s.revoked.is_some() {
             continue;

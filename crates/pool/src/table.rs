@@ -162,6 +162,9 @@ pub(crate) struct Table {
     /// Replacements started per place.
     pub(crate) restarts: Vec<u64>,
     pub(crate) stopping: bool,
+    /// The pool takes its lines back before it stops (`revoke_lines`): a
+    /// line lent from now on is taken back at once and never offered.
+    pub(crate) revoking: bool,
     /// Workers the pool keeps (`--workers`): a retired worker stops only
     /// once this many others of the current generation serve.
     pub(crate) target: usize,
@@ -446,21 +449,34 @@ impl Shared {
     }
 
     /// Files a worker lent on a line: `Lined` until it gives the line back.
-    pub(crate) fn lined(&self, lease: Lease, hold: LineHold) {
+    /// Whether the line may be offered to its client: not when the pool
+    /// began taking its lines back (or stopped the worker) while this one
+    /// was being lent. The client, never told of the line, goes on through
+    /// its session; a line it were told of would end with its worker in
+    /// the middle of a call.
+    pub(crate) fn lined(&self, lease: Lease, hold: LineHold) -> bool {
         let mut t = self.lock();
+        let revoking = t.revoking;
         match t.slots.iter_mut().find(|s| s.id == lease.slot) {
             Some(s) if s.phase == Phase::Busy => {
-                s.client = Some(lease.client);
+                let mut client = lease.client;
+                if revoking && client.revoke_line(&hold).is_ok() {
+                    s.revoked = Some(Instant::now());
+                } else {
+                    s.revoked = None;
+                }
+                s.client = Some(client);
                 s.line = Some(hold);
-                s.revoked = None;
                 s.lent = true;
                 s.set(Phase::Lined);
+                !revoking
             }
             // Stopped meanwhile (the pool stopping): the line's socket
             // closes with the session; the worker exits.
             _ => {
                 drop(t);
                 hold.wake();
+                false
             }
         }
     }

@@ -18,6 +18,8 @@
 //! - [`inspect`]: the inspection report ([`Report`]);
 //! - [`handover`]: a server handing its listeners and live sessions to a
 //!   successor process;
+//! - [`pubsub`]: a publisher's offer of a topic to a subscriber, copied
+//!   samples, detach notices, and the layout of a subscriber's queue;
 //! - [`http`]: the encoding HTTP requests and responses travel in between
 //!   the front and PHP workers; [`counters`]: the HTTP counters page a pool
 //!   shares with the workers that serve HTTP themselves.
@@ -48,6 +50,7 @@ pub mod inspect;
 pub mod layout;
 mod le;
 pub mod line;
+pub mod pubsub;
 
 pub use arena::{
     decode_release, encode_release, ArenaWireError, SegmentNotice, NOTICE_LEN, NOTICE_RETIRE,

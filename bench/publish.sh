@@ -16,7 +16,7 @@ for f in latest.md latest.json latest.png scenario-latest.md scenario-latest.jso
   pool-dispatch-latest.json http-latest.md http-latest.json http-latest.png arena-latest.md \
   arena-latest.json arena-latest.png arena-memory-latest.md arena-memory-latest.json python-latest.md go-latest.md \
   matrix-latest.md matrix-latest.json python-matrix-latest.md pool-prometheus-latest.md \
-  frameworks-latest.md frameworks-latest.json async-latest.md; do
+  frameworks-latest.md frameworks-latest.json async-latest.md pubsub-latest.md pubsub-latest.json; do
   [ -s "$r/$f" ] || { echo "publish: $r/$f missing: run ci/main.sh --full first" >&2; exit 1; }
 done
 for ext in md json png; do cp "$r/latest.$ext" "$r/$name.$ext"; done
@@ -32,6 +32,7 @@ cp "$r/python-matrix-latest.md" "$r/$name-python-matrix.md"
 cp "$r/pool-prometheus-latest.md" "$r/$name-pool-prometheus.md"
 cp "$r/go-latest.md" "$r/$name-go.md"
 cp "$r/async-latest.md" "$r/$name-async.md"
+for ext in md json; do cp "$r/pubsub-latest.$ext" "$r/$name-pubsub.$ext"; done
 # Hot upgrade (issue 38): in runs from 2026-11-28 on.
 upgrade=0
 if [ -s "$r/upgrade-latest.md" ]; then
@@ -250,6 +251,12 @@ conditions() { sed -n '/^- /p;/^## /q' "$1"; }
   echo "Source: [\`bench/results/$name-async.md\`](../bench/results/$name-async.md)."
   echo
   sed 's/^### /#### /' "$r/$name-async.md"
+  echo
+  echo "Command: \`shmlink bench --pubsub --iceoryx2 target/iceoryx2/release/iceoryx2-pubsub\`"
+  echo "(ci/main.sh builds the iceoryx2 baseline from bench/iceoryx2). Source:"
+  echo "[\`bench/results/$name-pubsub.md\`](../bench/results/$name-pubsub.md)."
+  echo
+  sed 's/^## /### /' "$r/$name-pubsub.md"
   echo
   if [ "$upgrade" = 1 ]; then
     echo "Source: [\`bench/results/$name-upgrade.md\`](../bench/results/$name-upgrade.md)."

@@ -31,6 +31,8 @@
 #      net.UnixConn and shmipc-go -> {python,go}-latest.md;
 #      async calls beside blocking ones (bench/async/run.sh: Rust on tokio,
 #      C on epoll, Python on asyncio) -> async-latest.md;
+#      publish/subscribe (shmlink bench --pubsub) beside iceoryx2 (bench/iceoryx2,
+#      from crates.io) -> pubsub-latest.{md,json};
 #      a hot upgrade under load -> upgrade-latest.{md,json}, and of the
 #      pool (PHP clients and wrk) -> pool-upgrade-latest.{md,json};
 #      the pool's dispatch and churn, its metrics scraped by Prometheus;
@@ -167,6 +169,16 @@ step "async calls beside blocking ones: Rust (tokio), C (epoll), Python (asyncio
 async_args=()
 [ "$quick" = 1 ] && async_args=(--quick)
 bench/async/run.sh "${async_args[@]}" --markdown "$out/async-latest.md"
+
+step "publish/subscribe: one-way latency beside iceoryx2, the publisher's cost with 1 and 8 subscribers, 16 MiB samples"
+pubsub_args=(--json "$out/pubsub-latest.json" --markdown "$out/pubsub-latest.md")
+if [ "$quick" = 1 ]; then
+  pubsub_args+=(--quick) # no iceoryx2 build in the smoke run: its goal reads "not measured"
+else
+  CARGO_TARGET_DIR=target/iceoryx2 cargo build --release --quiet --manifest-path bench/iceoryx2/Cargo.toml
+  pubsub_args+=(--iceoryx2 target/iceoryx2/release/iceoryx2-pubsub)
+fi
+target/release/shmlink bench --pubsub "${pubsub_args[@]}"
 
 step "the pool's dispatch: a PHP worker called directly and through shmlink pool; the pool under churn"
 target/release/shmlink pool bench --calls "$requests" --rounds 5 --churn-seconds "$churn" --json "$out/pool-dispatch-latest.json" -- \

@@ -109,7 +109,7 @@ ci/main.sh --quick >target/main-quick.log 2>&1 || { tail -n 60 target/main-quick
 for f in latest.json latest.md latest.png scenario-latest.json scenario-latest.md pool-dispatch-latest.md \
   http-latest.md http-latest.json http-latest.png arena-latest.md arena-latest.json arena-latest.png \
   python-latest.md go-latest.md matrix-latest.md matrix-latest.json python-matrix-latest.md \
-  pool-prometheus-latest.md frameworks-latest.md frameworks-latest.json; do
+  pool-prometheus-latest.md frameworks-latest.md frameworks-latest.json pubsub-latest.md pubsub-latest.json; do
   test -s "target/main-quick/$f" || { echo "main --quick wrote no $f" >&2; exit 1; }
 done
 grep -q '"client": "c"' target/main-quick/latest.json
@@ -142,7 +142,7 @@ for row in 'no churn \(the reference\) \| [0-9]+ \| 0 \|' 'recycling \(--max-job
 done
 # Every goals table ends with its count: met, missed, not measured.
 for f in latest.md matrix-latest.md pool-dispatch-latest.md scenario-latest.md python-latest.md \
-  python-matrix-latest.md go-latest.md async-latest.md frameworks-latest.md http-latest.md; do
+  python-matrix-latest.md go-latest.md async-latest.md frameworks-latest.md http-latest.md pubsub-latest.md; do
   grep -Eq '^Goals: [0-9]+ met, [0-9]+ missed, [0-9]+ not measured\.$' "target/main-quick/$f" || {
     echo "main --quick: $f has no line \"Goals: N met, N missed, N not measured.\"" >&2; exit 1; }
 done

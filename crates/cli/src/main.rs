@@ -95,6 +95,9 @@ enum Command {
     /// The peer process of the raw baselines (used by `bench`).
     #[command(name = "__baseline-peer", hide = true)]
     BaselinePeer(bench::PeerArgs),
+    /// A subscriber process of `bench --pubsub`.
+    #[command(name = "__pubsub-sub", hide = true)]
+    PubSubSub(bench::PubSubSubArgs),
     /// The CPU hog of `bench --loads busy`.
     #[command(name = "__hog", hide = true)]
     Hog(bench::HogArgs),
@@ -123,6 +126,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::run(&args),
         Command::BaselinePeer(args) => bench::run_peer(&args),
         Command::Hog(args) => bench::run_hog(&args),
+        Command::PubSubSub(args) => bench::run_pubsub_sub(&args),
         Command::Chaos(args) => chaos::run(&args),
         Command::ConnectCost(args) => connect_cost::run(&args),
         Command::RawEcho(args) => connect_cost::run_raw_echo(&args),

@@ -68,6 +68,8 @@ pub struct Subscriber {
     last_seq: Option<u64>,
     missed: u64,
     received: u64,
+    /// When an empty poll last looked at the publisher (coarse ms).
+    looked_ms: u64,
 }
 
 impl std::fmt::Debug for Subscriber {
@@ -144,6 +146,7 @@ impl Subscriber {
             last_seq: None,
             missed: 0,
             received: 0,
+            looked_ms: 0,
         })
     }
 
@@ -198,7 +201,13 @@ impl Subscriber {
             return Ok(Some(s));
         }
         if !wait {
-            self.look()?;
+            // A poll that finds nothing looks at the publisher at most once
+            // a millisecond (a liveness check costs a system call).
+            let now = shmlink_sys::clock::coarse_ms();
+            if now != self.looked_ms {
+                self.looked_ms = now;
+                self.look()?;
+            }
             return Ok(None);
         }
         let spin_end = Instant::now() + self.spin;
@@ -274,10 +283,13 @@ impl Subscriber {
         let Inlet::Shared(i) = &mut self.inlet else {
             return Ok(None);
         };
-        if i.held >= self.max_held {
+        // Samples the program still holds (dropped ones wait in `pending`
+        // for room in the returns ring, which the publisher empties).
+        let live = i.held - i.pending.len() as u32;
+        if live >= self.max_held {
             return Err(Error::Usage(format!(
-                "topic '{}': this subscriber holds {} samples, its max_held: drop one before receiving more",
-                self.topic, i.held
+                "topic '{}': this subscriber holds {live} samples, its max_held: drop one before receiving more",
+                self.topic
             )));
         }
         let Some(t) = i

@@ -143,15 +143,15 @@ fn a_sample_is_read_in_place_by_every_subscriber_and_its_slot_comes_back() {
     assert_eq!(p.free_slots(), free - 1, "one slot, referenced by both");
     drop((sa, sb));
     // Returns travel at each subscriber's next receive; the publisher
-    // collects them at its next publish.
-    assert!(a.try_receive().expect("a").is_none());
-    assert!(b.try_receive().expect("b").is_none());
-    p.publish(b"two").expect("publish");
-    assert_eq!(
-        p.free_slots(),
-        free - 1,
-        "the first slot is back, the second taken"
-    );
+    // collects them every few publishes: publishing on, with both
+    // subscribers taking and dropping everything, every slot comes back
+    // but the one of the last sample.
+    eventually("the slots come back", || {
+        p.publish(b"more").expect("publish");
+        while a.try_receive().expect("a").is_some() {}
+        while b.try_receive().expect("b").is_some() {}
+        p.free_slots() >= free - 1
+    });
 }
 
 #[test]

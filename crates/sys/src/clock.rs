@@ -35,6 +35,13 @@ pub fn coarse_ms() -> u64 {
         .map_or(0, |t| nanos(t) / 1_000_000)
 }
 
+/// Nanoseconds of `CLOCK_MONOTONIC`: one time base for every process of
+/// the machine (a benchmark stamps a sample in one and reads the stamp in
+/// another).
+pub fn monotonic_ns() -> u64 {
+    read(libc::CLOCK_MONOTONIC).map_or(0, nanos)
+}
+
 /// CPU time (user + system) the whole calling process has used so far.
 pub fn process_cpu_time() -> std::time::Duration {
     std::time::Duration::from_nanos(read(libc::CLOCK_PROCESS_CPUTIME_ID).map_or(0, nanos))

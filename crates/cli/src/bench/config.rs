@@ -118,9 +118,25 @@ pub(crate) struct BenchArgs {
     /// p50 ÷ the default's.
     #[arg(long, conflicts_with_all = ["quick", "connect", "paths", "loads"])]
     matrix: bool,
+    /// Publish/subscribe instead (see `bench/pubsub.rs`): one-way latency
+    /// at 64 B, the publisher's CPU per sample with 1 and 8 subscribers,
+    /// 16 MiB samples to 8 subscribers; honours --quick, --json, --markdown.
+    #[arg(long, conflicts_with_all = ["matrix", "connect"])]
+    pub(crate) pubsub: bool,
+    /// With --pubsub: iceoryx2's publish/subscribe measured the same way by
+    /// this program (bench/iceoryx2, built by ci/main.sh), as the baseline.
+    #[arg(long, value_name = "PROGRAM", requires = "pubsub")]
+    pub(crate) iceoryx2: Option<PathBuf>,
     /// No progress bar.
     #[arg(long, short)]
     quiet: bool,
+}
+
+impl BenchArgs {
+    /// Whether the smoke-test preset was asked for.
+    pub(crate) fn quick_preset(&self) -> bool {
+        self.quick
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -19,6 +19,7 @@ mod peer;
 mod plan;
 mod plot;
 mod progress;
+mod pubsub;
 mod report;
 mod run;
 mod shared;
@@ -45,9 +46,13 @@ use stats::Record;
 pub(crate) use config::BenchArgs;
 pub(crate) use load::{run_hog, HogArgs};
 pub(crate) use peer::{run_peer, PeerArgs};
+pub(crate) use pubsub::{run_sub as run_pubsub_sub, SubArgs as PubSubSubArgs};
 
 /// Runs the benchmark and prints the report.
 pub(crate) fn run(args: &BenchArgs) -> anyhow::Result<()> {
+    if args.pubsub {
+        return pubsub::run(args);
+    }
     let cfg = Config::new(args)?;
     let interrupt = Interrupt::install()?;
     let machine = machine::describe();

@@ -343,7 +343,11 @@ fn attach(inner: &Inner, accepted: Accepted) -> std::result::Result<(), String> 
         None => format!("a subscriber over tcp of topic '{}'", inner.topic),
     };
     let o = &inner.options;
-    if lock(inner).feeds.len() >= o.max_subscribers as usize {
+    let (subscribers, next_seq) = {
+        let st = lock(inner);
+        (st.feeds.len(), st.next_seq)
+    };
+    if subscribers >= o.max_subscribers as usize {
         let why = format!(
             "topic '{}' at {} has its {} subscribers (max_subscribers)",
             inner.topic, inner.address, o.max_subscribers
@@ -353,7 +357,6 @@ fn attach(inner: &Inner, accepted: Accepted) -> std::result::Result<(), String> 
     }
     let shared = peer.transport() == Transport::Shm;
     let returns = o.depth + o.max_held;
-    let next_seq = lock(inner).next_seq;
     let mut offer = Attach {
         version: PUBSUB_VERSION,
         mode: Mode::Copy,

@@ -25,6 +25,7 @@ use shmlink_pubsub::{
 use shmlink_sys::clock::{monotonic_ns, thread_cpu_ns};
 
 use super::config::BenchArgs;
+use crate::child::TempDir;
 use crate::goals::{summary, Verdict};
 
 /// Options of the hidden subscriber process.
@@ -117,7 +118,7 @@ fn case(
 ) -> anyhow::Result<(f64, Vec<Value>)> {
     let address = format!(
         "shm:{}",
-        dir.join(format!("pubsub-{subs}-{size}.sock")).display()
+        dir.join(format!("ps-{subs}-{size}.sock")).display()
     );
     let small = size <= 4096;
     let options = TopicOptions {
@@ -204,25 +205,24 @@ fn us(ns: f64) -> String {
 /// Runs every case and reports.
 pub(crate) fn run(args: &BenchArgs) -> anyhow::Result<()> {
     let quick = args.quick_preset();
-    let dir = std::env::temp_dir().join(format!("shmlink-bench-pubsub-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).context("a directory for the bench's sockets")?;
-    let _clean = scopeguard(dir.clone());
+    let tmp = TempDir::new()?;
+    let dir = tmp.path();
     let (lat_n, fan_n, big_n) = if quick {
         (2_000, 20_000, 4)
     } else {
         (50_000, 400_000, 40)
     };
     let gap = Duration::from_micros(5);
-    let (_, lat) = case(&dir, 1, 64, lat_n, Some(gap))?;
+    let (_, lat) = case(dir, 1, 64, lat_n, Some(gap))?;
     let ours = (&lat[0]["p50_ns"], &lat[0]["p99_ns"]);
     let ice = match &args.iceoryx2 {
         Some(p) => Some(iceoryx2(p, lat_n, gap)?),
         None => None,
     };
-    let (cpu1, _) = case(&dir, 1, 64, fan_n, None)?;
-    let (cpu8, _) = case(&dir, 8, 64, fan_n, None)?;
-    let (big1, _) = case(&dir, 1, MIB16, big_n, None)?;
-    let (big8, _) = case(&dir, 8, MIB16, big_n, None)?;
+    let (cpu1, _) = case(dir, 1, 64, fan_n, None)?;
+    let (cpu8, _) = case(dir, 8, 64, fan_n, None)?;
+    let (big1, _) = case(dir, 1, MIB16, big_n, None)?;
+    let (big8, _) = case(dir, 8, MIB16, big_n, None)?;
     let once = write_once_ns(big_n as u32);
 
     let p50 = ours.0.as_f64().unwrap_or(f64::NAN);
@@ -254,34 +254,18 @@ pub(crate) fn run(args: &BenchArgs) -> anyhow::Result<()> {
             );
         }
         None => {
-            let _ = writeln!(md, "| iceoryx2 (baseline) | not measured: pass `--iceoryx2 bench/iceoryx2/target/release/iceoryx2-pubsub` (ci/main.sh builds it) | | |");
+            let _ = writeln!(md, "| iceoryx2 (baseline) | not measured: pass `--iceoryx2 target/iceoryx2/release/iceoryx2-pubsub` (ci/main.sh --full builds it) | | |");
         }
     }
-    let _ = writeln!(
-        md,
-        "| shmlink, 64 B, 1 subscriber, full rate | | | {} |",
-        us(cpu1)
-    );
-    let _ = writeln!(
-        md,
-        "| shmlink, 64 B, 8 subscribers, full rate | | | {} |",
-        us(cpu8)
-    );
-    let _ = writeln!(
-        md,
-        "| shmlink, 16 MiB written in place, 1 subscriber | | | {} |",
-        us(big1)
-    );
-    let _ = writeln!(
-        md,
-        "| shmlink, 16 MiB written in place, 8 subscribers | | | {} |",
-        us(big8)
-    );
-    let _ = writeln!(
-        md,
-        "| writing 16 MiB once (bound: one copy of the sample) | | | {} |",
-        us(once)
-    );
+    for (case, ns) in [
+        ("shmlink, 64 B, 1 subscriber, full rate", cpu1),
+        ("shmlink, 64 B, 8 subscribers, full rate", cpu8),
+        ("shmlink, 16 MiB written in place, 1 subscriber", big1),
+        ("shmlink, 16 MiB written in place, 8 subscribers", big8),
+        ("writing 16 MiB once (bound: one copy of the sample)", once),
+    ] {
+        let _ = writeln!(md, "| {case} | | | {} |", us(ns));
+    }
     let g1 = ice_p50.map(|i| p50 <= i);
     let g2 = cpu8 / cpu1;
     let g3 = big8 / once;
@@ -323,15 +307,4 @@ pub(crate) fn run(args: &BenchArgs) -> anyhow::Result<()> {
         std::fs::write(p, &md).with_context(|| format!("writing {}", p.display()))?;
     }
     Ok(())
-}
-
-/// Removes the bench's socket directory on every way out of `run`.
-fn scopeguard(dir: std::path::PathBuf) -> impl Drop {
-    struct Guard(std::path::PathBuf);
-    impl Drop for Guard {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-    Guard(dir)
 }

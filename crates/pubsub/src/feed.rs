@@ -151,17 +151,19 @@ impl SharedFeed {
                 Overflow::Block(bound) => {
                     let end = *deadline.get_or_insert_with(|| Instant::now() + bound);
                     if let Err(why) = self.wait_for_room(end, who) {
-                        return Offered::Detach(format!(
-                            "{why}: {who} took no sample for {bound:?} with its queue of {depth} full (overflow: block {bound:?})"
-                        ));
+                        return Offered::Detach(why.unwrap_or_else(|| format!(
+                            "detached: {who} took no sample for {bound:?} with its queue of {depth} full (overflow: block {bound:?})"
+                        )));
                     }
                 }
             }
         }
     }
 
-    /// Sleeps until the subscriber takes a sample or `end`.
-    fn wait_for_room(&mut self, end: Instant, who: &str) -> Result<(), String> {
+    /// Sleeps until the subscriber takes a sample or `end`. `Err(None)`:
+    /// `end` came first; `Err(Some(why))`: the subscriber went away or broke
+    /// the protocol meanwhile.
+    fn wait_for_room(&mut self, end: Instant, who: &str) -> Result<(), Option<String>> {
         loop {
             let seen = match self.producer.prepare_sleep() {
                 Ok(Some(seen)) => seen,
@@ -171,13 +173,13 @@ impl SharedFeed {
                 }
                 Err(e) => {
                     self.producer.finish_sleep();
-                    return Err(format!("{who} broke the protocol: {e}"));
+                    return Err(Some(format!("{who} broke the protocol: {e}")));
                 }
             };
             let now = Instant::now();
             if now >= end {
                 self.producer.finish_sleep();
-                return Err("detached".into());
+                return Err(None);
             }
             futex::wait(
                 &self.producer.header().space_bell,
@@ -186,7 +188,7 @@ impl SharedFeed {
             );
             self.producer.finish_sleep();
             if !self.client.is_connected() {
-                return Err("gone".into());
+                return Err(Some(format!("{who} went away")));
             }
         }
     }
